@@ -1,0 +1,83 @@
+"""geoanalyze: the geometry of positional encodings in transformers.
+
+The public Python API (the command line is a thin layer over it)::
+
+    from geoanalyze import load_texts, PositionalCounts, hellinger_distances, classical_mds
+
+Names are imported lazily, so ``import geoanalyze`` (and ``geoanalyze --help``) stays fast
+and never imports torch or transformers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "load_texts": "geoanalyze.corpus.sources",
+    "resolve_source": "geoanalyze.corpus.sources",
+    "DATASETS": "geoanalyze.corpus.sources",
+    "synthetic_corpus": "geoanalyze.corpus.synthetic",
+    "SyntheticCorpus": "geoanalyze.corpus.synthetic",
+    "get_tokenizer": "geoanalyze.corpus.tokenize",
+    "PositionalCounts": "geoanalyze.corpus.marginals",
+    "count_positions": "geoanalyze.corpus.marginals",
+    "compute_counts": "geoanalyze.corpus.marginals",
+    "hellinger_distances": "geoanalyze.geometry.distances",
+    "fisher_rao_distances": "geoanalyze.geometry.distances",
+    "position_geometry": "geoanalyze.geometry.distances",
+    "PositionGeometry": "geoanalyze.geometry.distances",
+    "classical_mds": "geoanalyze.geometry.mds",
+    "MDSResult": "geoanalyze.geometry.mds",
+    "stress_curve": "geoanalyze.geometry.mds",
+    "low_rank_encoding": "geoanalyze.geometry.mds",
+    "LowRankEncoding": "geoanalyze.geometry.mds",
+    "GeoanalyzeError": "geoanalyze.errors",
+}
+
+__all__ = [
+    "DATASETS",
+    "GeoanalyzeError",
+    "LowRankEncoding",
+    "MDSResult",
+    "PositionGeometry",
+    "PositionalCounts",
+    "SyntheticCorpus",
+    "__version__",
+    "classical_mds",
+    "compute_counts",
+    "count_positions",
+    "fisher_rao_distances",
+    "get_tokenizer",
+    "hellinger_distances",
+    "load_texts",
+    "low_rank_encoding",
+    "position_geometry",
+    "resolve_source",
+    "stress_curve",
+    "synthetic_corpus",
+]
+
+if TYPE_CHECKING:
+    from .corpus.marginals import PositionalCounts, compute_counts, count_positions
+    from .corpus.sources import DATASETS, load_texts, resolve_source
+    from .corpus.synthetic import SyntheticCorpus, synthetic_corpus
+    from .corpus.tokenize import get_tokenizer
+    from .errors import GeoanalyzeError
+    from .geometry.distances import PositionGeometry, fisher_rao_distances, hellinger_distances, position_geometry
+    from .geometry.mds import LowRankEncoding, MDSResult, classical_mds, low_rank_encoding, stress_curve
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'geoanalyze' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

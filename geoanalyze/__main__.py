@@ -1,0 +1,5 @@
+"""python -m geoanalyze"""
+
+from .cli.app import main
+
+main()

@@ -1,0 +1,46 @@
+"""The `geoanalyze` command."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+
+from .. import __version__
+from . import datasets, pipeline
+
+app = typer.Typer(
+    name="geoanalyze",
+    help="Geometry of positional encodings: corpus -> per-position marginals -> Hellinger distances -> MDS.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(datasets.app, name="datasets")
+app.command()(pipeline.marginals)
+app.command()(pipeline.distances)
+app.command()(pipeline.mds)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"geoanalyze {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Geometry of positional encodings in transformers."""
+    if debug:
+        os.environ["GEOANALYZE_DEBUG"] = "1"
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,129 @@
+"""What every command shares: error handling, the corpus options, loading inputs."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+
+from ..errors import GeoanalyzeError, InputError
+from ..report.render import FORMATS
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def debug_enabled() -> bool:
+    return os.environ.get("GEOANALYZE_DEBUG", "") not in ("", "0")
+
+
+def handles_errors(command: F) -> F:
+    """Turn a GeoanalyzeError into one line on stderr and its exit code (2: bad input).
+
+    With --debug (GEOANALYZE_DEBUG=1) the traceback is printed too.
+    """
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except GeoanalyzeError as exc:
+            if debug_enabled():
+                traceback.print_exc()
+            message = " ".join(str(exc).split())
+            print(f"error: {message}", file=sys.stderr)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def check_format(fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise InputError(f"unknown --format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    return fmt
+
+
+def check_output_suffix(path: Path | None, suffix: str, what: str) -> None:
+    if path is not None and path.suffix != suffix:
+        raise InputError(f"--output {path} should end in {suffix} ({what} are written as {suffix})")
+
+
+@dataclass
+class CorpusOptions:
+    """The options that say how to read and count a corpus."""
+
+    split: str | None = None
+    data_dir: Path | None = None
+    text_column: str | None = None
+    limit: int | None = None
+    tokenizer: str = "bert-base-uncased"
+    max_length: int | None = None
+    exclude_special: bool = False
+    add_special_tokens: bool = True
+    split_seed: int = 0
+    cache: bool = True
+
+
+def load_counts(sources: list[str], options: CorpusOptions, progress: bool = True) -> tuple[Any, list[dict[str, Any]]]:
+    """Count (or load) every source and merge them; return (counts, per-source notes)."""
+    from ..corpus.marginals import PositionalCounts, compute_counts
+    from ..corpus.sources import resolve_source
+    from ..io import file_kind
+    from ..report.progress import ProgressBars
+
+    if not sources:
+        raise InputError("no corpus given; pass a dataset name, a file or a counts file")
+    merged = None
+    notes: list[dict[str, Any]] = []
+    with ProgressBars(enabled=progress and sys.stderr.isatty()) as bars:
+        for source in sources:
+            kind = file_kind(source) if Path(source).is_file() else None
+            if kind == "counts":
+                counts = PositionalCounts.load(source)
+                notes.append({"source": source, "from": "counts file"})
+            elif kind is not None:
+                raise InputError(
+                    f"{source} holds geoanalyze {kind}, not a corpus or counts; pass a corpus or a counts file"
+                )
+            else:
+                resolved = resolve_source(source, options.split, options.data_dir, options.text_column)
+                counts, cached = compute_counts(
+                    resolved,
+                    tokenizer=options.tokenizer,
+                    max_length=options.max_length,
+                    exclude_special=options.exclude_special,
+                    add_special_tokens=options.add_special_tokens,
+                    limit=options.limit,
+                    split_seed=options.split_seed,
+                    cache=options.cache,
+                    progress=bars.track,
+                )
+                notes.append({"source": source, "from": "cache" if cached else resolved.location})
+            merged = counts if merged is None else merged.merge(counts)
+    assert merged is not None
+    return merged, notes
+
+
+def load_geometry(
+    sources: list[str], options: CorpusOptions, metric: str, min_count: int
+) -> tuple[Any, list[dict[str, Any]]]:
+    """A PositionGeometry from a distances file, or from counts / corpora."""
+    from ..geometry.distances import PositionGeometry, position_geometry
+    from ..io import file_kind
+
+    if len(sources) == 1 and Path(sources[0]).is_file() and file_kind(sources[0]) == "distances":
+        geometry = PositionGeometry.load(sources[0])
+        if geometry.metric != metric:
+            raise InputError(
+                f"{sources[0]} holds {geometry.metric} distances but --metric is {metric}; "
+                "recompute from the counts or change --metric"
+            )
+        return geometry, [{"source": sources[0], "from": "distances file"}]
+    counts, notes = load_counts(sources, options)
+    return position_geometry(counts, metric=metric, min_count=min_count), notes

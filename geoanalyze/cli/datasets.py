@@ -1,0 +1,86 @@
+"""`geoanalyze datasets`: what corpora are known, and synthetic corpora with known geometry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from ..corpus.sources import DATASETS, LOCAL_SUFFIXES, data_dir_from_env
+from ..corpus.synthetic import KINDS
+from ..errors import InputError
+from ..report.render import grid_table, print_json, stdout_console
+from . import options as opt
+from .common import check_format, handles_errors
+
+app = typer.Typer(help="Known datasets, and synthetic corpora with known geometry.", no_args_is_help=True)
+
+
+@app.command("list")
+@handles_errors
+def list_datasets(data_dir: opt.DataDir = None, format: opt.Format = "table") -> None:
+    """List the named datasets, their hub ids and splits, and which splits the local data directory holds."""
+    check_format(format)
+    directory = data_dir_from_env(data_dir)
+    rows = []
+    for info in DATASETS.values():
+        local = []
+        if directory is not None:
+            for split in info.splits:
+                if any((directory / info.name / f"{split}{suffix}").is_file() for suffix in LOCAL_SUFFIXES):
+                    local.append(split)
+        rows.append(
+            {
+                "name": info.name,
+                "hub_id": info.hub_id,
+                "config": info.config,
+                "splits": list(info.splits),
+                "text_column": info.text_column,
+                "local_splits": local,
+                "description": info.description,
+            }
+        )
+    rows.append(
+        {
+            "name": "synthetic",
+            "hub_id": None,
+            "config": None,
+            "splits": [],
+            "text_column": None,
+            "local_splits": [],
+            "description": f"generated with known marginals: synthetic:KIND,n=,length=,vocab=,seed= (KIND: {', '.join(KINDS)})",
+        }
+    )
+    if format == "json":
+        print_json({"data_dir": str(directory) if directory else None, "datasets": rows})
+        return
+    header = ["name", "hub id", "config", "splits", "local", "text column"]
+    table = [(r["name"], r["hub_id"], r["config"], r["splits"], r["local_splits"], r["text_column"]) for r in rows]
+    stdout_console.print(grid_table(f"datasets (data dir: {directory or 'not set'})", header, table))
+
+
+@app.command("synthesize")
+@handles_errors
+def synthesize(
+    kind: Annotated[str, typer.Argument(help=f"One of: {', '.join(KINDS)}.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Folder for <kind>.txt and <kind>.marginals.npy.")],
+    n_sequences: Annotated[int, typer.Option("--n", min=1, help="Number of texts.")] = 2000,
+    length: Annotated[int, typer.Option("--length", min=1, help="Tokens per text (positions).")] = 64,
+    vocab: Annotated[int, typer.Option("--vocab", min=2, help="Vocabulary size V.")] = 500,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+) -> None:
+    """Write a synthetic corpus (one text a line) and its true marginals (.npy, positions x V)."""
+    from ..corpus.synthetic import synthetic_corpus
+    from ..io import atomic_path, write_text
+
+    if kind not in KINDS:
+        raise InputError(f"unknown synthetic kind {kind!r}; choose one of {', '.join(KINDS)}")
+    corpus = synthetic_corpus(kind, n_sequences=n_sequences, length=length, vocab_size=vocab, seed=seed)
+    text_path = output / f"{kind}.txt"
+    marginals_path = output / f"{kind}.marginals.npy"
+    write_text(text_path, "\n".join(corpus.texts) + "\n")
+    with atomic_path(marginals_path) as tmp, open(tmp, "wb") as handle:
+        np.save(handle, corpus.marginals, allow_pickle=False)
+    print(f"wrote {text_path} ({n_sequences} texts x {length} tokens, V={vocab}) and {marginals_path}")

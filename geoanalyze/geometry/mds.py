@@ -1,0 +1,341 @@
+r"""Classical MDS of a distance matrix, and its low-rank positional encoding P = A W.
+
+Classical MDS (Torgerson; principal coordinates)
+------------------------------------------------
+B = -\frac12 J D^{\circ 2} J with J = I - \frac1n 1 1^T. If B = U \Lambda U^T
+(eigenvalues descending), the embedding is X = U_r \Lambda_r^{1/2} over the r positive
+eigenvalues. D is Euclidean iff B is positive semi-definite, and then ||x_i - x_j|| = D_ij
+exactly; the Hellinger matrix always is (a chord distance), so its full-rank MDS has stress 0.
+
+- Eigenvector signs are fixed as scikit-learn's ``svd_flip`` does: the entry of largest
+  absolute value of each eigenvector is positive, so results are reproducible.
+- Effective rank: the number of eigenvalues above ``tol = rtol * lambda_max`` with
+  ``rtol = n * eps(float64)`` by default (numpy's ``matrix_rank`` convention).
+- Negative mass: sum |lambda_-| / sum |lambda|, 0 for a Euclidean matrix; how far a
+  (corrected, say) matrix is from being embeddable.
+- For n >= 2048 and a requested number of components, only the top eigenpairs are computed
+  (Lanczos, ``scipy.sparse.linalg.eigsh``): O(n^2) per iteration instead of O(n^3).
+
+Low-rank encoding for a model of width d
+----------------------------------------
+P = A W with A = X_r (n x r) and W (r x d) with orthonormal rows (W W^T = I_r), so
+||p_i - p_j|| = ||a_i - a_j||: distances are kept exactly. Parameters: r (n + d) instead of n d.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import IncompatibleError, InputError
+from ..io import save_arrays
+
+PARTIAL_FROM = 2048
+DEFAULT_CURVE_RANKS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+
+
+@dataclass
+class MDSResult:
+    """Classical MDS of an n x n distance matrix.
+
+    Attributes
+    ----------
+    embedding_ : (n, k) coordinates over the k positive eigenvalues kept.
+    eigenvalues_ : eigenvalues of B computed, descending (all n, or the top ones when partial).
+    effective_rank_ : number of eigenvalues above ``tolerance_``.
+    tolerance_ : the eigenvalue threshold used.
+    negative_mass_ : sum |negative eigenvalues| / sum |eigenvalues|; None when partial.
+    partial_ : whether only the top eigenpairs were computed.
+    """
+
+    embedding_: np.ndarray
+    eigenvalues_: np.ndarray
+    effective_rank_: int
+    tolerance_: float
+    negative_mass_: float | None
+    partial_: bool = False
+
+    def coordinates(self, rank: int | None = None) -> np.ndarray:
+        """The first ``rank`` MDS coordinates (all kept ones by default)."""
+        if rank is None:
+            return self.embedding_
+        if rank < 1 or rank > self.embedding_.shape[1]:
+            raise InputError(
+                f"rank {rank} is out of range: the MDS has {self.embedding_.shape[1]} positive dimensions; "
+                f"choose 1..{self.embedding_.shape[1]}"
+            )
+        return self.embedding_[:, :rank]
+
+
+def _check_distance_matrix(distances: Any) -> np.ndarray:
+    d = np.asarray(distances, dtype=np.float64)
+    if d.ndim != 2 or d.shape[0] != d.shape[1]:
+        raise InputError(f"a distance matrix must be square, got shape {d.shape}")
+    if d.shape[0] < 2:
+        raise InputError("MDS needs at least 2 points")
+    if not np.all(np.isfinite(d)):
+        raise InputError("the distance matrix has NaN or infinite entries; drop the undefined positions first")
+    if not np.allclose(d, d.T, rtol=0, atol=1e-10):
+        raise InputError("the distance matrix is not symmetric")
+    return d
+
+
+def double_centre(distances: np.ndarray) -> np.ndarray:
+    """B = -1/2 J D^2 J (J the centring matrix), computed by subtracting means."""
+    b = np.square(distances)
+    b -= b.mean(axis=0)
+    b -= b.mean(axis=1, keepdims=True)
+    b *= -0.5
+    return (b + b.T) / 2.0
+
+
+def flip_signs(vectors: np.ndarray) -> np.ndarray:
+    """Make the largest-|.| entry of each column positive (deterministic eigenvector signs)."""
+    rows = np.argmax(np.abs(vectors), axis=0)
+    signs = np.sign(vectors[rows, np.arange(vectors.shape[1])])
+    signs[signs == 0] = 1.0
+    return vectors * signs
+
+
+def classical_mds(
+    distances: Any,
+    n_components: int | None = None,
+    *,
+    method: str = "auto",
+    rtol: float | None = None,
+) -> MDSResult:
+    """Classical MDS (see the module docstring).
+
+    Parameters
+    ----------
+    distances : (n, n) symmetric matrix with a zero diagonal.
+    n_components : keep at most this many dimensions (default: every positive one).
+    method : "full" (dense eigh), "partial" (top ``n_components`` by Lanczos), or "auto":
+        partial when n >= 2048 and ``n_components`` is given and small, full otherwise.
+    rtol : relative eigenvalue tolerance for the effective rank (default n * eps).
+
+    Returns
+    -------
+    MDSResult
+    """
+    d = _check_distance_matrix(distances)
+    n = d.shape[0]
+    if n_components is not None and not 1 <= n_components <= n:
+        raise InputError(f"n_components must be within 1..{n}, got {n_components}")
+    if method not in ("auto", "full", "partial"):
+        raise InputError(f"unknown MDS method {method!r}; choose auto, full or partial")
+    b = double_centre(d)
+    partial = method == "partial" or (
+        method == "auto" and n >= PARTIAL_FROM and n_components is not None and n_components <= n // 8
+    )
+    if partial:
+        if n_components is None:
+            raise InputError("a partial eigensolve needs n_components")
+        from scipy.sparse.linalg import eigsh
+
+        k = min(n_components, n - 1)
+        values, vectors = eigsh(b, k=k, which="LA", v0=np.ones(n) / np.sqrt(n) + 1e-3 * np.arange(n) / n)
+    else:
+        from scipy.linalg import eigh
+
+        values, vectors = eigh(b, overwrite_a=True, check_finite=False)
+    order = np.argsort(values)[::-1]
+    values, vectors = values[order], vectors[:, order]
+    rtol = n * np.finfo(np.float64).eps if rtol is None else rtol
+    top = max(float(values[0]), 0.0)
+    tolerance = rtol * top
+    positive = values > tolerance
+    effective_rank = int(positive.sum())
+    keep = effective_rank if n_components is None else min(n_components, effective_rank)
+    vectors = flip_signs(vectors[:, :keep])
+    embedding = vectors * np.sqrt(values[:keep])
+    negative_mass = None
+    if not partial:
+        magnitude = np.abs(values).sum()
+        negative_mass = float(np.abs(values[values < -tolerance]).sum() / magnitude) if magnitude > 0 else 0.0
+    return MDSResult(embedding, values, effective_rank, tolerance, negative_mass, partial)
+
+
+def stress_curve(embedding: np.ndarray, distances: np.ndarray, ranks: Any = None) -> dict[int, float]:
+    """Raw stress sum_{i<j} (||x_i - x_j|| - D_ij)^2 / sum D_ij^2 of the first r coordinates, per r.
+
+    Squared embedding distances are accumulated one coordinate at a time (n^2 work per rank).
+    """
+    d = np.asarray(distances, dtype=np.float64)
+    max_rank = embedding.shape[1]
+    wanted = sorted({int(r) for r in (ranks if ranks is not None else DEFAULT_CURVE_RANKS) if 1 <= int(r) <= max_rank})
+    if max_rank and max_rank not in wanted and ranks is None:
+        wanted.append(max_rank)
+    upper = np.triu_indices(d.shape[0], k=1)
+    target = d[upper]
+    denominator = float(np.sum(target**2))
+    squared = np.zeros_like(target)
+    curve: dict[int, float] = {}
+    for r in range(1, (wanted[-1] if wanted else 0) + 1):
+        column = embedding[:, r - 1]
+        squared += np.square(column[upper[0]] - column[upper[1]])
+        if r in wanted:
+            residual = np.sqrt(squared) - target
+            curve[r] = float(np.sum(residual**2) / denominator) if denominator > 0 else 0.0
+    return curve
+
+
+# --- the low-rank encoding -----------------------------------------------------------------
+
+
+@dataclass
+class LowRankEncoding:
+    """An MDS positional encoding factorised for a model of width d: P = A W.
+
+    Attributes
+    ----------
+    A : (n, r) MDS coordinates (times ``scale``).
+    W : (r, d) with orthonormal rows.
+    positions : the position index of each row.
+    metadata : how it was made (source, metric, rank, stress, ...).
+    """
+
+    A: np.ndarray
+    W: np.ndarray
+    positions: np.ndarray
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def position_embeddings(self) -> np.ndarray:
+        """P = A W, shape (n, d)."""
+        return self.A @ self.W
+
+    @property
+    def rank(self) -> int:
+        return int(self.A.shape[1])
+
+    @property
+    def dim(self) -> int:
+        return int(self.W.shape[1])
+
+    def parameter_counts(self) -> dict[str, int | float]:
+        """Parameters of the factorised form r (n + d) against the dense table n d."""
+        n, r, d = self.A.shape[0], self.rank, self.dim
+        factored, dense = r * (n + d), n * d
+        return {"factored": factored, "dense": dense, "saving": 1.0 - factored / dense}
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the PE file: ``position_embeddings`` (n x d, float32), ``A``, ``W``, ``positions``."""
+        arrays: dict[str, np.ndarray] = {
+            "position_embeddings": self.position_embeddings.astype(np.float32),
+            "A": self.A.astype(np.float32),
+            "W": self.W.astype(np.float32),
+            "positions": self.positions.astype(np.int64),
+        }
+        save_arrays(path, arrays, kind="mds", metadata=self.metadata)
+
+
+def orthonormal_rows(rank: int, dim: int, basis: str = "random", seed: int = 0) -> np.ndarray:
+    """W (rank x dim) with W W^T = I: the first coordinate axes, or a seeded random frame."""
+    if rank > dim:
+        raise InputError(f"rank {rank} exceeds the model width {dim}; choose --rank <= --dim")
+    if basis == "identity":
+        return np.eye(rank, dim)
+    if basis != "random":
+        raise InputError(f"unknown basis {basis!r}; choose random or identity")
+    gaussian = np.random.default_rng(seed).standard_normal((dim, rank))
+    q, r = np.linalg.qr(gaussian)
+    q *= np.sign(np.diag(r))  # the QR factor with a positive diagonal is unique
+    return q.T
+
+
+def low_rank_encoding(
+    mds: MDSResult,
+    positions: np.ndarray,
+    dim: int,
+    rank: int | None = None,
+    basis: str = "random",
+    seed: int = 0,
+    scale: float = 1.0,
+    metadata: dict[str, Any] | None = None,
+) -> LowRankEncoding:
+    """Factor the top-``rank`` MDS coordinates into P = A W for a model of width ``dim``.
+
+    ``rank`` defaults to min(effective rank, dim). ``scale`` multiplies A (distances scale with it).
+    """
+    if dim < 1:
+        raise InputError(f"--dim must be at least 1, got {dim}")
+    if not np.isfinite(scale) or scale <= 0:
+        raise InputError(f"--scale must be a positive number, got {scale}")
+    available = mds.embedding_.shape[1]
+    rank = min(available, dim) if rank is None else rank
+    if rank < 1 or rank > available:
+        raise InputError(f"--rank {rank} is out of range: the MDS has {available} positive dimensions")
+    w = orthonormal_rows(rank, dim, basis, seed)
+    a = scale * mds.coordinates(rank)
+    info = dict(metadata or {}, rank=rank, dim=dim, basis=basis, seed=seed, scale=scale)
+    return LowRankEncoding(a, w, np.asarray(positions, dtype=np.int64), info)
+
+
+def write_into_checkpoint(
+    encoding: LowRankEncoding, checkpoint: str | os.PathLike[str], output: str | os.PathLike[str]
+) -> dict[str, Any]:
+    """Copy a HF BERT checkpoint folder to ``output`` with its position embeddings replaced.
+
+    Row ``positions[k]`` of ``embeddings.position_embeddings.weight`` becomes P[k]; rows the
+    encoding does not cover keep the checkpoint's values (reported). The copy is made in a
+    temporary folder and renamed into place, so a failure leaves nothing behind.
+    """
+    source = Path(checkpoint).expanduser()
+    target = Path(output).expanduser()
+    weights = source / "model.safetensors"
+    if not weights.is_file():
+        raise InputError(f"{source} has no model.safetensors; pass a local HF BERT checkpoint folder")
+    if target.exists():
+        raise InputError(f"{target} already exists; pass a new folder for the modified checkpoint")
+    import json
+
+    config = json.loads((source / "config.json").read_text()) if (source / "config.json").is_file() else {}
+    model_type = config.get("model_type")
+    if model_type != "bert":
+        raise IncompatibleError(
+            f"writing into a {model_type or 'unknown'} checkpoint is not supported yet; pass a BERT checkpoint"
+        )
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(weights))
+    keys = [k for k in tensors if k.endswith("embeddings.position_embeddings.weight")]
+    if len(keys) != 1:
+        raise IncompatibleError(f"{weights} has {len(keys)} position-embedding tables; expected exactly one")
+    table = tensors[keys[0]]
+    n_table, width = table.shape
+    if width != encoding.dim:
+        raise IncompatibleError(
+            f"the encoding has width {encoding.dim} but the checkpoint's hidden size is {width}; rerun mds with --dim {width}"
+        )
+    if encoding.positions.max(initial=-1) >= n_table:
+        raise IncompatibleError(
+            f"the encoding covers position {int(encoding.positions.max())} but the checkpoint has "
+            f"{n_table} positions; lower --max-length"
+        )
+    import torch
+
+    updated = table.clone()
+    updated[torch.as_tensor(encoding.positions)] = torch.as_tensor(encoding.position_embeddings, dtype=table.dtype)
+    tensors[keys[0]] = updated.contiguous()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        shutil.copytree(source, staging, dirs_exist_ok=True)
+        save_file(tensors, str(staging / "model.safetensors"), metadata={"format": "pt"})
+        os.replace(staging, target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return {
+        "checkpoint": str(target),
+        "table": keys[0],
+        "rows_replaced": int(encoding.positions.size),
+        "rows_kept": int(n_table - encoding.positions.size),
+    }

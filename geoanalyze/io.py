@@ -1,0 +1,173 @@
+"""Files on disk: atomic writes and the one container format the toolkit writes.
+
+Every array file geoanalyze writes is a safetensors file (no pickle, no code) whose header
+metadata holds one JSON document under the key ``"geoanalyze"``::
+
+    {"kind": "counts" | "distances" | "mds", "format_version": 1, ...}
+
+``kind`` says what the file is, so a command given the wrong file says so instead of
+misreading it. Writes go to a temporary file in the same folder and are renamed into place
+(:func:`atomic_path`), so a crash or an error never leaves a half-written output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import FormatError, InputError
+
+METADATA_KEY = "geoanalyze"
+FORMAT_VERSION = 1
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success.
+
+    The parent folder is created if needed. On any exception the temporary file is removed
+    and ``path`` is left untouched.
+    """
+    target = Path(path)
+    parent = target.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create folder {parent}: {exc.strerror}; choose another output path") from exc
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual mode
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def save_arrays(
+    path: str | os.PathLike[str],
+    arrays: Mapping[str, np.ndarray],
+    kind: str,
+    metadata: Mapping[str, Any],
+) -> None:
+    """Save named arrays and a JSON metadata document as a safetensors file, atomically.
+
+    Parameters
+    ----------
+    path : destination file.
+    arrays : name -> array; arrays are made C-contiguous.
+    kind : what the file holds ("counts", "distances", "mds", ...); checked on load.
+    metadata : JSON-serialisable document stored in the header.
+    """
+    from safetensors.numpy import save_file
+
+    document = {"kind": kind, "format_version": FORMAT_VERSION, **metadata}
+    header = {METADATA_KEY: json.dumps(document, sort_keys=True)}
+    tensors = {name: np.ascontiguousarray(array) for name, array in arrays.items()}
+    with atomic_path(path) as tmp:
+        save_file(tensors, str(tmp), metadata=header)
+
+
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The geoanalyze metadata document of a safetensors file, or None if it has none.
+
+    Raises FormatError when the file is not a readable safetensors file.
+    """
+    from safetensors import safe_open
+
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(f"file not found: {file}; check the path")
+    try:
+        with safe_open(str(file), framework="numpy") as handle:
+            header = handle.metadata() or {}
+    except Exception as exc:  # safetensors raises several unrelated types on corrupt input
+        raise FormatError(f"{file} is not a readable safetensors file ({exc}); regenerate it with geoanalyze") from exc
+    raw = header.get(METADATA_KEY)
+    if raw is None:
+        return None
+    try:
+        document = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{file} has a corrupt geoanalyze header; regenerate it") from exc
+    if not isinstance(document, dict):
+        raise FormatError(f"{file} has a corrupt geoanalyze header; regenerate it")
+    return document
+
+
+def load_arrays(path: str | os.PathLike[str], kind: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Load a file written by :func:`save_arrays`, checking its kind and format version."""
+    from safetensors.numpy import load_file
+
+    document = read_metadata(path)
+    if document is None or "kind" not in document:
+        raise FormatError(
+            f"{path} is a safetensors file but not a geoanalyze {kind} file; "
+            f"create one with `geoanalyze {_command_for(kind)}`"
+        )
+    if document["kind"] != kind:
+        raise FormatError(
+            f"{path} holds geoanalyze {document['kind']}, not {kind}; "
+            f"pass a {kind} file (made by `geoanalyze {_command_for(kind)}`)"
+        )
+    version = document.get("format_version")
+    if version != FORMAT_VERSION:
+        raise FormatError(
+            f"{path} has format version {version}, this geoanalyze reads version {FORMAT_VERSION}; "
+            "regenerate the file with this version"
+        )
+    try:
+        arrays = load_file(str(path))
+    except Exception as exc:
+        raise FormatError(f"{path} is corrupt ({exc}); regenerate it") from exc
+    return arrays, document
+
+
+def file_kind(path: str | os.PathLike[str]) -> str | None:
+    """The geoanalyze kind of a safetensors file ("counts", ...), or None for anything else."""
+    if Path(path).suffix != ".safetensors":
+        return None
+    document = read_metadata(path)
+    return None if document is None else document.get("kind")
+
+
+def _command_for(kind: str) -> str:
+    return {"counts": "marginals", "distances": "distances", "mds": "mds"}.get(kind, kind)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert numpy scalars and arrays (recursively) into plain JSON types."""
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    return value
