@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from . import datasets, pipeline
+from . import datasets, pipeline, stress
 
 app = typer.Typer(
     name="geoanalyze",
@@ -17,10 +17,13 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.add_typer(datasets.app, name="datasets")
+app.command()(stress.stress)
+app.command()(stress.report)
 app.command()(pipeline.marginals)
 app.command()(pipeline.distances)
 app.command()(pipeline.mds)
+app.add_typer(datasets.app, name="datasets")
+app.add_typer(stress.encodings_app, name="encodings")
 
 
 def _version(value: bool) -> None:

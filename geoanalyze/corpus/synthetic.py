@@ -24,8 +24,9 @@ Tokens are written ``w<index>`` and texts join them with single spaces, so the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -92,6 +93,8 @@ def shift_marginals(
     """Cyclic shifts of one wrapped bump: mu_i(t) = b((t - step * i) mod V)."""
     if step is None:
         step = max(1, vocab_size // (4 * length))
+    elif not isinstance(step, (int, np.integer)):
+        raise InputError(f"shift step must be a whole number, got {step!r}")
     angle = 2.0 * np.pi * np.arange(vocab_size) / vocab_size
     bump = np.exp(kappa * (np.cos(angle) - 1.0)) + 1e-3
     bump /= bump.sum()
@@ -129,6 +132,7 @@ def synthetic_corpus(
     length: int = 64,
     vocab_size: int = 500,
     seed: int = 0,
+    words: Sequence[str] | None = None,
     **options: float,
 ) -> SyntheticCorpus:
     """Generate a corpus with known per-position marginals.
@@ -140,6 +144,10 @@ def synthetic_corpus(
     length : tokens per text (= number of positions n).
     vocab_size : V, the size of the vocabulary the marginals live on.
     seed : the only source of randomness (numpy's PCG64).
+    words : token strings to use instead of ``w0, w1, ...`` (at least ``vocab_size`` distinct,
+        no whitespace); a seeded sample of them becomes the vocabulary. With whole words of a
+        model's vocabulary (:func:`tokenizer_words`) each token is one model token, so the known
+        geometry survives the model's tokenizer (shifted by one position after [CLS]).
     options : kind-specific: ``anchors`` (drift), ``step``, ``kappa`` (shift).
 
     Returns
@@ -149,15 +157,34 @@ def synthetic_corpus(
     if kind not in _GENERATORS:
         raise InputError(f"unknown synthetic kind {kind!r}; choose one of {', '.join(KINDS)}")
     for name, value in (("n_sequences", n_sequences), ("length", length), ("vocab_size", vocab_size)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+            raise InputError(f"{name} must be a whole number, got {value!r}")
         if value < 1:
             raise InputError(f"{name} must be at least 1, got {value}")
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise InputError(f"seed must be a whole number >= 0, got {seed!r}")
     rng = np.random.default_rng(seed)
     try:
         marginals = _GENERATORS[kind](length, vocab_size, rng, **options)
     except TypeError as exc:
         raise InputError(f"bad option for synthetic kind {kind!r}: {exc}") from exc
     tokens = sample_tokens(marginals, n_sequences, rng)
-    vocab = [f"w{t}" for t in range(vocab_size)]
-    words = np.asarray(vocab)[tokens]
-    texts = [" ".join(row) for row in words.tolist()]
+    vocab = [f"w{t}" for t in range(vocab_size)] if words is None else _pick_words(words, vocab_size, rng)
+    strings = np.asarray(vocab)[tokens]
+    texts = [" ".join(row) for row in strings.tolist()]
     return SyntheticCorpus(texts=texts, marginals=marginals, vocab=vocab, kind=kind, seed=seed)
+
+
+def _pick_words(words: Sequence[str], vocab_size: int, rng: np.random.Generator) -> list[str]:
+    pool = sorted(set(words))
+    if any(not word or any(c.isspace() for c in word) for word in pool):
+        raise InputError("synthetic words must be non-empty and contain no whitespace")
+    if len(pool) < vocab_size:
+        raise InputError(f"{len(pool)} distinct words given but vocab_size is {vocab_size}; pass more words")
+    return [pool[i] for i in rng.choice(len(pool), size=vocab_size, replace=False)]
+
+
+def tokenizer_words(vocab_file: str | Path) -> list[str]:
+    """Whole lower-case alphabetic words (3+ letters) of a WordPiece vocab.txt: one token each."""
+    lines = Path(vocab_file).read_text(encoding="utf-8").splitlines()
+    return [word for word in lines if len(word) >= 3 and word.isascii() and word.isalpha() and word.islower()]

@@ -83,3 +83,41 @@ def mds_figure(result: MDSResult, curve: dict[int, float], positions: np.ndarray
     axes[2].set_title("MDS map (first two coordinates)")
     figure.colorbar(scatter, ax=axes[2], label="position")
     _save(figure, path)
+
+
+def shepard_diagram(tables: dict[str, np.ndarray], distances: np.ndarray, path: str | os.PathLike[str]) -> None:
+    """Embedding distance against target distance for each encoding (scaled to the best fit)."""
+    from scipy.spatial.distance import pdist, squareform
+
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(6.4, 5.2), layout="constrained")
+    target = squareform(distances, checks=False)
+    for name, table in tables.items():
+        e = pdist(table)
+        scale = float(e @ target / (e @ e)) if float(e @ e) > 0 else 1.0
+        axis.scatter(target, scale * e, s=2, alpha=0.35, label=f"{name} (x{scale:.3g})")
+    top = float(target.max()) if target.size else 1.0
+    axis.plot([0, top], [0, top], color="black", linewidth=0.8)
+    axis.set_xlabel("Hellinger distance between positions")
+    axis.set_ylabel("embedding distance (best global scale)")
+    axis.set_title("Shepard diagram")
+    axis.legend(fontsize=7, markerscale=4)
+    _save(figure, path)
+
+
+def layer_figure(layers: list[dict[str, Any]], path: str | os.PathLike[str], title: str = "") -> None:
+    """Stress and scaled stress per layer, one line per projection (query, key, hidden)."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+    for projection in sorted({row["projection"] for row in layers}):
+        rows = sorted((row for row in layers if row["projection"] == projection), key=lambda row: row["layer"])
+        x = [row["layer"] for row in rows]
+        axes[0].plot(x, [row["stress"] for row in rows], marker="o", label=projection)
+        axes[1].plot(x, [row["scaled_stress"] for row in rows], marker="o", label=projection)
+    axes[0].set_yscale("log")
+    axes[0].set_title(f"stress per layer {title}".strip())
+    axes[1].set_title("scaled stress per layer")
+    for axis in axes:
+        axis.set_xlabel("layer (0 = embeddings)")
+        axis.legend(fontsize=8)
+    _save(figure, path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -11,7 +12,8 @@ from rich.table import Table
 
 from ..io import to_jsonable
 
-stdout_console = Console(soft_wrap=True)
+# Piped output (files, CI logs) gets room for the wide score tables instead of rich's 80 columns.
+stdout_console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 FORMATS = ("table", "json")
 
 

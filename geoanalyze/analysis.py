@@ -1,0 +1,277 @@
+"""The stress analysis: one target (checkpoint or encoding) against the geometry of a corpus.
+
+corpus -> counts (the target's own tokenizer) -> Hellinger distances D between kept positions
+-> scores of the target's position vectors, of the standard encodings and of a random null
+-> layer by layer: position vectors through each layer's W_Q and W_K, and hidden-state
+centroids from a forward pass. The result is one plain dict (what ``--format json`` prints).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .corpus.marginals import DEFAULT_MIN_COUNT, cache_dir, compute_counts
+from .corpus.sources import resolve_source
+from .encodings import EncodingContext, get_encoding, is_encoding_spec
+from .errors import FormatError, InputError
+from .geometry.distances import PositionGeometry, position_geometry
+from .geometry.scores import all_scores, null_calibration
+from .io import load_arrays, save_arrays
+
+DEFAULT_COMPARE = ("sinusoidal", "rope", "alibi", "mds", "random")
+LAYER_SCORES = ("stress", "scaled_stress", "monotonicity_violation")
+DEFAULT_MAX_POSITIONS = 512
+#: a centroid is used only when this many sampled sequences reach its position
+MIN_CENTROID_SEQUENCES = 20
+
+ProgressFactory = Callable[[str, int], Callable[[int], None]]
+
+
+@dataclass
+class StressOptions:
+    """Everything that shapes a stress analysis (the CLI's options)."""
+
+    dataset: str
+    split: str | None = None
+    data_dir: str | None = None
+    text_column: str | None = None
+    limit: int | None = None
+    tokenizer: str | None = None
+    max_positions: int | None = None
+    min_count: int = DEFAULT_MIN_COUNT
+    distance: str = "naive"
+    layers: str = "all"
+    compare: Sequence[str] = DEFAULT_COMPARE
+    null_draws: int = 8
+    seed: int = 0
+    max_sequences: int | None = 1024
+    batch_size: int = 32
+    cache: bool = True
+    trust_remote_code: bool = False
+
+
+def parse_layers(spec: str, n_layers: int) -> list[int]:
+    """'all' -> every layer, 'none' -> [], '0,2,5' -> those (0 = the embedding output)."""
+    text = spec.strip().lower()
+    if text == "all":
+        return list(range(n_layers + 1))
+    if text == "none":
+        return []
+    try:
+        chosen = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError as exc:
+        raise InputError(f"--layers {spec!r}: write all, none, or a comma-separated list such as 0,3,6") from exc
+    bad = [layer for layer in chosen if not 0 <= layer <= n_layers]
+    if bad:
+        raise InputError(f"--layers: layer {bad[0]} does not exist; this model has layers 0..{n_layers}")
+    return chosen
+
+
+def analyze(target: str, options: StressOptions, progress: ProgressFactory | None = None) -> dict[str, Any]:
+    """Run the stress analysis of ``target`` (a checkpoint name/path or an encoding spec)."""
+    if options.distance not in ("naive", "corrected"):
+        raise InputError(f"unknown --distance {options.distance!r}; choose naive or corrected")
+    checkpoint = None
+    if is_encoding_spec(target):
+        encoding = get_encoding(target)
+        tokenizer = options.tokenizer or "bert-base-uncased"
+        width = 768
+        max_length = options.max_positions or DEFAULT_MAX_POSITIONS
+    else:
+        from .checkpoints import load_checkpoint
+
+        checkpoint = load_checkpoint(target)
+        tokenizer = options.tokenizer or checkpoint.tokenizer_spec()
+        width = checkpoint.hidden_size
+        model_max = checkpoint.max_positions or DEFAULT_MAX_POSITIONS
+        if options.max_positions is not None and options.max_positions > model_max:
+            raise InputError(
+                f"--max-positions {options.max_positions} exceeds the {model_max} positions of {target}; lower it"
+            )
+        max_length = options.max_positions or min(model_max, DEFAULT_MAX_POSITIONS)
+    source = resolve_source(options.dataset, options.split, options.data_dir, options.text_column)
+    counts, _ = compute_counts(
+        source, tokenizer=tokenizer, max_length=max_length, limit=options.limit, cache=options.cache, progress=progress
+    )
+    if options.max_positions is not None and counts.n_positions < options.max_positions:
+        raise InputError(
+            f"the sequences of {source.name} reach {counts.n_positions} positions, fewer than --max-positions "
+            f"{options.max_positions}; lower --max-positions"
+        )
+    geometry = position_geometry(counts, metric="hellinger", min_count=options.min_count)
+    if len(geometry.positions) < 3:
+        raise InputError(f"only {len(geometry.positions)} positions have N_i >= {options.min_count}; lower --min-count")
+    target_distances = geometry.matrix(options.distance)
+    if not np.all(np.isfinite(target_distances)):
+        raise InputError("the corrected distance is undefined for some positions; raise --min-count or use naive")
+    context = EncodingContext(width=width, distances=target_distances)
+    positions = geometry.positions
+
+    vectors = {}
+    if checkpoint is not None:
+        vectors[target] = checkpoint.position_vectors(positions)
+    else:
+        vectors[target] = encoding.vectors(positions, context)
+    for spec in options.compare:
+        if spec and spec not in vectors:
+            vectors[spec] = get_encoding(spec).vectors(positions, context)
+    scores = {}
+    for index, (name, table) in enumerate(vectors.items()):
+        observed = all_scores(table, target_distances)
+        observed_null = null_calibration(
+            table, target_distances, draws=options.null_draws, seed=options.seed + index, scores=observed
+        )
+        scores[name] = dict(observed, dim=int(table.shape[1]), null=observed_null)
+
+    result: dict[str, Any] = {
+        "target": target,
+        "kind": "checkpoint" if checkpoint is not None else "encoding",
+        "dataset": {**source.describe(), "tokenizer": tokenizer, "max_length": max_length, "limit": options.limit},
+        "distance": options.distance,
+        "positions": positions,
+        "left_out": geometry.left_out,
+        "noise": geometry.summary,
+        "scores": scores,
+        "layers": [],
+        "peaks": {},
+    }
+    if checkpoint is not None:
+        result["checkpoint"] = {
+            "path": str(checkpoint.path),
+            "origin": checkpoint.origin,
+            "architecture": checkpoint.adapter.architecture,
+            "position_kind": checkpoint.adapter.kind,
+            "hidden_size": width,
+            "layers": checkpoint.n_layers,
+        }
+        chosen = parse_layers(options.layers, checkpoint.n_layers)
+        if chosen:
+            layers = projected_layers(checkpoint, vectors[target], target_distances, chosen)
+            layers += hidden_layers(
+                checkpoint, source, geometry, target_distances, chosen, max_length, options, progress
+            )
+            result["layers"] = layers
+            result["peaks"] = layer_peaks(layers)
+    result["_geometry"] = geometry  # for figures; dropped from JSON
+    return result
+
+
+def projected_layers(
+    checkpoint: Any, table: np.ndarray, distances: np.ndarray, chosen: list[int]
+) -> list[dict[str, Any]]:
+    """Scores of P W_Q^(l) and P W_K^(l) for the chosen layers (1-based: layer l's attention)."""
+    rows = []
+    maps = checkpoint.query_key_maps()
+    for layer in chosen:
+        if layer == 0 or layer > len(maps):
+            continue
+        w_q, w_k = maps[layer - 1]
+        for projection, matrix in (("query", w_q), ("key", w_k)):
+            scores = all_scores(table @ matrix, distances, anchored=False)
+            rows.append({"layer": layer, "projection": projection, **{k: scores[k] for k in LAYER_SCORES}})
+    return rows
+
+
+def hidden_layers(
+    checkpoint: Any,
+    source: Any,
+    geometry: PositionGeometry,
+    distances: np.ndarray,
+    chosen: list[int],
+    max_length: int,
+    options: StressOptions,
+    progress: ProgressFactory | None,
+) -> list[dict[str, Any]]:
+    """Scores of the per-position hidden-state centroids of each chosen layer."""
+    centroids, reach = cached_centroids(checkpoint, source, max_length, options, progress)
+    positions = geometry.positions
+    usable = (positions < reach.shape[0]) & (reach[np.minimum(positions, reach.shape[0] - 1)] >= MIN_CENTROID_SEQUENCES)
+    if usable.sum() < 3:
+        return []
+    index = np.flatnonzero(usable)
+    sub = distances[np.ix_(index, index)]
+    rows = []
+    for layer in chosen:
+        if layer >= centroids.shape[0]:
+            continue
+        vectors = centroids[layer][positions[index]]
+        scores = all_scores(vectors, sub, anchored=False)
+        rows.append(
+            {
+                "layer": layer,
+                "projection": "hidden",
+                "positions_used": int(index.size),
+                **{k: scores[k] for k in LAYER_SCORES},
+            }
+        )
+    return rows
+
+
+def cached_centroids(
+    checkpoint: Any, source: Any, max_length: int, options: StressOptions, progress: ProgressFactory | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Hidden-state centroids, cached by checkpoint fingerprint, corpus and options."""
+    key_parts = {
+        "checkpoint": checkpoint.fingerprint(),
+        "source": source.fingerprint,
+        "text_column": source.text_column,
+        "max_length": max_length,
+        "max_sequences": options.max_sequences,
+        "limit": options.limit,
+        "seed": options.seed,
+        "version": 1,
+    }
+    key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()[:32]
+    path = cache_dir() / "centroids" / f"{key}.safetensors"
+    if options.cache and path.is_file():
+        try:
+            arrays, _ = load_arrays(path, kind="centroids")
+            return arrays["centroids"], arrays["reach"]
+        except (FormatError, KeyError):
+            path.unlink(missing_ok=True)
+    from .checkpoints.hidden import hidden_centroids, sample_indices
+
+    texts = source.read(options.limit)
+    chosen = sample_indices(len(texts), options.max_sequences, options.seed)
+    sample = [texts[i] for i in chosen]
+    callback = progress("forward pass", len(sample)) if progress else None
+    centroids, reach = hidden_centroids(
+        checkpoint,
+        sample,
+        max_length,
+        batch_size=options.batch_size,
+        progress=callback,
+        trust_remote_code=options.trust_remote_code,
+    )
+    if options.cache:
+        with contextlib.suppress(OSError, InputError):  # an unwritable cache never fails the job
+            save_arrays(path, {"centroids": centroids, "reach": reach}, kind="centroids", metadata=key_parts)
+    return centroids, reach
+
+
+def layer_peaks(layers: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per projection: the layer where stress peaks, and where scaled stress is lowest."""
+    peaks: dict[str, dict[str, Any]] = {}
+    for projection in sorted({row["projection"] for row in layers}):
+        rows = [row for row in layers if row["projection"] == projection]
+        highest = max(rows, key=lambda row: row["stress"])
+        best = min(rows, key=lambda row: row["scaled_stress"])
+        peaks[projection] = {
+            "peak_stress_layer": highest["layer"],
+            "peak_stress": highest["stress"],
+            "best_scaled_stress_layer": best["layer"],
+            "best_scaled_stress": best["scaled_stress"],
+        }
+    return peaks
+
+
+def public(result: dict[str, Any]) -> dict[str, Any]:
+    """The JSON-ready part of an analysis result (drops private keys such as ``_geometry``)."""
+    return {key: value for key, value in result.items() if not key.startswith("_")}

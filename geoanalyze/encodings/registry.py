@@ -1,0 +1,182 @@
+"""Encodings by name: spec strings (``"rope:d=64,base=500000"``, ``"mds:pe.safetensors"``) or callables.
+
+A spec is ``NAME`` or ``NAME:ARGS``. For sinusoidal, rope, alibi and random, ARGS are
+``key=value`` pairs; for ``learned``, ``mds`` and ``file`` ARGS is a checkpoint or a path.
+Unknown names and keys fail with the list of choices. A callable ``f(positions) -> (n, k)``
+is accepted wherever a spec is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from . import standard
+
+
+@dataclass
+class EncodingContext:
+    """What an encoding may need beyond the positions.
+
+    width : default vector width for sinusoidal / rope / random when the spec gives no d
+        (the checkpoint's hidden size when one is analysed, else 768).
+    distances : the target distances, for ``mds`` without a file (the optimal encoding).
+    """
+
+    width: int = 768
+    distances: np.ndarray | None = None
+
+
+Builder = Callable[[np.ndarray, EncodingContext], np.ndarray]
+
+
+@dataclass(frozen=True)
+class EncodingInfo:
+    """One registry entry."""
+
+    name: str
+    summary: str
+    parameters: dict[str, str] = field(default_factory=dict)
+    takes_path: bool = False
+
+
+@dataclass
+class Encoding:
+    """A resolved encoding: a display name and a function of the positions."""
+
+    name: str
+    build: Builder
+
+    def vectors(self, positions: Any, context: EncodingContext | None = None) -> np.ndarray:
+        """Position vectors for ``positions`` (an index array), shape (n, k), float64, finite."""
+        index = np.asarray(positions, dtype=np.int64).reshape(-1)
+        table = np.asarray(self.build(index, context or EncodingContext()), dtype=np.float64)
+        if table.ndim == 1:
+            table = table[:, None]
+        if table.ndim != 2 or table.shape[0] != index.shape[0]:
+            raise InputError(
+                f"encoding {self.name} gave shape {table.shape} for {index.shape[0]} positions; expected (n, k)"
+            )
+        if not np.all(np.isfinite(table)):
+            raise InputError(f"encoding {self.name} has NaN or infinite entries; fix the file or checkpoint")
+        return table
+
+
+REGISTRY: dict[str, EncodingInfo] = {
+    info.name: info
+    for info in (
+        EncodingInfo(
+            "sinusoidal", "sin/cos table of Vaswani et al.", {"d": "width (default: model width)", "base": "10000"}
+        ),
+        EncodingInfo("rope", "RoPE's unit-circle vectors (cos, sin)(i theta_k)", {"d": "width", "base": "10000"}),
+        EncodingInfo(
+            "alibi", "ALiBi's implied vectors m_h i (all heads, or one head)", {"heads": "12", "head": "all (1..H)"}
+        ),
+        EncodingInfo("random", "i.i.d. Gaussian vectors (a null)", {"d": "width", "seed": "0"}),
+        EncodingInfo("mds", "classical MDS of the target distances, or rows of a PE file: mds:<file>", takes_path=True),
+        EncodingInfo("learned", "a checkpoint's absolute position table: learned:<checkpoint>", takes_path=True),
+        EncodingInfo("file", "rows of an .npy or .safetensors array: file:<path>", takes_path=True),
+    )
+}
+
+
+def list_encodings() -> list[dict[str, Any]]:
+    """The registry as plain records (for ``geoanalyze encodings list``)."""
+    return [
+        {"name": i.name, "summary": i.summary, "parameters": i.parameters, "takes_path": i.takes_path}
+        for i in REGISTRY.values()
+    ]
+
+
+def is_encoding_spec(text: str) -> bool:
+    """Whether a string names a registered encoding (as opposed to, say, a checkpoint)."""
+    return text.split(":", 1)[0] in REGISTRY
+
+
+def get_encoding(spec: str | Callable[..., Any]) -> Encoding:
+    """Resolve a spec string or a callable to an :class:`Encoding`."""
+    if callable(spec):
+        function = spec
+        return Encoding(getattr(function, "__name__", "callable"), lambda positions, _: function(positions))
+    name, _, args = spec.partition(":")
+    info = REGISTRY.get(name)
+    if info is None:
+        raise InputError(f"unknown encoding {name!r}; choose one of {', '.join(REGISTRY)} (or pass a checkpoint)")
+    if info.takes_path:
+        return _path_encoding(spec, name, args)
+    params = _parse_params(args, spec)
+    allowed = set(info.parameters)
+    unknown = set(params) - allowed
+    if unknown:
+        raise InputError(f"unknown parameter {sorted(unknown)[0]!r} for {name}; it takes {', '.join(sorted(allowed))}")
+    return Encoding(spec, _standard_builder(name, params, spec))
+
+
+def _parse_params(args: str, spec: str) -> dict[str, float]:
+    params: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in args.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise InputError(f"bad parameter {part!r} in {spec!r}; write key=value")
+        try:
+            params[key] = float(value)
+        except ValueError as exc:
+            raise InputError(f"parameter {key}={value!r} in {spec!r} is not a number") from exc
+    return params
+
+
+def _as_int(params: dict[str, float], key: str, default: int | None) -> int | None:
+    value = params.get(key)
+    if value is None:
+        return default
+    if not float(value).is_integer():
+        raise InputError(f"{key} must be an integer, got {value}")
+    return int(value)
+
+
+def _standard_builder(name: str, params: dict[str, float], spec: str) -> Builder:
+    def build(positions: np.ndarray, context: EncodingContext) -> np.ndarray:
+        d = _as_int(params, "d", context.width) or context.width
+        if name == "sinusoidal":
+            return standard.sinusoidal(positions, d=d, base=params.get("base", 10000.0))
+        if name == "rope":
+            return standard.rope(positions, d=d, base=params.get("base", 10000.0))
+        if name == "alibi":
+            return standard.alibi(
+                positions, heads=_as_int(params, "heads", 12) or 12, head=_as_int(params, "head", None)
+            )
+        return standard.random(positions, d=d, seed=_as_int(params, "seed", 0) or 0)
+
+    return build
+
+
+def _path_encoding(spec: str, name: str, arg: str) -> Encoding:
+    if name == "mds" and not arg:
+        return Encoding("mds", _optimal_mds)
+    if not arg:
+        raise InputError(f"{name} needs a path: write {name}:<path>")
+    if name == "learned":
+        from ..checkpoints import load_checkpoint
+
+        def learned(positions: np.ndarray, _: EncodingContext) -> np.ndarray:
+            return load_checkpoint(arg).position_vectors(positions)
+
+        return Encoding(spec, learned)
+    from .files import load_table
+
+    def from_file(positions: np.ndarray, _: EncodingContext) -> np.ndarray:
+        return load_table(arg, positions, kind=name)
+
+    return Encoding(spec, from_file)
+
+
+def _optimal_mds(positions: np.ndarray, context: EncodingContext) -> np.ndarray:
+    if context.distances is None:
+        raise InputError("mds without a file needs the target distances; write mds:<file.safetensors>")
+    from ..geometry.mds import classical_mds
+
+    return classical_mds(context.distances).embedding_

@@ -1,0 +1,71 @@
+r"""Position vectors of the standard encodings (GEOMETRY.md), for positions i (any integers).
+
+sinusoidal  PE(i, 2k) = \sin(i / 10000^{2k/d}), PE(i, 2k+1) = \cos(i / 10000^{2k/d})
+rope        r_i = (\cos(i\theta_k), \sin(i\theta_k))_{k < d/2}, \theta_k = b^{-2k/d}: the unit-circle
+            embedding whose inner product <r_i, r_j> = \sum_k \cos((i-j)\theta_k) is RoPE's
+            relative kernel
+alibi       p_i = m_h i for one head (slopes m_h = 2^{-8h/H}, h = 1..H), or the all-head vector
+            (m_1 i, ..., m_H i)
+random      i.i.d. N(0, 1) entries, a null
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+
+
+def _positions(positions: np.ndarray) -> np.ndarray:
+    return np.asarray(positions, dtype=np.float64).reshape(-1)
+
+
+def sinusoidal(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np.ndarray:
+    """Vaswani et al.'s sinusoidal table, (n, d)."""
+    if d < 2 or d % 2:
+        raise InputError(f"sinusoidal needs an even d >= 2, got {d}")
+    i = _positions(positions)[:, None]
+    frequencies = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+    table = np.empty((i.shape[0], d))
+    table[:, 0::2] = np.sin(i * frequencies)
+    table[:, 1::2] = np.cos(i * frequencies)
+    return table
+
+
+def rope(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np.ndarray:
+    """The unit-circle vectors of RoPE, interleaved (cos, sin) per frequency, (n, d)."""
+    if d < 2 or d % 2:
+        raise InputError(f"rope needs an even d >= 2, got {d}")
+    if base <= 1:
+        raise InputError(f"rope base must exceed 1, got {base}")
+    i = _positions(positions)[:, None]
+    theta = base ** (-2.0 * np.arange(d // 2, dtype=np.float64) / d)
+    table = np.empty((i.shape[0], d))
+    table[:, 0::2] = np.cos(i * theta)
+    table[:, 1::2] = np.sin(i * theta)
+    return table
+
+
+def alibi_slopes(heads: int) -> np.ndarray:
+    """m_h = 2^(-8h/H), h = 1..H (Press et al.; exact for H a power of two)."""
+    if heads < 1:
+        raise InputError(f"alibi needs heads >= 1, got {heads}")
+    return 2.0 ** (-8.0 * np.arange(1, heads + 1) / heads)
+
+
+def alibi(positions: np.ndarray, heads: int = 12, head: int | None = None) -> np.ndarray:
+    """ALiBi's implied position vectors: (n, H) for all heads, (n, 1) for ``head`` (1-based)."""
+    slopes = alibi_slopes(heads)
+    i = _positions(positions)[:, None]
+    if head is None:
+        return i * slopes
+    if not 1 <= head <= heads:
+        raise InputError(f"alibi head must be within 1..{heads}, got {head}")
+    return i * slopes[head - 1]
+
+
+def random(positions: np.ndarray, d: int = 768, seed: int = 0) -> np.ndarray:
+    """I.i.d. standard Gaussian vectors, (n, d): the null encoding."""
+    if d < 1:
+        raise InputError(f"random needs d >= 1, got {d}")
+    return np.random.default_rng(seed).standard_normal((_positions(positions).shape[0], d))

@@ -1,0 +1,274 @@
+r"""How faithfully position vectors reproduce a target geometry (GEOMETRY.md, "Stress and friends").
+
+P is an n x k array of position vectors, D the n x n target distances; every sum runs over
+the m = n(n-1)/2 pairs i < j, and E_ij = ||p_i - p_j|| (computed by ``pdist``: O(n^2 k)
+work, never an n x n x k tensor).
+
+stress                 \sum (E - D)^2 / \sum D^2  (the paper's; not scale-invariant)
+scaled stress          the same after the best global scale a* = \sum E D / \sum E^2:
+                       1 - (\sum E D)^2 / (\sum E^2 \sum D^2)  (scale-free)
+monotonicity violation over pairs of pairs ((i,j),(k,l)) not tied in D nor in E, the share
+                       ordered differently by E and D: discordant / (concordant + discordant)
+                       = (1 - tau)/2 with tau Kendall's tau over untied pairs. 0: monotone,
+                       0.5: random. O(m log m) through scipy's Kendall tau-b and tie counts.
+anchored variant       the same over pairs (i,j), (i,l) sharing an anchor i; mean over anchors.
+separation             min_{i != j} E_ij; relative separation = that / median E_ij.
+null calibration       each score for K i.i.d. Gaussian encodings of the same shape: mean, sd,
+                       z-score and the share of null draws the encoding beats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from scipy.spatial.distance import pdist
+from scipy.stats import kendalltau
+
+from ..errors import InputError
+
+SCORES = ("stress", "scaled_stress", "monotonicity_violation", "anchored_monotonicity_violation", "separation")
+#: scores where smaller is better (separation: larger is better)
+LOWER_IS_BETTER = {
+    "stress": True,
+    "scaled_stress": True,
+    "monotonicity_violation": True,
+    "anchored_monotonicity_violation": True,
+    "separation": False,
+    "relative_separation": False,
+}
+
+
+def _upper(matrix: np.ndarray) -> np.ndarray:
+    return matrix[np.triu_indices(matrix.shape[0], k=1)]
+
+
+def check_inputs(positions: Any, distances: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Validate (P, D); return P as float64 (n, k) and the condensed upper triangle of D."""
+    p = np.asarray(positions, dtype=np.float64)
+    if p.ndim == 1:
+        p = p[:, None]
+    if p.ndim != 2:
+        raise InputError(f"position vectors must be an (n, k) array, got shape {p.shape}")
+    d = np.asarray(distances, dtype=np.float64)
+    if d.ndim == 2:
+        if d.shape != (p.shape[0], p.shape[0]):
+            raise InputError(f"{p.shape[0]} position vectors but a {d.shape} distance matrix; they must match")
+        d = _upper(d)
+    elif d.shape != (p.shape[0] * (p.shape[0] - 1) // 2,):
+        raise InputError(f"condensed distances of length {d.shape} do not fit {p.shape[0]} positions")
+    if p.shape[0] < 3:
+        raise InputError(f"scores need at least 3 positions, got {p.shape[0]}; lower --min-count or use more data")
+    if not np.all(np.isfinite(p)):
+        raise InputError("the position vectors contain NaN or infinity; check the encoding")
+    if not np.all(np.isfinite(d)):
+        raise InputError("the target distances contain NaN or infinity")
+    return p, d
+
+
+def embedding_distances(positions: Any) -> np.ndarray:
+    """Condensed E_ij = ||p_i - p_j|| over i < j (scipy's pdist order)."""
+    p = np.asarray(positions, dtype=np.float64)
+    return pdist(p if p.ndim == 2 else p[:, None])
+
+
+def stress(positions: Any, distances: Any) -> float:
+    """Raw stress sum (E - D)^2 / sum D^2 over pairs i < j."""
+    p, d = check_inputs(positions, distances)
+    return _stress(pdist(p), d)
+
+
+def _stress(e: np.ndarray, d: np.ndarray) -> float:
+    denominator = float(np.dot(d, d))
+    if denominator == 0:
+        raise InputError("every target distance is 0; stress is undefined")
+    residual = e - d
+    return float(np.dot(residual, residual) / denominator)
+
+
+def scaled_stress(positions: Any, distances: Any) -> float:
+    """Stress after the best global scale: 1 - (sum E D)^2 / (sum E^2 sum D^2)."""
+    p, d = check_inputs(positions, distances)
+    return _scaled_stress(pdist(p), d)
+
+
+def _scaled_stress(e: np.ndarray, d: np.ndarray) -> float:
+    ee, dd = float(np.dot(e, e)), float(np.dot(d, d))
+    if ee == 0 or dd == 0:
+        return 1.0
+    return float(max(0.0, 1.0 - np.dot(e, d) ** 2 / (ee * dd)))
+
+
+def _tie_pairs(values: np.ndarray) -> int:
+    _, counts = np.unique(values, return_counts=True)
+    return int(np.sum(counts * (counts - 1) // 2))
+
+
+def _joint_tie_pairs(a: np.ndarray, b: np.ndarray) -> int:
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    change = np.flatnonzero((np.diff(a) != 0) | (np.diff(b) != 0))
+    sizes = np.diff(np.concatenate([[0], change + 1, [a.size]]))
+    return int(np.sum(sizes * (sizes - 1) // 2))
+
+
+def discordance(e: np.ndarray, d: np.ndarray) -> tuple[float, float]:
+    """(concordant, discordant) pair counts between two rankings, ties in either left out.
+
+    From Kendall's tau-b (O(m log m)) and the tie counts:
+    C + Dis = n0 - n1 - n2 + n3 and C - Dis = tau_b sqrt((n0 - n1)(n0 - n2)).
+    """
+    m = e.size
+    n0 = m * (m - 1) // 2
+    n1, n2, n3 = _tie_pairs(d), _tie_pairs(e), _joint_tie_pairs(d, e)
+    untied = n0 - n1 - n2 + n3
+    if untied <= 0:
+        return 0.0, 0.0
+    tau = kendalltau(e, d, variant="b").statistic
+    if not np.isfinite(tau):
+        return 0.0, 0.0
+    difference = tau * np.sqrt(float(n0 - n1) * float(n0 - n2))
+    return (untied + difference) / 2.0, (untied - difference) / 2.0
+
+
+def _violation(e: np.ndarray, d: np.ndarray) -> float:
+    concordant, discordant = discordance(e, d)
+    total = concordant + discordant
+    return float(discordant / total) if total > 0 else float("nan")
+
+
+def monotonicity_violation(positions: Any, distances: Any, anchored: bool = False) -> float:
+    """Share of position-pair pairs ordered differently by E and D (ties left out).
+
+    ``anchored=True``: only pairs (i,j), (i,l) sharing an anchor i, averaged over anchors.
+    """
+    p, d = check_inputs(positions, distances)
+    e = pdist(p)
+    return _anchored_violation(e, d, p.shape[0]) if anchored else _violation(e, d)
+
+
+_VECTORISED_ANCHORS_UP_TO = 160
+
+
+def _anchored_violation(e: np.ndarray, d: np.ndarray, n: int) -> float:
+    """Mean over anchors i of the violation rate among pairs (i,j), (i,l), j, l != i.
+
+    Vectorised over blocks of anchors: sign(E_ij - E_il) sign(D_ij - D_il) for all j < l,
+    ties (a zero sign) left out, in int8 blocks of about 2^23 entries.
+    """
+    from scipy.spatial.distance import squareform
+
+    e_full, d_full = squareform(e), squareform(d)
+    if n > _VECTORISED_ANCHORS_UP_TO:
+        # O(n log n) per anchor through Kendall's tau beats the O(n^2) blocks at this size.
+        off_diagonal = ~np.eye(n, dtype=bool)
+        per_anchor = [_violation(e_full[i, off_diagonal[i]], d_full[i, off_diagonal[i]]) for i in range(n)]
+        finite_rates = [rate for rate in per_anchor if np.isfinite(rate)]
+        return float(np.mean(finite_rates)) if finite_rates else float("nan")
+    first, second = np.triu_indices(n, k=1)
+    block = max(1, (1 << 23) // max(1, first.size))
+    rates = []
+    for start in range(0, n, block):
+        anchors = np.arange(start, min(n, start + block))
+        e_rows, d_rows = e_full[anchors], d_full[anchors]
+        product = np.sign(e_rows[:, first] - e_rows[:, second]).astype(np.int8) * np.sign(
+            d_rows[:, first] - d_rows[:, second]
+        ).astype(np.int8)
+        # Pairs that include the anchor itself are not pairs of two position-pairs (i,j), (i,l).
+        valid = (first[None, :] != anchors[:, None]) & (second[None, :] != anchors[:, None])
+        discordant = ((product < 0) & valid).sum(axis=1)
+        decided = ((product != 0) & valid).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rates.append(np.where(decided > 0, discordant / np.maximum(decided, 1), np.nan))
+    values = np.concatenate(rates)
+    return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
+
+
+def separation(positions: Any, relative: bool = False) -> float:
+    """min_{i != j} ||p_i - p_j|| (``relative``: divided by the median pairwise distance)."""
+    p = np.asarray(positions, dtype=np.float64)
+    if p.ndim == 1:
+        p = p[:, None]
+    if p.shape[0] < 2:
+        raise InputError("separation needs at least 2 positions")
+    e = pdist(p)
+    smallest = float(e.min())
+    if not relative:
+        return smallest
+    median = float(np.median(e))
+    return smallest / median if median > 0 else 0.0
+
+
+def all_scores(positions: Any, distances: Any, anchored: bool = True) -> dict[str, float]:
+    """Every score of one encoding, sharing one pdist."""
+    p, d = check_inputs(positions, distances)
+    e = pdist(p)
+    median = float(np.median(e))
+    result = {
+        "stress": _stress(e, d),
+        "scaled_stress": _scaled_stress(e, d),
+        "monotonicity_violation": _violation(e, d),
+        "separation": float(e.min()),
+        "relative_separation": float(e.min()) / median if median > 0 else 0.0,
+    }
+    if anchored:
+        result["anchored_monotonicity_violation"] = _anchored_violation(e, d, p.shape[0])
+    return result
+
+
+def null_calibration(
+    positions: Any,
+    distances: Any,
+    draws: int = 8,
+    seed: int = 0,
+    scores: dict[str, float] | None = None,
+    anchored: bool = False,
+) -> dict[str, dict[str, float]]:
+    """Scores of ``draws`` i.i.d. N(0, 1) encodings of the same shape, and where ``positions`` falls.
+
+    Returns, per score: ``mean`` and ``sd`` of the null, ``z`` ((score - mean) / sd) and
+    ``beats``: the share of null draws the encoding does better than (lower for stress and
+    violation, higher for separation).
+    """
+    p, d = check_inputs(positions, distances)
+    if draws < 2:
+        raise InputError(f"null calibration needs at least 2 draws, got {draws}")
+    observed = scores if scores is not None else all_scores(p, d, anchored=anchored)
+    rng = np.random.default_rng(seed)
+    null = [all_scores(rng.standard_normal(p.shape), d, anchored=anchored) for _ in range(draws)]
+    summary: dict[str, dict[str, float]] = {}
+    for name in null[0]:
+        values = np.array([draw[name] for draw in null])
+        mean, sd = float(values.mean()), float(values.std(ddof=1))
+        value = observed.get(name, float("nan"))
+        better = values > value if LOWER_IS_BETTER.get(name, True) else values < value
+        summary[name] = {
+            "mean": mean,
+            "sd": sd,
+            "z": (value - mean) / sd if sd > 0 else float("nan"),
+            "beats": float(better.mean()),
+        }
+    return summary
+
+
+def bootstrap_interval(
+    score: Callable[[np.ndarray], float],
+    samples: int,
+    level: float = 0.95,
+    seed: int = 0,
+    resample: Callable[[np.random.Generator], np.ndarray] | None = None,
+) -> dict[str, float]:
+    """Percentile interval of ``score(resample(rng))`` over ``samples`` bootstrap draws."""
+    if resample is None:
+        raise InputError("bootstrap needs a resampling function")
+    rng = np.random.default_rng(seed)
+    values = np.array([score(resample(rng)) for _ in range(samples)])
+    tail = (1.0 - level) / 2.0
+    return {
+        "low": float(np.quantile(values, tail)),
+        "high": float(np.quantile(values, 1.0 - tail)),
+        "sd": float(values.std(ddof=1)) if samples > 1 else float("nan"),
+        "samples": int(samples),
+        "level": level,
+    }
