@@ -55,6 +55,7 @@ class StressOptions:
     batch_size: int = 32
     cache: bool = True
     trust_remote_code: bool = False
+    bootstrap: int = 0
 
 
 def parse_layers(spec: str, n_layers: int) -> list[int]:
@@ -122,13 +123,18 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
     for spec in options.compare:
         if spec and spec not in vectors:
             vectors[spec] = get_encoding(spec).vectors(positions, context)
-    scores = {}
+    scores: dict[str, dict[str, Any]] = {}
     for index, (name, table) in enumerate(vectors.items()):
         observed = all_scores(table, target_distances)
         observed_null = null_calibration(
             table, target_distances, draws=options.null_draws, seed=options.seed + index, scores=observed
         )
         scores[name] = dict(observed, dim=int(table.shape[1]), null=observed_null)
+
+    if options.bootstrap:
+        scores[target]["bootstrap"] = bootstrap_intervals(
+            vectors[target], scores[target], source, tokenizer, max_length, positions, options
+        )
 
     result: dict[str, Any] = {
         "target": target,
@@ -161,6 +167,52 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
             result["peaks"] = layer_peaks(layers)
     result["_geometry"] = geometry  # for figures; dropped from JSON
     return result
+
+
+def bootstrap_intervals(
+    table: np.ndarray,
+    observed_scores: dict[str, float],
+    source: Any,
+    tokenizer: str,
+    max_length: int,
+    positions: np.ndarray,
+    options: StressOptions,
+) -> dict[str, dict[str, float]]:
+    """95% basic-bootstrap intervals of the target's scores, resampling the sequences.
+
+    Each resample recomputes the naive Hellinger matrix of the kept positions from resampled
+    counts (:func:`~geoanalyze.corpus.marginals.bootstrap_counts`) and rescores the same vectors.
+    A resample with replacement holds fewer distinct sequences, so the naive distances (and
+    every score) shift under resampling; the *basic* interval [2s - q_97.5, 2s - q_2.5]
+    corrects that shift to first order, and ``bias`` (mean of the resamples - s) reports it.
+    """
+    from .corpus.marginals import _normalise_rows, bootstrap_counts
+    from .corpus.tokenize import get_tokenizer
+    from .geometry.distances import hellinger_distances
+
+    if options.distance != "naive":
+        raise InputError("--bootstrap resamples the naive Hellinger matrix; use --distance naive")
+    if options.bootstrap < 2:
+        raise InputError(f"--bootstrap needs at least 2 resamples, got {options.bootstrap}")
+    texts = source.read(options.limit)
+    tok = get_tokenizer(tokenizer, max_length=max_length)
+    values: dict[str, list[float]] = {name: [] for name in LAYER_SCORES}
+    for counts in bootstrap_counts(texts, tok, options.bootstrap, seed=options.seed):
+        distances = hellinger_distances(_normalise_rows(counts[positions]))
+        scores = all_scores(table, distances, anchored=False)
+        for name in LAYER_SCORES:
+            values[name].append(scores[name])
+    intervals: dict[str, dict[str, float]] = {}
+    for name, draws in values.items():
+        array = np.asarray(draws)
+        intervals[name] = {
+            "low": float(2 * observed_scores[name] - np.quantile(array, 0.975)),
+            "high": float(2 * observed_scores[name] - np.quantile(array, 0.025)),
+            "sd": float(array.std(ddof=1)),
+            "bias": float(array.mean() - observed_scores[name]),
+        }
+    intervals["samples"] = {"count": float(options.bootstrap), "level": 0.95}
+    return intervals
 
 
 def projected_layers(

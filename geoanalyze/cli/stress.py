@@ -118,6 +118,9 @@ def stress(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
     no_cache: opt.NoCache = False,
     trust_remote_code: TrustRemoteCode = False,
+    bootstrap: Annotated[
+        int, typer.Option("--bootstrap", min=0, help="Resample sequences this many times for 95% intervals (0: off).")
+    ] = 0,
     format: Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")] = "table",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Also write the JSON result here.")] = None,
     plot_dir: Annotated[Path | None, typer.Option("--plot-dir", help="Write PNG figures into this folder.")] = None,
@@ -159,6 +162,7 @@ def stress(
         seed=seed,
         no_cache=no_cache,
         trust_remote_code=trust_remote_code,
+        bootstrap=bootstrap,
     )
     with _progress_bars() as bars:
         result = analyze(target, options, progress=bars.track)

@@ -18,7 +18,7 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -391,3 +391,40 @@ def _as_list(value: Any) -> list[Any]:
     if value is None:
         return []
     return list(value) if isinstance(value, list) else [value]
+
+
+def bootstrap_counts(
+    texts: Sequence[str],
+    tokenizer: Tokenizer,
+    samples: int,
+    seed: int = 0,
+    batch_size: int = _BATCH,
+) -> Iterator[sp.csr_array]:
+    """Count matrices of ``samples`` bootstrap resamples of the sequences (with replacement).
+
+    The corpus is tokenized once; each resample draws multiplicities w_s ~ Multinomial(S, 1/S)
+    over the S sequences and recounts with one weighted ``bincount`` over the distinct
+    (position, token) keys: no re-tokenization, no Python loop per token.
+    """
+    stride = np.int64(tokenizer.max_length)
+    key_parts, sequence_parts = [], []
+    n_positions = 0
+    for start in range(0, len(texts), batch_size):
+        ids, lengths = tokenizer.encode_batch(texts[start : start + batch_size])
+        if not ids.size:
+            continue
+        n_positions = max(n_positions, int(lengths.max()))
+        starts = np.cumsum(lengths) - lengths
+        key_parts.append(ids * stride + np.arange(ids.size, dtype=np.int64) - np.repeat(starts, lengths))
+        sequence_parts.append(np.repeat(np.arange(start, start + len(lengths), dtype=np.int64), lengths))
+    if not key_parts:
+        raise InputError("the corpus has no tokens to resample")
+    unique, inverse = np.unique(np.concatenate(key_parts), return_inverse=True)
+    sequence = np.concatenate(sequence_parts)
+    rows, cols = unique % stride, unique // stride
+    shape = (n_positions, tokenizer.vocab_size)
+    rng = np.random.default_rng(seed)
+    for _ in range(samples):
+        multiplicity = rng.multinomial(len(texts), np.full(len(texts), 1.0 / len(texts)))
+        weights = np.bincount(inverse.ravel(), weights=multiplicity[sequence], minlength=unique.size)
+        yield sp.csr_array(sp.coo_array((weights.astype(np.int64), (rows, cols)), shape=shape))

@@ -19,7 +19,6 @@ null calibration       each score for K i.i.d. Gaussian encodings of the same sh
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -250,25 +249,3 @@ def null_calibration(
             "beats": float(better.mean()),
         }
     return summary
-
-
-def bootstrap_interval(
-    score: Callable[[np.ndarray], float],
-    samples: int,
-    level: float = 0.95,
-    seed: int = 0,
-    resample: Callable[[np.random.Generator], np.ndarray] | None = None,
-) -> dict[str, float]:
-    """Percentile interval of ``score(resample(rng))`` over ``samples`` bootstrap draws."""
-    if resample is None:
-        raise InputError("bootstrap needs a resampling function")
-    rng = np.random.default_rng(seed)
-    values = np.array([score(resample(rng)) for _ in range(samples)])
-    tail = (1.0 - level) / 2.0
-    return {
-        "low": float(np.quantile(values, tail)),
-        "high": float(np.quantile(values, 1.0 - tail)),
-        "sd": float(values.std(ddof=1)) if samples > 1 else float("nan"),
-        "samples": int(samples),
-        "level": level,
-    }
