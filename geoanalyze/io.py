@@ -83,7 +83,8 @@ def save_arrays(
     from safetensors.numpy import save_file
 
     document = {"kind": kind, "format_version": FORMAT_VERSION, **metadata}
-    header = {METADATA_KEY: json.dumps(document, sort_keys=True)}
+    # Standard JSON only: non-finite floats become null, as in every --format json output.
+    header = {METADATA_KEY: json.dumps(to_jsonable(document), sort_keys=True, allow_nan=False)}
     tensors = {name: np.ascontiguousarray(array) for name, array in arrays.items()}
     with atomic_path(path) as tmp:
         save_file(tensors, str(tmp), metadata=header)

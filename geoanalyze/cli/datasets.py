@@ -80,7 +80,10 @@ def synthesize(
     ] = None,
     name: Annotated[str | None, typer.Option("--name", help="File name stem (default: the kind).")] = None,
 ) -> None:
-    """Write a synthetic corpus (one text a line) and its true marginals (.npy, positions x V)."""
+    """Write a synthetic corpus (one text a line) and its true marginals (.npy, positions x V).
+
+    With --words, also <name>.vocab.txt: the word of each marginals column, one a line.
+    """
     from ..corpus.synthetic import synthetic_corpus, tokenizer_words
     from ..corpus.tokenize import packaged_minilm_path
     from ..io import atomic_path, write_text
@@ -106,4 +109,10 @@ def synthesize(
     write_text(text_path, "\n".join(corpus.texts) + "\n")
     with atomic_path(marginals_path) as tmp, open(tmp, "wb") as handle:
         np.save(handle, corpus.marginals, allow_pickle=False)
-    print(f"wrote {text_path} ({n_sequences} texts x {length} tokens, V={vocab}) and {marginals_path}")
+    written = f"{marginals_path}"
+    if word_list is not None:
+        # Column t of the marginals is the word on line t + 1: the geometry stays readable.
+        vocab_path = output / f"{stem}.vocab.txt"
+        write_text(vocab_path, "\n".join(corpus.vocab) + "\n")
+        written += f", {vocab_path}"
+    print(f"wrote {text_path} ({n_sequences} texts x {length} tokens, V={vocab}) and {written}")
