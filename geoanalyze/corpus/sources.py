@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
+import io
 import json
 import os
 from collections.abc import Iterable
@@ -29,7 +30,10 @@ from pathlib import Path
 from ..errors import DataNotFoundError, FormatError, InputError
 
 DATA_DIR_ENV = "GEOANALYZE_DATA_DIR"
-LOCAL_SUFFIXES = (".tsv", ".jsonl.gz", ".jsonl", ".tokens", ".txt", ".csv", ".tsv.gz", ".txt.gz")
+LOCAL_SUFFIXES = (
+    ".tsv", ".jsonl.gz", ".jsonl", ".tokens", ".txt", ".csv",
+    ".tsv.gz", ".txt.gz", ".csv.gz", ".tokens.gz", ".json", ".json.gz",
+)
 TEXT_COLUMN_GUESSES = ("text", "sentence", "review", "content", "document")
 
 
@@ -126,6 +130,11 @@ class CorpusSource:
         return texts
 
 
+def is_synthetic_spec(source: str) -> bool:
+    """``synthetic``, ``synthetic:KIND,...`` or ``synthetic,key=value,...``."""
+    return source == "synthetic" or source.startswith(("synthetic:", "synthetic,"))
+
+
 def data_dir_from_env(data_dir: str | os.PathLike[str] | None) -> Path | None:
     """The local data directory: the explicit argument, else $GEOANALYZE_DATA_DIR, else None."""
     chosen = data_dir if data_dir is not None else os.environ.get(DATA_DIR_ENV) or None
@@ -144,7 +153,7 @@ def resolve_source(
         return CorpusSource(path.name, "folder", str(path.resolve()), None, None, _stat_fingerprint(path))
     if path.is_file():
         return CorpusSource(path.name, "file", str(path.resolve()), None, text_column, _stat_fingerprint(path))
-    if source == "synthetic" or source.startswith("synthetic:"):
+    if is_synthetic_spec(source):
         spec = _normalise_synthetic_spec(source)
         return CorpusSource(spec, "synthetic", spec, None, None, spec)
     name = ALIASES.get(source.lower(), source.lower())
@@ -239,6 +248,8 @@ def _stat_fingerprint(path: Path) -> str:
 
 
 def _decode(data: bytes, path: Path) -> str:
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark (Excel, Notepad) is not text
+        data = data[3:]
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -275,7 +286,8 @@ def _read_file(path: Path, text_column: str | None) -> list[str]:
         return _read_table(text, path, text_column, delimiter="\t" if suffix == ".tsv" else ",")
     if suffix in (".jsonl", ".json"):
         return _read_jsonl(text, path, text_column)
-    return [line.strip() for line in text.splitlines()]
+    # A line ends at "\n" only: str.splitlines() would also cut texts at \x85, \u2028, \x0c, ...
+    return [line.strip() for line in text.split("\n")]
 
 
 def _pick_column(columns: Iterable[str], text_column: str | None, path: Path) -> str:
@@ -296,20 +308,23 @@ def _pick_column(columns: Iterable[str], text_column: str | None, path: Path) ->
 
 def _read_table(text: str, path: Path, text_column: str | None, delimiter: str) -> list[str]:
     # GLUE-style TSV files are unquoted: a quote character is part of the text.
+    # newline="": quoted CSV fields may hold line breaks, and only \n / \r end a row.
     if delimiter == "\t":
-        rows = csv.reader(text.splitlines(), delimiter=delimiter, quoting=csv.QUOTE_NONE)
+        rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=csv.QUOTE_NONE)
     else:
-        rows = csv.reader(text.splitlines(), delimiter=delimiter)
+        rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     header = next(rows, None)
     if header is None:
         raise InputError(f"{path} is empty; pass a file with a header line and texts")
     column = header.index(_pick_column(header, text_column, path))
     texts = []
-    for number, row in enumerate(rows, start=2):
+    for row in rows:
         if not row:
             continue
         if column >= len(row):
-            raise FormatError(f"{path}, line {number}: {len(row)} fields, the header has {len(header)}; fix the row")
+            raise FormatError(
+                f"{path}, line {rows.line_num}: {len(row)} fields, the header has {len(header)}; fix the row"
+            )
         texts.append(row[column])
     return texts
 
@@ -317,7 +332,7 @@ def _read_table(text: str, path: Path, text_column: str | None, delimiter: str) 
 def _read_jsonl(text: str, path: Path, text_column: str | None) -> list[str]:
     texts: list[str] = []
     column: str | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -360,7 +375,7 @@ def _read_hub(source: CorpusSource) -> list[str]:
         tried.append(f"{where} ({_first_line(exc)})")
         raise DataNotFoundError(
             f"dataset {source.name!r} (split {source.split}) not found; tried {'; '.join(tried)}. "
-            f"Pass a local file, or --data-dir pointing at a folder laid out <name>/<split>.tsv"
+            "Pass a local file, or --data-dir pointing at a folder laid out <name>/<split>.<tsv|jsonl.gz|tokens|txt>"
         ) from exc
     column = _pick_column(dataset.column_names, source.text_column, Path(source.location))
     return [str(value) for value in dataset[column]]
@@ -378,7 +393,7 @@ _SYNTHETIC_KEYS = {"n": "n_sequences", "length": "length", "vocab": "vocab_size"
 
 def parse_synthetic_spec(spec: str) -> tuple[str, dict[str, float]]:
     """Split ``synthetic:KIND,key=value,...`` into (kind, keyword arguments)."""
-    body = spec.split(":", 1)[1] if ":" in spec else ""
+    body = spec.split(":", 1)[1] if ":" in spec else spec.partition(",")[2]
     parts = [part.strip() for part in body.split(",") if part.strip()]
     kind = "drift"
     if parts and "=" not in parts[0]:

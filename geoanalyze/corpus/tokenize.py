@@ -98,6 +98,13 @@ class HFTokenizer(Tokenizer):
         self.max_length = int(max_length or model_max)
         if self.max_length < 1:
             raise InputError(f"--max-length must be at least 1, got {self.max_length}")
+        n_special = self.hf.num_special_tokens_to_add(pair=False) if add_special_tokens else 0
+        if self.max_length < n_special:
+            # The backend cannot truncate below its special tokens and would return longer sequences.
+            raise InputError(
+                f"--max-length {self.max_length} leaves no room for {name}'s {n_special} special tokens; "
+                f"pass at least {n_special}, or count without special tokens"
+            )
         backend = getattr(self.hf, "backend_tokenizer", None)
         if backend is None:
             raise InputError(
@@ -159,13 +166,13 @@ class _BuiltVocabTokenizer(Tokenizer):
         lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
         if lengths.sum() == 0:
             return np.zeros(0, dtype=np.int64), lengths
-        flat = np.asarray(list(chain.from_iterable(pieces)), dtype=str)
-        # One dictionary look-up per distinct token of the batch, not per token.
-        unique, inverse = np.unique(flat, return_inverse=True)
-        local_to_global = np.fromiter(
-            (self._id_of(token) for token in unique.tolist()), dtype=np.int64, count=len(unique)
-        )
-        return local_to_global[inverse.ravel()], lengths
+        flat = list(chain.from_iterable(pieces))
+        # New tokens get ids in order of first appearance (dict.fromkeys keeps it), then one C-level
+        # dict look-up per token. (Not np.unique over a numpy str array: that sorts, and numpy
+        # strings drop trailing NULs, so "\x00" would become "".)
+        for token in dict.fromkeys(flat):
+            self._id_of(token)
+        return np.fromiter(map(self._index.__getitem__, flat), dtype=np.int64, count=len(flat)), lengths
 
     def _id_of(self, token: str) -> int:
         index = self._index.get(token)
@@ -265,6 +272,7 @@ def _import_transformers() -> Any:
     import transformers
 
     transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
     return transformers
 
 
