@@ -62,22 +62,29 @@ def bc_matrix(sqrt_a: Any, sqrt_b: Any | None = None) -> np.ndarray:
         return a @ b.T
     a = sp.csr_array(sqrt_a)
     b = a if same else sp.csr_array(sqrt_b)
-    used = np.unique(a.indices) if same else np.union1d(a.indices, b.indices)
-    if used.size == 0:
+    # The columns some row uses, marked in a mask (O(nnz + V), no sort of the indices).
+    in_use = np.zeros(max(a.shape[1], b.shape[1]), dtype=bool)
+    in_use[a.indices] = True
+    in_use[b.indices] = True
+    n_used = int(np.count_nonzero(in_use))
+    if n_used == 0:
         return np.zeros((a.shape[0], b.shape[0]))
-    fill = (a.nnz + b.nnz) / ((a.shape[0] + b.shape[0]) * used.size)
+    fill = (a.nnz + b.nnz) / ((a.shape[0] + b.shape[0]) * n_used)
     if fill < _DENSE_ABOVE:
         return np.asarray((a @ b.T).toarray(), dtype=np.float64)
-    dense_a = _densify(a, used)
-    dense_b = dense_a if same else _densify(b, used)
+    column_of = np.cumsum(in_use) - 1  # original column -> its index among the used ones
+    dense_a = _densify(a, column_of, n_used)
+    dense_b = dense_a if same else _densify(b, column_of, n_used)
     return dense_a @ dense_b.T
 
 
-def _densify(matrix: sp.csr_array, used: np.ndarray) -> np.ndarray:
-    dense = np.zeros((matrix.shape[0], used.size))
-    rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
-    dense[rows, np.searchsorted(used, matrix.indices)] = matrix.data
-    return dense
+def _densify(matrix: sp.csr_array, column_of: np.ndarray, width: int) -> np.ndarray:
+    """The rows of ``matrix`` over the used columns only, as a dense (n, width) float64 array."""
+    n = matrix.shape[0]
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(matrix.indptr))
+    # bincount adds, as scipy does: a non-canonical CSR may hold one column twice in a row.
+    flat = np.bincount(rows * width + column_of[matrix.indices], weights=matrix.data, minlength=n * width)
+    return flat.reshape(n, width)
 
 
 def bc_to_distance(bc: np.ndarray, metric: str = "hellinger") -> np.ndarray:
@@ -108,7 +115,8 @@ def sqrt_marginals(marginals: Any) -> sp.csr_array | np.ndarray:
         root.data = np.sqrt(root.data)
         return root
     if sp.issparse(marginals):
-        matrix = sp.csr_array(marginals, dtype=np.float64)
+        matrix = sp.csr_array(marginals, dtype=np.float64, copy=True)
+        matrix.sum_duplicates()  # sqrt of the summed entry, not the sum of sqrts; in place on our copy
         _check_stochastic(matrix.data, np.asarray(matrix.sum(axis=1)).ravel(), matrix.shape)
         root = matrix.copy()
         root.data = np.sqrt(root.data)
