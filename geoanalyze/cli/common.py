@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,6 +42,31 @@ def handles_errors(command: F) -> F:
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def all_or_none() -> Iterator[Callable[[Path], Path]]:
+    """Write the outputs of one command all or none.
+
+    ``stage(path)`` returns a temporary path beside ``path`` to write to; the staged files are
+    renamed into place only once the block has ended without an error, so a failure in a later
+    output (a plot, say) never leaves an earlier one behind.
+    """
+    staged: list[tuple[Path, Path]] = []
+
+    def stage(target: Path) -> Path:
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.staged{target.suffix}")
+        staged.append((temporary, target))
+        return temporary
+
+    try:
+        yield stage
+        for temporary, target in staged:
+            os.replace(temporary, target)
+    finally:
+        for temporary, _ in staged:
+            if temporary.exists():
+                temporary.unlink()
 
 
 def check_format(fmt: str) -> str:
@@ -83,8 +109,10 @@ def load_counts(sources: list[str], options: CorpusOptions, progress: bool = Tru
     notes: list[dict[str, Any]] = []
     with ProgressBars(enabled=progress and sys.stderr.isatty()) as bars:
         for source in sources:
-            kind = file_kind(source) if Path(source).is_file() else None
-            if kind == "counts":
+            path = Path(source)
+            kind = file_kind(source) if path.is_file() else None
+            # A .safetensors file is never a corpus: one without a geoanalyze header is refused by load().
+            if kind == "counts" or (kind is None and path.suffix == ".safetensors" and path.is_file()):
                 counts = PositionalCounts.load(source)
                 notes.append({"source": source, "from": "counts file"})
             elif kind is not None:

@@ -12,7 +12,15 @@ from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import InputError
 from ..report.render import fmt, grid_table, key_value_table, print_json, stdout_console
 from . import options as opt
-from .common import CorpusOptions, check_format, check_output_suffix, handles_errors, load_counts, load_geometry
+from .common import (
+    CorpusOptions,
+    all_or_none,
+    check_format,
+    check_output_suffix,
+    handles_errors,
+    load_counts,
+    load_geometry,
+)
 
 
 def _corpus_options(
@@ -167,12 +175,13 @@ def distances(
     from ..geometry.distances import position_geometry
 
     geometry = position_geometry(counts, metric=metric, min_count=min_count)
-    if output is not None:
-        geometry.save(output)
-    if heatmap is not None:
-        from ..report.figures import distance_heatmap
+    with all_or_none() as stage:
+        if output is not None:
+            geometry.save(stage(output))
+        if heatmap is not None:
+            from ..report.figures import distance_heatmap
 
-        distance_heatmap(geometry, heatmap)
+            distance_heatmap(geometry, stage(heatmap))
     sample = _sample_positions(len(geometry.positions))
     result = {
         "sources": notes,
@@ -308,14 +317,16 @@ def mds(
     chosen_stress = stress_curve(result.embedding_, matrix, ranks=[encoding.rank])[encoding.rank]
     encoding.metadata["stress"] = chosen_stress
     written = None
-    if into_checkpoint is not None and checkpoint_output is not None:
-        written = write_into_checkpoint(encoding, into_checkpoint, checkpoint_output)
-    if output is not None:
-        encoding.save(output)
-    if plot is not None:
-        from ..report.figures import mds_figure
+    with all_or_none() as stage:
+        if output is not None:
+            encoding.save(stage(output))
+        if plot is not None:
+            from ..report.figures import mds_figure
 
-        mds_figure(result, curve, geometry.positions, plot)
+            mds_figure(result, curve, geometry.positions, stage(plot))
+        # Last, as it cannot be staged: the copy is itself built aside and renamed into place.
+        if into_checkpoint is not None and checkpoint_output is not None:
+            written = write_into_checkpoint(encoding, into_checkpoint, checkpoint_output)
     params = encoding.parameter_counts()
     payload = {
         "sources": notes,
