@@ -41,13 +41,21 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot create folder {parent}: {exc.strerror}; choose another output path") from exc
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    if target.is_dir():
+        raise InputError(f"{target} is a folder; pass a file path for the output")
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise InputError(f"cannot write in {parent}: {exc.strerror}; choose another output path") from exc
     os.close(fd)
     tmp = Path(tmp_name)
     try:
         yield tmp
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual mode
-        os.replace(tmp, target)
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise InputError(f"cannot write {target}: {exc.strerror}; choose another output path") from exc
     finally:
         if tmp.exists():
             tmp.unlink()

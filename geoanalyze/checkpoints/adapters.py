@@ -100,7 +100,9 @@ def adapter_for(config: dict[str, Any]) -> Adapter:
         hidden = _int(config, "hidden_size", "n_embd", "d_model", default=0) or 0
         heads = _int(config, "num_attention_heads", "n_head", default=1) or 1
         head_dim = _int(config, "head_dim", default=hidden // heads) or hidden // heads
-        return Adapter(name, "rope", implied=f"rope:d={head_dim},base={theta:g}")
+        # Shortest round-trip form: 500000.0 -> "500000", and no rounding of a base like 1234567.
+        base = np.format_float_positional(theta, trim="-")
+        return Adapter(name, "rope", implied=f"rope:d={head_dim},base={base}")
     raise IncompatibleError(
         f"not supported yet: {name} (model_type {model_type or 'unknown'}); "
         "supported: BERT, RoBERTa, DistilBERT, GPT-2, and RoPE / ALiBi models through their implied vectors"

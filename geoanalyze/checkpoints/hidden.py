@@ -43,6 +43,9 @@ def hidden_centroids(
         positions no sequence reaches are NaN.
     counts : (n,) number of sequences that reach each position.
     """
+    if not texts:
+        # Checked first: a tokenizer given an empty batch fails with an IndexError of its own.
+        raise InputError("no sequence to run through the model; check the corpus")
     import torch
     from transformers import AutoModel, AutoTokenizer
 

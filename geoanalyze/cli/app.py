@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Annotated
 
 import typer
@@ -45,5 +46,20 @@ def main_options(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: usage errors, too, are one ``error:`` line and exit code 2."""
+    from typer._click import exceptions
+
+    try:
+        code = app(standalone_mode=False)
+    except exceptions.NoArgsIsHelpError as exc:
+        exc.show()  # a bare command group prints its help, as in standalone mode
+        sys.exit(exc.exit_code)
+    except exceptions.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "geoanalyze"
+        message = " ".join(exc.format_message().split())
+        print(f"error: {message} (see `{where} --help`)", file=sys.stderr)
+        sys.exit(2)
+    except typer.Abort:
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -88,12 +88,19 @@ class CorpusOptions:
     data_dir: Path | None = None
     text_column: str | None = None
     limit: int | None = None
-    tokenizer: str = "bert-base-uncased"
+    tokenizer: str | None = None
     max_length: int | None = None
     exclude_special: bool = False
     add_special_tokens: bool = True
     split_seed: int = 0
     cache: bool = True
+
+
+def default_tokenizer(source: str) -> str:
+    """bert-base-uncased (the paper's), or whitespace for synthetic specs, whose tokens are words."""
+    from ..corpus.sources import is_synthetic_spec
+
+    return "whitespace" if is_synthetic_spec(source) else "bert-base-uncased"
 
 
 def load_counts(sources: list[str], options: CorpusOptions, progress: bool = True) -> tuple[Any, list[dict[str, Any]]]:
@@ -123,7 +130,7 @@ def load_counts(sources: list[str], options: CorpusOptions, progress: bool = Tru
                 resolved = resolve_source(source, options.split, options.data_dir, options.text_column)
                 counts, cached = compute_counts(
                     resolved,
-                    tokenizer=options.tokenizer,
+                    tokenizer=options.tokenizer or default_tokenizer(source),
                     max_length=options.max_length,
                     exclude_special=options.exclude_special,
                     add_special_tokens=options.add_special_tokens,

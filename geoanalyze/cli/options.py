@@ -29,9 +29,12 @@ TextColumn = Annotated[
 ]
 Limit = Annotated[int | None, typer.Option("--limit", min=1, help="Read at most this many texts.")]
 TokenizerOpt = Annotated[
-    str,
+    str | None,
     typer.Option(
-        "--tokenizer", "-t", help="HF tokenizer name or folder, or 'whitespace' / 'char' (corpus-built vocabulary)."
+        "--tokenizer",
+        "-t",
+        help="HF tokenizer name or folder, or 'whitespace' / 'char' (corpus-built vocabulary). "
+        "Default: bert-base-uncased; whitespace for synthetic specs.",
     ),
 ]
 MaxLength = Annotated[

@@ -28,7 +28,7 @@ def _corpus_options(
     data_dir: Path | None,
     text_column: str | None,
     limit: int | None,
-    tokenizer: str,
+    tokenizer: str | None,
     max_length: int | None,
     exclude_special: bool,
     no_special_tokens: bool,
@@ -61,7 +61,7 @@ def marginals(
     data_dir: opt.DataDir = None,
     text_column: opt.TextColumn = None,
     limit: opt.Limit = None,
-    tokenizer: opt.TokenizerOpt = "bert-base-uncased",
+    tokenizer: opt.TokenizerOpt = None,
     max_length: opt.MaxLength = None,
     exclude_special: opt.ExcludeSpecial = False,
     no_special_tokens: opt.NoSpecialTokens = False,
@@ -144,7 +144,7 @@ def distances(
     data_dir: opt.DataDir = None,
     text_column: opt.TextColumn = None,
     limit: opt.Limit = None,
-    tokenizer: opt.TokenizerOpt = "bert-base-uncased",
+    tokenizer: opt.TokenizerOpt = None,
     max_length: opt.MaxLength = None,
     exclude_special: opt.ExcludeSpecial = False,
     no_special_tokens: opt.NoSpecialTokens = False,
@@ -250,7 +250,7 @@ def mds(
     data_dir: opt.DataDir = None,
     text_column: opt.TextColumn = None,
     limit: opt.Limit = None,
-    tokenizer: opt.TokenizerOpt = "bert-base-uncased",
+    tokenizer: opt.TokenizerOpt = None,
     max_length: opt.MaxLength = None,
     exclude_special: opt.ExcludeSpecial = False,
     no_special_tokens: opt.NoSpecialTokens = False,
@@ -272,6 +272,8 @@ def mds(
         raise InputError(f"unknown --distance {distance!r}; choose naive or corrected")
     if (into_checkpoint is None) != (checkpoint_output is None):
         raise InputError("--into-checkpoint and --checkpoint-output go together; pass both")
+    if checkpoint_output is not None and checkpoint_output.exists():
+        raise InputError(f"{checkpoint_output} already exists; pass a new folder for the modified checkpoint")
     if into_checkpoint is not None and dim is None:
         dim = _hidden_size(into_checkpoint)
     options = _corpus_options(
@@ -288,11 +290,14 @@ def mds(
     )
     geometry, notes = load_geometry(sources, options, metric, min_count)
     matrix = geometry.matrix(distance)
-    undefined = ~np.isfinite(matrix).all(axis=1)
+    undefined = ~np.isfinite(matrix)
     if undefined.any():
+        # The correction fails at a position (no token shared by its two halves), which leaves
+        # that position's whole row undefined; name those positions, not their partners.
+        culprits = geometry.positions[undefined.sum(axis=1) == len(matrix) - 1]
+        where = ", ".join(str(int(p)) for p in culprits[:5]) or "some pairs"
         raise InputError(
-            f"the corrected distance is undefined at position {int(geometry.positions[undefined][0])}; "
-            "raise --min-count or embed --distance naive"
+            f"the corrected distance is undefined at position {where}; raise --min-count or embed --distance naive"
         )
     wanted = rank if rank is not None else dim
     # The full spectrum (for the stress curve) unless only the top eigenpairs are affordable.
@@ -314,7 +319,8 @@ def mds(
             "effective_rank": result.effective_rank_,
         },
     )
-    chosen_stress = stress_curve(result.embedding_, matrix, ranks=[encoding.rank])[encoding.rank]
+    # The stress of the encoding as written (A carries --scale), against the unscaled matrix.
+    chosen_stress = stress_curve(encoding.A, matrix, ranks=[encoding.rank])[encoding.rank]
     encoding.metadata["stress"] = chosen_stress
     written = None
     with all_or_none() as stage:
@@ -356,11 +362,11 @@ def mds(
                 ("sources", ", ".join(f"{n['source']} ({n['from']})" for n in notes)),
                 ("positions n", len(geometry.positions)),
                 ("matrix", f"{distance} {metric}"),
-                ("effective rank", result.effective_rank_),
+                ("effective rank", _rank_line(result)),
                 ("negative eigenvalue mass", result.negative_mass_),
                 ("rank r / width d", f"{encoding.rank} / {encoding.dim}"),
                 ("stress at rank r", chosen_stress),
-                ("parameters r(n+d) vs n d", _parameter_line(params)),
+                ("parameters r(n+d) vs n d", _parameter_line(params) if dim else "pass --dim (the model width)"),
                 ("written to", payload["output"]),
                 ("checkpoint", written["checkpoint"] if written else None),
             ],
@@ -371,6 +377,12 @@ def mds(
         grid_table("top eigenvalues", ["component", "eigenvalue"], [(k + 1, float(v)) for k, v in enumerate(top)])
     )
     stdout_console.print(grid_table("stress against rank", ["rank", "stress"], [(r, s) for r, s in curve.items()]))
+
+
+def _rank_line(result: Any) -> str:
+    if result.partial_:
+        return f">= {result.effective_rank_} (only the top {len(result.eigenvalues_)} eigenpairs computed)"
+    return str(result.effective_rank_)
 
 
 def _parameter_line(params: dict[str, Any]) -> str:

@@ -116,7 +116,7 @@ class PositionalCounts:
         Built vocabularies (whitespace, char) are united by token string.
         """
         mine, theirs = self.metadata.get("tokenizer"), other.metadata.get("tokenizer")
-        if mine != theirs:
+        if _vocabulary_identity(mine) != _vocabulary_identity(theirs):
             raise IncompatibleError(
                 f"cannot merge counts of different tokenizers ({_describe(mine)} vs {_describe(theirs)}); "
                 "count both corpora with the same --tokenizer"
@@ -267,7 +267,7 @@ def compute_counts(
 ) -> tuple[PositionalCounts, bool]:
     """Counts of a corpus source, from the cache when the same job was done before.
 
-    Returns (counts, came_from_cache). The cache key covers the corpus fingerprint (path,
+    Returns (counts, came_from_cache). ``cache=False`` recounts and refreshes the cache entry. The cache key covers the corpus fingerprint (path,
     size and modification time, or hub id and split), the tokenizer (its spec and the
     files it loads from), every option, and the file format version.
 
@@ -283,7 +283,7 @@ def compute_counts(
         "add_special_tokens": add_special_tokens,
         "limit": limit,
         "split_seed": split_seed,
-        "version": 1,
+        "version": 2,
     }
     key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()[:32]
     cached = cache_dir() / "counts" / f"{key}.safetensors"
@@ -297,9 +297,9 @@ def compute_counts(
     callback = progress(f"counting {source.name}", len(texts)) if progress else None
     counts = count_positions(texts, tok, exclude_special=exclude_special, split_seed=split_seed, progress=callback)
     counts.metadata["corpus"] = [dict(source.describe(), limit=limit)]
-    if cache:
-        with contextlib.suppress(OSError, InputError):  # an unwritable cache never fails the job
-            counts.save(cached)
+    # --no-cache recounts and refreshes the entry; an unwritable cache never fails the job.
+    with contextlib.suppress(OSError, InputError):
+        counts.save(cached)
     return counts, False
 
 
@@ -379,6 +379,14 @@ def _ranges(indices: np.ndarray) -> list[list[int]]:
     starts = np.concatenate([[indices[0]], indices[breaks + 1]])
     stops = np.concatenate([indices[breaks], [indices[-1]]])
     return [[int(a), int(b)] for a, b in zip(starts, stops, strict=True)]
+
+
+def _vocabulary_identity(identity: Any) -> Any:
+    """What must agree for counts to add up: the id -> token map, not the name it was loaded by
+    (bert-base-uncased and all-MiniLM-L6-v2 share one vocabulary)."""
+    if isinstance(identity, dict):
+        return {key: value for key, value in identity.items() if key != "name" or identity.get("vocab") == "built"}
+    return identity
 
 
 def _describe(identity: Any) -> str:

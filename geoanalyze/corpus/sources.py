@@ -31,8 +31,18 @@ from ..errors import DataNotFoundError, FormatError, InputError
 
 DATA_DIR_ENV = "GEOANALYZE_DATA_DIR"
 LOCAL_SUFFIXES = (
-    ".tsv", ".jsonl.gz", ".jsonl", ".tokens", ".txt", ".csv",
-    ".tsv.gz", ".txt.gz", ".csv.gz", ".tokens.gz", ".json", ".json.gz",
+    ".tsv",
+    ".jsonl.gz",
+    ".jsonl",
+    ".tokens",
+    ".txt",
+    ".csv",
+    ".tsv.gz",
+    ".txt.gz",
+    ".csv.gz",
+    ".tokens.gz",
+    ".json",
+    ".json.gz",
 )
 TEXT_COLUMN_GUESSES = ("text", "sentence", "review", "content", "document")
 
@@ -229,7 +239,9 @@ def load_texts(
 
 
 def _looks_like_path(source: str) -> bool:
-    return source.startswith((".", "/", "~")) or source.lower().endswith((*LOCAL_SUFFIXES, ".gz", ".json"))
+    return source.startswith((".", "/", "~")) or source.lower().endswith(
+        (*LOCAL_SUFFIXES, ".gz", ".safetensors", ".npy")
+    )
 
 
 def _stat_fingerprint(path: Path) -> str:

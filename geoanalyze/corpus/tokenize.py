@@ -124,7 +124,9 @@ class HFTokenizer(Tokenizer):
 
     @property
     def special_ids(self) -> np.ndarray:
-        return np.asarray(sorted(set(self.hf.all_special_ids)), dtype=np.int64)
+        # [UNK] stands for real text, so it stays in the counts.
+        special = set(self.hf.all_special_ids) - {self.hf.unk_token_id}
+        return np.asarray(sorted(special), dtype=np.int64)
 
     def encode_batch(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         encodings = self._backend.encode_batch_fast(list(texts), add_special_tokens=self.add_special_tokens)

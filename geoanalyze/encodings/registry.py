@@ -77,7 +77,11 @@ REGISTRY: dict[str, EncodingInfo] = {
             "alibi", "ALiBi's implied vectors m_h i (all heads, or one head)", {"heads": "12", "head": "all (1..H)"}
         ),
         EncodingInfo("random", "i.i.d. Gaussian vectors (a null)", {"d": "width", "seed": "0"}),
-        EncodingInfo("mds", "classical MDS of the target distances, or rows of a PE file: mds:<file>", takes_path=True),
+        EncodingInfo(
+            "mds",
+            "classical MDS of the target distances (mds, mds:rank=R), or rows of a PE file: mds:<file>",
+            takes_path=True,
+        ),
         EncodingInfo("learned", "a checkpoint's absolute position table: learned:<checkpoint>", takes_path=True),
         EncodingInfo("file", "rows of an .npy or .safetensors array: file:<path>", takes_path=True),
     )
@@ -138,25 +142,30 @@ def _as_int(params: dict[str, float], key: str, default: int | None) -> int | No
     return int(value)
 
 
+def _int_param(params: dict[str, float], key: str, default: int) -> int:
+    # Only an absent key takes the default: an explicit 0 must reach the encoding's own check.
+    value = _as_int(params, key, None)
+    return default if value is None else value
+
+
 def _standard_builder(name: str, params: dict[str, float], spec: str) -> Builder:
     def build(positions: np.ndarray, context: EncodingContext) -> np.ndarray:
-        d = _as_int(params, "d", context.width) or context.width
+        d = _int_param(params, "d", context.width)
         if name == "sinusoidal":
             return standard.sinusoidal(positions, d=d, base=params.get("base", 10000.0))
         if name == "rope":
             return standard.rope(positions, d=d, base=params.get("base", 10000.0))
         if name == "alibi":
-            return standard.alibi(
-                positions, heads=_as_int(params, "heads", 12) or 12, head=_as_int(params, "head", None)
-            )
-        return standard.random(positions, d=d, seed=_as_int(params, "seed", 0) or 0)
+            return standard.alibi(positions, heads=_int_param(params, "heads", 12), head=_as_int(params, "head", None))
+        return standard.random(positions, d=d, seed=_int_param(params, "seed", 0))
 
     return build
 
 
 def _path_encoding(spec: str, name: str, arg: str) -> Encoding:
-    if name == "mds" and not arg:
-        return Encoding("mds", _optimal_mds)
+    if name == "mds" and (not arg or arg.startswith("rank=")):
+        rank = _as_int(_parse_params(arg, spec), "rank", None) if arg else None
+        return Encoding(spec, lambda positions, context: _optimal_mds(positions, context, rank))
     if not arg:
         raise InputError(f"{name} needs a path: write {name}:<path>")
     if name == "learned":
@@ -174,9 +183,10 @@ def _path_encoding(spec: str, name: str, arg: str) -> Encoding:
     return Encoding(spec, from_file)
 
 
-def _optimal_mds(positions: np.ndarray, context: EncodingContext) -> np.ndarray:
+def _optimal_mds(positions: np.ndarray, context: EncodingContext, rank: int | None = None) -> np.ndarray:
+    """Classical MDS of the target distances: all positive dimensions, or the top ``rank``."""
     if context.distances is None:
         raise InputError("mds without a file needs the target distances; write mds:<file.safetensors>")
     from ..geometry.mds import classical_mds
 
-    return classical_mds(context.distances).embedding_
+    return classical_mds(context.distances).coordinates(rank)

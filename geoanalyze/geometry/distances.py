@@ -301,12 +301,13 @@ def noise_summary(
     """Signal-to-noise figures of a distance matrix (pairs i < j).
 
     - ``noise_fraction``: share of the naive squared Hellinger distance that is sampling
-      noise, mean(BC~ - BC) / mean(1 - BC). Near 1: the naive matrix is mostly noise.
-    - ``snr``: mean(1 - BC~) / mean(BC~ - BC), signal power over noise power.
-    - ``undefined_pairs``: pairs whose correction is undefined (a half with no shared token).
+      noise, mean(max(BC~ - BC, 0)) / mean(1 - BC). Near 1: the naive matrix is mostly noise.
+    - ``snr``: mean(1 - BC~) / mean(max(BC~ - BC, 0)), signal power over noise power.
     - ``pairs_above_floor``: fraction of pairs whose naive distance exceeds both positions'
       noise floors (the floors are at half the sample size, so this is conservative).
     - ``median_noise_floor``, ``max_noise_floor``, ``median_naive``, ``median_corrected``.
+    - ``undefined_pairs``: pairs whose correction is undefined (a half with no shared token).
+    Means run over the pairs whose correction is defined; with none, the figures are NaN.
     """
     upper = np.triu_indices(bc.shape[0], k=1)
     naive_sq = 1.0 - bc[upper]
@@ -317,9 +318,10 @@ def noise_summary(
     noise = float(noise_sq[finite].mean()) if finite.any() else float("nan")
     signal = float(signal_sq[finite].mean()) if finite.any() else float("nan")
     above = naive[upper] > np.maximum(floor[upper[0]], floor[upper[1]])
+    nan = float("nan")
     return {
-        "noise_fraction": noise / total if total > 0 else 0.0,
-        "snr": signal / noise if noise > 0 else float("inf"),
+        "noise_fraction": (noise / total if total > 0 else 0.0) if finite.any() else nan,
+        "snr": (signal / noise if noise > 0 else float("inf")) if finite.any() else nan,
         "pairs_above_floor": float(above.mean()),
         "median_noise_floor": float(np.median(floor)),
         "max_noise_floor": float(np.max(floor)),

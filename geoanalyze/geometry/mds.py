@@ -50,7 +50,8 @@ class MDSResult:
     ----------
     embedding_ : (n, k) coordinates over the k positive eigenvalues kept.
     eigenvalues_ : eigenvalues of B computed, descending (all n, or the top ones when partial).
-    effective_rank_ : number of eigenvalues above ``tolerance_``.
+    effective_rank_ : number of eigenvalues above ``tolerance_`` (a lower bound when partial:
+        only the computed eigenpairs are counted).
     tolerance_ : the eigenvalue threshold used.
     negative_mass_ : sum |negative eigenvalues| / sum |eigenvalues|; None when partial.
     partial_ : whether only the top eigenpairs were computed.

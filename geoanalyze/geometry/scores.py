@@ -127,7 +127,9 @@ def discordance(e: np.ndarray, d: np.ndarray) -> tuple[float, float]:
     tau = kendalltau(e, d, variant="b").statistic
     if not np.isfinite(tau):
         return 0.0, 0.0
-    difference = tau * np.sqrt(float(n0 - n1) * float(n0 - n2))
+    # C - Dis is an integer: rounding removes tau's float error, which could push the
+    # discordant share past 1 (or below 0).
+    difference = float(np.rint(tau * np.sqrt(float(n0 - n1) * float(n0 - n2))))
     return (untied + difference) / 2.0, (untied - difference) / 2.0
 
 
@@ -191,6 +193,8 @@ def separation(positions: Any, relative: bool = False) -> float:
         p = p[:, None]
     if p.shape[0] < 2:
         raise InputError("separation needs at least 2 positions")
+    if not np.all(np.isfinite(p)):
+        raise InputError("the position vectors contain NaN or infinity; check the encoding")
     e = pdist(p)
     smallest = float(e.min())
     if not relative:

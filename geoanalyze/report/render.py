@@ -41,7 +41,7 @@ def grid_table(title: str, header: Sequence[str], rows: Iterable[Sequence[Any]])
     """A table with a header row."""
     table = Table(title=title, title_justify="left")
     for name in header:
-        table.add_column(name, justify="right" if name not in ("", "name") else "left")
+        table.add_column(name, justify="right" if name not in ("", "name") else "left", overflow="fold")
     for row in rows:
         table.add_row(*(fmt(v) for v in row))
     return table

@@ -376,9 +376,7 @@ BAD_INPUT = {
 
 
 # Bugs outside the CLI layer, reported; strict, so the fix turns these into failures to remove.
-KNOWN_BUGS = {
-    "-o names an existing folder": "geoanalyze/io.py atomic_path lets os.replace's IsADirectoryError through",
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(
