@@ -7,7 +7,8 @@ work, never an n x n x k tensor).
 stress                 \sum (E - D)^2 / \sum D^2  (the paper's; not scale-invariant)
 scaled stress          the same after the best global scale a* = \sum E D / \sum E^2:
                        1 - (\sum E D)^2 / (\sum E^2 \sum D^2)  (scale-free)
-monotonicity violation over pairs of pairs ((i,j),(k,l)) not tied in D nor in E, the share
+monotonicity violation over pairs of pairs ((i,j),(k,l)) not tied in D nor in E (values within
+                       1e-9 of the largest count as tied: see tie_ranks), the share
                        ordered differently by E and D: discordant / (concordant + discordant)
                        = (1 - tau)/2 with tau Kendall's tau over untied pairs. 0: monotone,
                        0.5: random. O(m log m) through scipy's Kendall tau-b and tie counts.
@@ -133,8 +134,30 @@ def discordance(e: np.ndarray, d: np.ndarray) -> tuple[float, float]:
     return (untied + difference) / 2.0, (untied - difference) / 2.0
 
 
+#: distances closer than this, relative to the largest, count as tied (see tie_ranks)
+TIE_RTOL = 1e-9
+
+
+def tie_ranks(values: np.ndarray, rtol: float = TIE_RTOL) -> np.ndarray:
+    """Dense ranks of ``values`` where neighbours closer than rtol * max|values| share a rank.
+
+    Floating-point rounding splits exact ties: sinusoidal, RoPE and ALiBi distances depend only
+    on |i - j| in exact arithmetic, but pdist returns values that differ in the last bits, and
+    a rank statistic would then count those pairs as ordered at random. Merging values within
+    a tolerance far above float64 rounding (~1e-13 here) and far below any meaningful
+    difference restores the ties.
+    """
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    scale = float(np.max(np.abs(ordered))) if ordered.size else 0.0
+    steps = np.diff(ordered) > rtol * scale
+    ranks = np.empty(values.shape, dtype=np.float64)
+    ranks[order] = np.concatenate([[0], np.cumsum(steps)]) if ordered.size else []
+    return ranks
+
+
 def _violation(e: np.ndarray, d: np.ndarray) -> float:
-    concordant, discordant = discordance(e, d)
+    concordant, discordant = discordance(tie_ranks(e), tie_ranks(d))
     total = concordant + discordant
     return float(discordant / total) if total > 0 else float("nan")
 
@@ -160,7 +183,7 @@ def _anchored_violation(e: np.ndarray, d: np.ndarray, n: int) -> float:
     """
     from scipy.spatial.distance import squareform
 
-    e_full, d_full = squareform(e), squareform(d)
+    e_full, d_full = squareform(tie_ranks(e)), squareform(tie_ranks(d))
     if n > _VECTORISED_ANCHORS_UP_TO:
         # O(n log n) per anchor through Kendall's tau beats the O(n^2) blocks at this size.
         off_diagonal = ~np.eye(n, dtype=bool)
