@@ -88,7 +88,8 @@ class Tokenizer(ABC):
 class HFTokenizer(Tokenizer):
     """A Hugging Face tokenizer, encoded through its Rust backend."""
 
-    def __init__(self, name: str, max_length: int | None = None, add_special_tokens: bool = True):
+    def __init__(self, name: str | os.PathLike[str], max_length: int | None = None, add_special_tokens: bool = True):
+        name = str(name)
         self.name = name
         self.add_special_tokens = add_special_tokens
         self.hf, self.resolved = load_hf_tokenizer(name)
