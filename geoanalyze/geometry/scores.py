@@ -157,7 +157,11 @@ def tie_ranks(values: np.ndarray, rtol: float = TIE_RTOL) -> np.ndarray:
 
 
 def _violation(e: np.ndarray, d: np.ndarray) -> float:
-    concordant, discordant = discordance(tie_ranks(e), tie_ranks(d))
+    return _violation_of_ranks(tie_ranks(e), tie_ranks(d))
+
+
+def _violation_of_ranks(e: np.ndarray, d: np.ndarray) -> float:
+    concordant, discordant = discordance(e, d)
     total = concordant + discordant
     return float(discordant / total) if total > 0 else float("nan")
 
@@ -187,7 +191,7 @@ def _anchored_violation(e: np.ndarray, d: np.ndarray, n: int) -> float:
     if n > _VECTORISED_ANCHORS_UP_TO:
         # O(n log n) per anchor through Kendall's tau beats the O(n^2) blocks at this size.
         off_diagonal = ~np.eye(n, dtype=bool)
-        per_anchor = [_violation(e_full[i, off_diagonal[i]], d_full[i, off_diagonal[i]]) for i in range(n)]
+        per_anchor = [_violation_of_ranks(e_full[i, off_diagonal[i]], d_full[i, off_diagonal[i]]) for i in range(n)]
         finite_rates = [rate for rate in per_anchor if np.isfinite(rate)]
         return float(np.mean(finite_rates)) if finite_rates else float("nan")
     first, second = np.triu_indices(n, k=1)
