@@ -89,6 +89,8 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
     chosen: list[int] = []
     if is_encoding_spec(target):
         encoding = get_encoding(target)
+        if options.layers.strip().lower() not in ("all", "none"):
+            raise InputError(f"--layers {options.layers!r} needs a checkpoint target; {target} is an encoding")
         tokenizer = options.tokenizer or "bert-base-uncased"
         width = 768
         max_length = options.max_positions or DEFAULT_MAX_POSITIONS
@@ -105,6 +107,8 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
             )
         max_length = options.max_positions or min(model_max, DEFAULT_MAX_POSITIONS)
         chosen = parse_layers(options.layers, checkpoint.n_layers)
+    for candidate in [*compared.values(), *([encoding] if checkpoint is None else [])]:
+        candidate.check(width)
     source = resolve_source(options.dataset, options.split, options.data_dir, options.text_column)
     counts, _ = compute_counts(
         source, tokenizer=tokenizer, max_length=max_length, limit=options.limit, cache=options.cache, progress=progress
@@ -168,7 +172,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
         if chosen:
             layers = projected_layers(checkpoint, vectors[target], target_distances, chosen)
             layers += hidden_layers(
-                checkpoint, source, geometry, target_distances, chosen, max_length, options, progress
+                checkpoint, source, tokenizer, geometry, target_distances, chosen, max_length, options, progress
             )
             result["layers"] = layers
             result["peaks"] = layer_peaks(layers)
@@ -184,7 +188,7 @@ def bootstrap_intervals(
     max_length: int,
     positions: np.ndarray,
     options: StressOptions,
-) -> dict[str, dict[str, float]]:
+) -> dict[str, Any]:
     """95% basic-bootstrap intervals of the target's scores, resampling the sequences.
 
     Each resample recomputes the naive Hellinger matrix of the kept positions from resampled
@@ -200,12 +204,21 @@ def bootstrap_intervals(
     texts = source.read(options.limit)
     tok = get_tokenizer(tokenizer, max_length=max_length)
     values: dict[str, list[float]] = {name: [] for name in LAYER_SCORES}
+    skipped = 0
     for counts in bootstrap_counts(texts, tok, options.bootstrap, seed=options.seed):
-        distances = hellinger_distances(_normalise_rows(counts[positions]))
+        rows = counts[positions]
+        if (np.asarray(rows.sum(axis=1)).ravel() == 0).any():
+            skipped += 1  # a resample that misses a rare position entirely: no distance there
+            continue
+        distances = hellinger_distances(_normalise_rows(rows))
         scores = all_scores(table, distances, anchored=False)
         for name in LAYER_SCORES:
             values[name].append(scores[name])
-    intervals: dict[str, dict[str, float]] = {}
+    if len(values[LAYER_SCORES[0]]) < 2:
+        raise InputError(
+            f"{skipped} of {options.bootstrap} resamples missed a kept position; raise --min-count for --bootstrap"
+        )
+    intervals: dict[str, Any] = {}
     for name, draws in values.items():
         array = np.asarray(draws)
         intervals[name] = {
@@ -214,7 +227,7 @@ def bootstrap_intervals(
             "sd": float(array.std(ddof=1)),
             "bias": float(array.mean() - observed_scores[name]),
         }
-    intervals["samples"] = {"count": float(options.bootstrap), "level": 0.95}
+    intervals["samples"] = {"count": options.bootstrap - skipped, "skipped": skipped, "level": 0.95}
     return intervals
 
 
@@ -237,6 +250,7 @@ def projected_layers(
 def hidden_layers(
     checkpoint: Any,
     source: Any,
+    tokenizer: str,
     geometry: PositionGeometry,
     distances: np.ndarray,
     chosen: list[int],
@@ -245,7 +259,7 @@ def hidden_layers(
     progress: ProgressFactory | None,
 ) -> list[dict[str, Any]]:
     """Scores of the per-position hidden-state centroids of each chosen layer."""
-    centroids, reach = cached_centroids(checkpoint, source, max_length, options, progress)
+    centroids, reach = cached_centroids(checkpoint, source, tokenizer, max_length, options, progress)
     positions = geometry.positions
     usable = (positions < reach.shape[0]) & (reach[np.minimum(positions, reach.shape[0] - 1)] >= MIN_CENTROID_SEQUENCES)
     if usable.sum() < 3:
@@ -270,18 +284,30 @@ def hidden_layers(
 
 
 def cached_centroids(
-    checkpoint: Any, source: Any, max_length: int, options: StressOptions, progress: ProgressFactory | None
+    checkpoint: Any,
+    source: Any,
+    tokenizer: str,
+    max_length: int,
+    options: StressOptions,
+    progress: ProgressFactory | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Hidden-state centroids, cached by checkpoint fingerprint, corpus and options."""
+    """Hidden-state centroids, cached by checkpoint fingerprint, tokenizer, corpus and options.
+
+    The forward pass tokenizes with the same tokenizer as the counts, so centroid i and
+    marginal i are the same position.
+    """
+    from .corpus.marginals import tokenizer_fingerprint
+
     key_parts = {
         "checkpoint": checkpoint.fingerprint(),
+        "tokenizer": tokenizer_fingerprint(tokenizer),
         "source": source.fingerprint,
         "text_column": source.text_column,
         "max_length": max_length,
         "max_sequences": options.max_sequences,
         "limit": options.limit,
         "seed": options.seed,
-        "version": 1,
+        "version": 2,
     }
     key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()[:32]
     path = cache_dir() / "centroids" / f"{key}.safetensors"
@@ -301,6 +327,7 @@ def cached_centroids(
         checkpoint,
         sample,
         max_length,
+        tokenizer_spec=tokenizer,
         batch_size=options.batch_size,
         progress=callback,
         trust_remote_code=options.trust_remote_code,

@@ -34,6 +34,7 @@ def hidden_centroids(
     progress: Callable[[int], None] | None = None,
     trust_remote_code: bool = False,
     device: str | None = None,
+    tokenizer_spec: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-layer position centroids of ``texts``.
 
@@ -53,7 +54,12 @@ def hidden_centroids(
 
     _import_transformers()
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    tokenizer = AutoTokenizer.from_pretrained(str(checkpoint.path), trust_remote_code=trust_remote_code)
+    if tokenizer_spec is None:
+        tokenizer = AutoTokenizer.from_pretrained(str(checkpoint.path), trust_remote_code=trust_remote_code)
+    else:  # the tokenizer the counts were made with, resolved the same offline-first way
+        from ..corpus.tokenize import load_hf_tokenizer
+
+        tokenizer, _ = load_hf_tokenizer(tokenizer_spec)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model: Any = AutoModel.from_pretrained(str(checkpoint.path), trust_remote_code=trust_remote_code)

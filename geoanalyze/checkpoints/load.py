@@ -48,7 +48,10 @@ def resolve_checkpoint(name: str) -> tuple[Path, str]:
         try:
             from huggingface_hub import snapshot_download
 
-            return Path(snapshot_download(name, allow_patterns=_WEIGHT_PATTERNS)), "hub"
+            folder = Path(snapshot_download(name, allow_patterns=_WEIGHT_PATTERNS))
+            if not any(folder.glob("*.safetensors")):  # an older checkpoint: its pickle-free-loaded .bin
+                folder = Path(snapshot_download(name, allow_patterns=[*_WEIGHT_PATTERNS, "pytorch_model.bin"]))
+            return folder, "hub"
         except Exception as exc:  # offline, unknown repo, gated: all reported alike
             tried.append(
                 f"the hub ({str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__})"

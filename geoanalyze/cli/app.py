@@ -62,4 +62,15 @@ def main() -> None:
     except typer.Abort:
         print("error: interrupted", file=sys.stderr)
         sys.exit(130)
+    except Exception as exc:
+        # A bug, or a failure of a library underneath: not bad input (2) nor a failed threshold (1).
+        if os.environ.get("GEOANALYZE_DEBUG"):
+            raise
+        message = " ".join(str(exc).split())[:300]
+        print(
+            f"error: internal error ({type(exc).__name__}: {message}); rerun with --debug for the traceback "
+            "and report it",
+            file=sys.stderr,
+        )
+        sys.exit(3)
     sys.exit(code if isinstance(code, int) else 0)

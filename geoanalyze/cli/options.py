@@ -47,7 +47,10 @@ NoSpecialTokens = Annotated[
     bool, typer.Option("--no-special-tokens", help="Tokenize without adding [CLS]/[SEP] (positions shift by one).")
 ]
 SplitSeed = Annotated[int, typer.Option("--split-seed", help="Seed of the split-half assignment of sequences.")]
-NoCache = Annotated[bool, typer.Option("--no-cache", help="Recount instead of reading the counts cache.")]
+NoCache = Annotated[
+    bool,
+    typer.Option("--no-cache", help="Recompute instead of reading the caches (counts; for stress also centroids)."),
+]
 MinCount = Annotated[int, typer.Option("--min-count", min=1, help="Leave out positions seen in fewer sequences (N_i).")]
 Metric = Annotated[str, typer.Option("--metric", help="hellinger or fisher-rao.")]
 Format = Annotated[str, typer.Option("--format", "-f", help="table or json.")]

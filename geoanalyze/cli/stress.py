@@ -57,11 +57,24 @@ TrustRemoteCode = Annotated[
 def _options(**values: Any) -> Any:
     from ..analysis import StressOptions
 
-    compare = values.pop("compare")
-    values["compare"] = tuple(spec.strip() for spec in compare.split(",") if spec.strip())
+    values["compare"] = split_specs(values.pop("compare"))
     values["data_dir"] = str(values["data_dir"]) if values["data_dir"] is not None else None
     values["cache"] = not values.pop("no_cache")
     return StressOptions(**values)
+
+
+def split_specs(text: str) -> tuple[str, ...]:
+    """Split a comma-separated list of encoding specs, keeping each spec's own key=value pairs:
+    'alibi:heads=8,head=2,rope' -> ('alibi:heads=8,head=2', 'rope')."""
+    specs: list[str] = []
+    for piece in (part.strip() for part in text.split(",")):
+        if not piece:
+            continue
+        if specs and "=" in piece and ":" not in piece:
+            specs[-1] += "," + piece
+        else:
+            specs.append(piece)
+    return tuple(specs)
 
 
 def parse_thresholds(items: list[str]) -> dict[str, float]:
@@ -86,7 +99,7 @@ def crossed(result: dict[str, Any], thresholds: dict[str, float]) -> list[str]:
     lines = []
     for metric, limit in thresholds.items():
         value = result["noise"][metric] if metric == "noise_fraction" else scores[metric]
-        if value > limit:
+        if not value <= limit:  # NaN fails closed: a gate that cannot be evaluated does not pass
             lines.append(f"{metric} {value:.6g} > {limit:g}")
     return lines
 

@@ -277,7 +277,7 @@ def compute_counts(
         "source": source.fingerprint,
         "text_column": source.text_column,
         "tokenizer": tokenizer,
-        "tokenizer_files": _tokenizer_fingerprint(tokenizer),
+        "tokenizer_files": tokenizer_fingerprint(tokenizer),
         "max_length": max_length,
         "exclude_special": exclude_special,
         "add_special_tokens": add_special_tokens,
@@ -313,7 +313,7 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("geoanalyze"))
 
 
-def _tokenizer_fingerprint(spec: str) -> str:
+def tokenizer_fingerprint(spec: str) -> str:
     if spec in ("whitespace", "char"):
         return spec
     path = Path(spec).expanduser()

@@ -50,6 +50,17 @@ class Encoding:
 
     name: str
     build: Builder
+    #: built from the target distances (``mds``), so it cannot be tried before they exist
+    needs_distances: bool = False
+
+    def check(self, width: int = 768) -> None:
+        """Raise InputError now for a bad spec (``rope:d=63``), before any corpus work.
+
+        Builds the vectors of positions 0..2; encodings made from the target distances are
+        checked when those exist.
+        """
+        if not self.needs_distances:
+            self.vectors(np.arange(3), EncodingContext(width=width))
 
     def vectors(self, positions: Any, context: EncodingContext | None = None) -> np.ndarray:
         """Position vectors for ``positions`` (an index array), shape (n, k), float64, finite."""
@@ -165,14 +176,22 @@ def _standard_builder(name: str, params: dict[str, float], spec: str) -> Builder
 def _path_encoding(spec: str, name: str, arg: str) -> Encoding:
     if name == "mds" and (not arg or arg.startswith("rank=")):
         rank = _as_int(_parse_params(arg, spec), "rank", None) if arg else None
-        return Encoding(spec, lambda positions, context: _optimal_mds(positions, context, rank))
+        if rank is not None and rank < 1:
+            raise InputError(f"mds:rank must be at least 1, got {rank}")
+        return Encoding(spec, lambda positions, context: _optimal_mds(positions, context, rank), needs_distances=True)
     if not arg:
         raise InputError(f"{name} needs a path: write {name}:<path>")
     if name == "learned":
         from ..checkpoints import load_checkpoint
 
         def learned(positions: np.ndarray, _: EncodingContext) -> np.ndarray:
-            return load_checkpoint(arg).position_vectors(positions)
+            checkpoint = load_checkpoint(arg)
+            if checkpoint.adapter.kind != "absolute":
+                raise InputError(
+                    f"{arg} has no learned position table (its positions are {checkpoint.adapter.kind}); "
+                    f"compare {checkpoint.adapter.implied} instead, or pass it as the stress target"
+                )
+            return checkpoint.position_vectors(positions)
 
         return Encoding(spec, learned)
     from .files import load_table

@@ -265,7 +265,8 @@ def null_calibration(
     if draws < 2:
         raise InputError(f"null calibration needs at least 2 draws, got {draws}")
     observed = scores if scores is not None else all_scores(p, d, anchored=anchored)
-    rng = np.random.default_rng(seed)
+    # A stream of its own, so no null draw equals the `random` encoding of the same seed.
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x6E756C6C]))
     null = [all_scores(rng.standard_normal(p.shape), d, anchored=anchored) for _ in range(draws)]
     summary: dict[str, dict[str, float]] = {}
     for name in null[0]:

@@ -467,11 +467,21 @@ def test_null_calibration_keys_and_ranges() -> None:
     assert set(with_anchors) == NULL_KEYS | {"anchored_monotonicity_violation"}
 
 
+def test_null_draws_differ_from_the_random_encoding_of_the_same_seed() -> None:
+    from geoanalyze.encodings.standard import random
+
+    same_seed = random(np.arange(6), d=2, seed=0)
+    first_null_draw = np.random.default_rng(np.random.SeedSequence([0, 0x6E756C6C])).standard_normal((6, 2))
+    assert not np.allclose(first_null_draw, same_seed)
+
+
 def test_null_calibration_is_the_documented_null() -> None:
-    # K = 5 i.i.d. N(0, 1) encodings of P's shape from default_rng(seed): mean, sd (ddof 1), z, beats.
+    # K = 5 i.i.d. N(0, 1) encodings of P's shape from the null's own stream
+    # (SeedSequence([seed, 0x6E756C6C]), distinct from a `random` encoding's default_rng(seed)):
+    # mean, sd (ddof 1), z, beats.
     p, d = gaussian(6, 10, 2), target_for(6, 10)
     draws, seed = 5, 42
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x6E756C6C]))
     nulls = [rng.standard_normal(p.shape) for _ in range(draws)]
     observed = {
         "stress": loop_stress(p, d),
