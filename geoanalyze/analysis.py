@@ -18,12 +18,13 @@ from typing import Any
 import numpy as np
 
 from .corpus.marginals import DEFAULT_MIN_COUNT, cache_dir, compute_counts
-from .corpus.sources import resolve_source
+from .corpus.sources import default_tokenizer, resolve_source
 from .encodings import EncodingContext, get_encoding, is_encoding_spec
 from .errors import FormatError, InputError
 from .geometry.distances import PositionGeometry, position_geometry
 from .geometry.scores import all_scores, null_calibration
 from .io import load_arrays, save_arrays
+from .notes import note
 
 DEFAULT_COMPARE = ("sinusoidal", "rope", "alibi", "mds", "random")
 LAYER_SCORES = ("stress", "scaled_stress", "monotonicity_violation")
@@ -91,13 +92,15 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
         encoding = get_encoding(target)
         if options.layers.strip().lower() not in ("all", "none"):
             raise InputError(f"--layers {options.layers!r} needs a checkpoint target; {target} is an encoding")
-        tokenizer = options.tokenizer or "bert-base-uncased"
+        tokenizer = options.tokenizer or default_tokenizer(options.dataset)
         width = 768
         max_length = options.max_positions or DEFAULT_MAX_POSITIONS
     else:
         from .checkpoints import load_checkpoint
 
         checkpoint = load_checkpoint(target)
+        if options.tokenizer is not None:
+            _check_tokenizer_fits(options.tokenizer, checkpoint)
         tokenizer = options.tokenizer or checkpoint.tokenizer_spec()
         width = checkpoint.hidden_size
         model_max = checkpoint.max_positions or DEFAULT_MAX_POSITIONS
@@ -124,7 +127,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
     target_distances = geometry.matrix(options.distance)
     if not np.all(np.isfinite(target_distances)):
         raise InputError("the corrected distance is undefined for some positions; raise --min-count or use naive")
-    context = EncodingContext(width=width, distances=target_distances)
+    context = EncodingContext(width=width, distances=target_distances, counts=counts.metadata)
     positions = geometry.positions
 
     vectors = {}
@@ -178,6 +181,24 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
             result["peaks"] = layer_peaks(layers)
     result["_geometry"] = geometry  # for figures; dropped from JSON
     return result
+
+
+def _check_tokenizer_fits(tokenizer: str, checkpoint: Any) -> None:
+    """A checkpoint's positions are its own tokenizer's: another vocabulary would misalign them."""
+    if tokenizer in ("whitespace", "char"):
+        raise InputError(
+            f"a checkpoint is scored on its own tokens; --tokenizer {tokenizer} would shift every position. "
+            "Drop --tokenizer, or pass a tokenizer with the checkpoint's vocabulary"
+        )
+    from .corpus.tokenize import HFTokenizer
+
+    if (
+        HFTokenizer(tokenizer).identity()["vocab_sha256"]
+        != HFTokenizer(checkpoint.tokenizer_spec()).identity()["vocab_sha256"]
+    ):
+        raise InputError(
+            f"--tokenizer {tokenizer} has another vocabulary than {checkpoint.name}; drop --tokenizer to use the model's"
+        )
 
 
 def bootstrap_intervals(
@@ -235,8 +256,15 @@ def projected_layers(
     checkpoint: Any, table: np.ndarray, distances: np.ndarray, chosen: list[int]
 ) -> list[dict[str, Any]]:
     """Scores of P W_Q^(l) and P W_K^(l) for the chosen layers (1-based: layer l's attention)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     maps = checkpoint.query_key_maps()
+    if maps and maps[0][0].shape[0] != table.shape[1]:
+        # ELECTRA-style checkpoints project narrower embeddings up before the first layer.
+        note(
+            f"{checkpoint.name}: position vectors of width {table.shape[1]} do not enter W_Q "
+            f"(width {maps[0][0].shape[0]}) directly; projected stress is left out"
+        )
+        return rows
     for layer in chosen:
         if layer == 0 or layer > len(maps):
             continue

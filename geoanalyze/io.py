@@ -174,7 +174,7 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return to_jsonable(value.tolist())
     if isinstance(value, np.generic):
-        return value.item()
+        return to_jsonable(value.item())
     if isinstance(value, float) and not np.isfinite(value):
         return None
     if isinstance(value, Path):

@@ -93,7 +93,10 @@ def adapter_for(config: dict[str, Any]) -> Adapter:
             name, "absolute", "wpe.weight", 0, "h.{l}.attn.c_attn.weight", "", fused=True, linear_out_in=False
         )
     if model_type == "bloom" or (model_type == "mpt" and (config.get("attn_config") or {}).get("alibi")):
-        heads = _int(config, "n_head", "num_attention_heads", default=12)
+        attn_config = config.get("attn_config") or {}
+        heads = _int({**attn_config, **config}, "n_head", "n_heads", "num_attention_heads")
+        if heads is None:
+            raise IncompatibleError(f"{name}: the config names no head count; ALiBi's slopes depend on it")
         return Adapter(name, "alibi", implied=f"alibi:heads={heads}")
     theta = rope_theta(config)
     if theta is not None:

@@ -80,12 +80,14 @@ def hidden_centroids(
                 ids[row, : len(sequence)] = torch.tensor(sequence)
                 mask[row, : len(sequence)] = 1
             output = model(input_ids=ids.to(device), attention_mask=mask.to(device), output_hidden_states=True)
-            states = torch.stack(output.hidden_states).to("cpu", torch.float64)  # (L+1, B, T, H)
-            weights = mask.to(torch.float64)
+            states = torch.stack(output.hidden_states)  # (L+1, B, T, H), on the device
+            weights = mask.to(device=states.device, dtype=states.dtype)
+            # Sum over the batch where the states are; only (L+1, T, H) crosses to the host.
+            batch_sums = torch.einsum("lbth,bt->lth", states, weights).to("cpu", torch.float64)
             if sums is None:
                 sums = torch.zeros((states.shape[0], n, states.shape[-1]), dtype=torch.float64)
-            sums[:, :width] += torch.einsum("lbth,bt->lth", states, weights)
-            counts[:width] += weights.sum(0)
+            sums[:, :width] += batch_sums
+            counts[:width] += mask.to(torch.float64).sum(0)
             if progress is not None:
                 progress(len(batch))
     if sums is None:

@@ -132,13 +132,18 @@ class Checkpoint:
     def tensor_names(self) -> list[str]:
         names: list[str] = []
         for file in self._weights:
-            if file.suffix == ".safetensors":
-                from safetensors import safe_open
+            try:
+                if file.suffix == ".safetensors":
+                    from safetensors import safe_open
 
-                with safe_open(str(file), framework="numpy") as handle:
-                    names.extend(handle.keys())
-            else:
-                names.extend(self._legacy_state())
+                    with safe_open(str(file), framework="numpy") as handle:
+                        names.extend(handle.keys())
+                else:
+                    names.extend(self._legacy_state())
+            except FormatError:
+                raise
+            except Exception as exc:  # safetensors and torch raise many types on corrupt files
+                raise FormatError(f"{file} is unreadable ({exc}); re-download the checkpoint") from exc
         return names
 
     def _legacy_state(self) -> dict[str, np.ndarray]:
@@ -215,4 +220,8 @@ def load_checkpoint(name: str) -> Checkpoint:
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise FormatError(f"{path}/config.json is unreadable ({exc}); re-download the checkpoint") from exc
-    return Checkpoint(name, path, origin, config, adapter_for(config))
+    checkpoint = Checkpoint(name, path, origin, config, adapter_for(config))
+    # Read the weights' index now, so a corrupt or empty file fails before any corpus work.
+    if checkpoint.adapter.kind == "absolute" and not checkpoint.tensor_names:
+        raise FormatError(f"{path} holds no tensors; re-download the checkpoint")
+    return checkpoint

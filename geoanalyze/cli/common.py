@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import typer
 
 from .. import notes
+from ..corpus.sources import default_tokenizer
 from ..errors import GeoanalyzeError, InputError
 from ..report.render import FORMATS
 
@@ -75,7 +76,10 @@ def all_or_none() -> Iterator[Callable[[Path], Path]]:
     try:
         yield stage
         for temporary, target in staged:
-            os.replace(temporary, target)
+            try:
+                os.replace(temporary, target)
+            except OSError as exc:
+                raise InputError(f"cannot write {target}: {exc.strerror}; choose another output path") from exc
     finally:
         for temporary, _ in staged:
             if temporary.exists():
@@ -89,8 +93,28 @@ def check_format(fmt: str) -> str:
 
 
 def check_output_suffix(path: Path | None, suffix: str, what: str) -> None:
-    if path is not None and path.suffix != suffix:
+    """A file output: the right suffix, and a place a file can go (checked before any work)."""
+    if path is None:
+        return
+    if path.suffix != suffix:
         raise InputError(f"--output {path} should end in {suffix} ({what} are written as {suffix})")
+    check_output_place(path)
+
+
+def check_output_place(path: Path | None, folder: bool = False) -> None:
+    """Fail now, not after minutes of work, when an output cannot be written where asked."""
+    if path is None:
+        return
+    if folder:
+        if path.exists() and not path.is_dir():
+            raise InputError(f"{path} is a file; pass a folder for the figures")
+    elif path.is_dir():
+        raise InputError(f"{path} is a folder; pass a file path for the output")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(f"{parent} is a file, so {path} cannot be created; choose another path")
+            break
 
 
 @dataclass
@@ -109,13 +133,6 @@ class CorpusOptions:
     cache: bool = True
 
 
-def default_tokenizer(source: str) -> str:
-    """bert-base-uncased (the paper's), or whitespace for synthetic specs, whose tokens are words."""
-    from ..corpus.sources import is_synthetic_spec
-
-    return "whitespace" if is_synthetic_spec(source) else "bert-base-uncased"
-
-
 def load_counts(sources: list[str], options: CorpusOptions, progress: bool = True) -> tuple[Any, list[dict[str, Any]]]:
     """Count (or load) every source and merge them; return (counts, per-source notes)."""
     from ..corpus.marginals import PositionalCounts, compute_counts
@@ -126,7 +143,7 @@ def load_counts(sources: list[str], options: CorpusOptions, progress: bool = Tru
     if not sources:
         raise InputError("no corpus given; pass a dataset name, a file or a counts file")
     merged = None
-    notes: list[dict[str, Any]] = []
+    source_notes: list[dict[str, Any]] = []
     with ProgressBars(enabled=progress and sys.stderr.isatty()) as bars:
         for source in sources:
             path = Path(source)
@@ -134,7 +151,7 @@ def load_counts(sources: list[str], options: CorpusOptions, progress: bool = Tru
             # A .safetensors file is never a corpus: one without a geoanalyze header is refused by load().
             if kind == "counts" or (kind is None and path.suffix == ".safetensors" and path.is_file()):
                 counts = PositionalCounts.load(source)
-                notes.append({"source": source, "from": "counts file"})
+                source_notes.append({"source": source, "from": "counts file"})
             elif kind is not None:
                 raise InputError(
                     f"{source} holds geoanalyze {kind}, not a corpus or counts; pass a corpus or a counts file"
@@ -152,10 +169,10 @@ def load_counts(sources: list[str], options: CorpusOptions, progress: bool = Tru
                     cache=options.cache,
                     progress=bars.track,
                 )
-                notes.append({"source": source, "from": "cache" if cached else resolved.location})
+                source_notes.append({"source": source, "from": "cache" if cached else resolved.location})
             merged = counts if merged is None else merged.merge(counts)
     assert merged is not None
-    return merged, notes
+    return merged, source_notes
 
 
 def load_geometry(
@@ -172,6 +189,20 @@ def load_geometry(
                 f"{sources[0]} holds {geometry.metric} distances but --metric is {metric}; "
                 "recompute from the counts or change --metric"
             )
+        fixed = {
+            "--tokenizer": options.tokenizer is not None,
+            "--max-length": options.max_length is not None,
+            "--limit": options.limit is not None,
+            "--exclude-special": options.exclude_special,
+            "--no-special-tokens": not options.add_special_tokens,
+        }
+        given = [flag for flag, used in fixed.items() if used]
+        if given:
+            raise InputError(
+                f"{given[0]} cannot change a distances file (it was fixed when the counts were made); "
+                "pass the counts file or the corpus instead"
+            )
+        geometry = geometry.select(geometry.totals >= min_count, min_count)
         return geometry, [{"source": sources[0], "from": "distances file"}]
-    counts, notes = load_counts(sources, options)
-    return position_geometry(counts, metric=metric, min_count=min_count), notes
+    counts, source_notes = load_counts(sources, options)
+    return position_geometry(counts, metric=metric, min_count=min_count), source_notes

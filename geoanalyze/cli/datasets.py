@@ -99,7 +99,10 @@ def synthesize(
     elif words is not None:
         if not Path(words).is_file():
             raise InputError(f"--words file not found: {words}; pass 'bert' or a file with one word a line")
-        word_list = Path(words).read_text(encoding="utf-8").split()
+        try:
+            word_list = Path(words).read_text(encoding="utf-8").split()
+        except UnicodeDecodeError as exc:
+            raise InputError(f"--words file {words} is not UTF-8; convert it (e.g. iconv -t utf-8)") from exc
     corpus = synthetic_corpus(
         kind, n_sequences=n_sequences, length=length, vocab_size=vocab, seed=seed, words=word_list
     )

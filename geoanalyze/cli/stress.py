@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,7 +17,7 @@ from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import InputError, ThresholdError
 from ..report.render import grid_table, print_json, stdout_console
 from . import options as opt
-from .common import handles_errors
+from .common import check_output_place, check_output_suffix, handles_errors
 
 encodings_app = typer.Typer(help="The encodings the scores know by name.", no_args_is_help=True)
 
@@ -155,8 +160,8 @@ def stress(
 
     if format not in STRESS_FORMATS:
         raise InputError(f"unknown --format {format!r}; choose one of {', '.join(STRESS_FORMATS)}")
-    if output is not None and output.suffix != ".json":
-        raise InputError(f"--output {output} should end in .json")
+    check_output_suffix(output, ".json", "results")
+    check_output_place(plot_dir, folder=True)
     thresholds = parse_thresholds(fail_above or [])
     options = _options(
         dataset=dataset,
@@ -205,6 +210,7 @@ def report(
     data_dir: opt.DataDir = None,
     text_column: opt.TextColumn = None,
     limit: opt.Limit = None,
+    tokenizer: Tokenizer = None,
     max_positions: MaxPositions = None,
     min_count: opt.MinCount = DEFAULT_MIN_COUNT,
     layers: Layers = "all",
@@ -220,12 +226,16 @@ def report(
     from ..io import write_text
     from ..report.stress import markdown, markdown_table, write_figures
 
-    if output.suffix != ".md":
-        raise InputError(f"--output {output} should end in .md")
+    check_output_suffix(output, ".md", "reports")
     figure_dir = output.parent / f"{output.stem}_files"
+    check_output_place(figure_dir, folder=True)
+    _check_targets(checkpoints)
+    # Figures are drawn into a staging folder that replaces <name>_files only once the page is written.
+    output.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{output.stem}_files.", dir=output.parent))
     sections = []
     summary_rows = []
-    with _progress_bars() as bars:
+    with _progress_bars() as bars, _cleaned_up(staging):
         for index, target in enumerate(checkpoints):
             options = _options(
                 dataset=dataset,
@@ -233,7 +243,7 @@ def report(
                 data_dir=data_dir,
                 text_column=text_column,
                 limit=limit,
-                tokenizer=None,
+                tokenizer=tokenizer,
                 max_positions=max_positions,
                 min_count=min_count,
                 distance="naive",
@@ -246,8 +256,8 @@ def report(
                 trust_remote_code=False,
             )
             result = analyze(target, options, progress=bars.track)
-            figures = write_figures(result, figure_dir, prefix=f"{index}-")
-            links = {title: str(Path(path).relative_to(output.parent)) for title, path in figures.items()}
+            figures = write_figures(result, staging, prefix=f"{index}-")
+            links = {title: f"{figure_dir.name}/{Path(path).name}" for title, path in figures.items()}
             sections.append(markdown(result, links, level=2))
             scores = result["scores"][target]
             peak = result["peaks"].get("query", {}).get("peak_stress_layer")
@@ -262,12 +272,36 @@ def report(
                     peak,
                 ]
             )
-    header = ["target", "positions", "stress", "scaled", "violation", "separation", "query peak layer"]
-    page = "\n".join(
-        [f"# Positional geometry report: {dataset}", "", markdown_table(header, summary_rows), "", *sections]
-    )
-    write_text(output, page)
+        header = ["target", "positions", "stress", "scaled", "violation", "separation", "query peak layer"]
+        page = "\n".join(
+            [f"# Positional geometry report: {dataset}", "", markdown_table(header, summary_rows), "", *sections]
+        )
+        write_text(output, page)
+        if figure_dir.exists():
+            shutil.rmtree(figure_dir)
+        os.replace(staging, figure_dir)
     print(f"wrote {output} and {len(checkpoints)} sets of figures in {figure_dir}")
+
+
+def _check_targets(targets: list[str]) -> None:
+    """Resolve every target before the first analysis, so a typo in the last one fails at once."""
+    from ..checkpoints import load_checkpoint
+    from ..encodings import get_encoding, is_encoding_spec
+
+    for target in targets:
+        if is_encoding_spec(target):
+            get_encoding(target).check()
+        else:
+            load_checkpoint(target)
+
+
+@contextlib.contextmanager
+def _cleaned_up(folder: Path) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if folder.exists():
+            shutil.rmtree(folder)
 
 
 @encodings_app.command("list")

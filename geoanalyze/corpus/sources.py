@@ -22,6 +22,7 @@ import gzip
 import hashlib
 import io
 import json
+import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -143,6 +144,12 @@ class CorpusSource:
 def is_synthetic_spec(source: str) -> bool:
     """``synthetic``, ``synthetic:KIND,...`` or ``synthetic,key=value,...``."""
     return source == "synthetic" or source.startswith(("synthetic:", "synthetic,"))
+
+
+def default_tokenizer(source: str) -> str:
+    """The tokenizer a corpus is counted with when none is named: bert-base-uncased (the
+    paper's), or whitespace for synthetic specs, whose tokens are whole words ``w<id>``."""
+    return "whitespace" if is_synthetic_spec(source) else "bert-base-uncased"
 
 
 def data_dir_from_env(data_dir: str | os.PathLike[str] | None) -> Path | None:
@@ -325,19 +332,22 @@ def _read_table(text: str, path: Path, text_column: str | None, delimiter: str) 
         rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=csv.QUOTE_NONE)
     else:
         rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    header = next(rows, None)
-    if header is None:
-        raise InputError(f"{path} is empty; pass a file with a header line and texts")
-    column = header.index(_pick_column(header, text_column, path))
-    texts = []
-    for row in rows:
-        if not row:
-            continue
-        if column >= len(row):
-            raise FormatError(
-                f"{path}, line {rows.line_num}: {len(row)} fields, the header has {len(header)}; fix the row"
-            )
-        texts.append(row[column])
+    try:
+        header = next(rows, None)
+        if header is None:
+            raise InputError(f"{path} is empty; pass a file with a header line and texts")
+        column = header.index(_pick_column(header, text_column, path))
+        texts = []
+        for row in rows:
+            if not row:
+                continue
+            if column >= len(row):
+                raise FormatError(
+                    f"{path}, line {rows.line_num}: {len(row)} fields, the header has {len(header)}; fix the row"
+                )
+            texts.append(row[column])
+    except csv.Error as exc:  # an over-long field, a stray quote in strict places, a NUL byte
+        raise FormatError(f"{path}, line {rows.line_num}: {exc}; fix the file or convert it to .jsonl") from exc
     return texts
 
 
@@ -419,6 +429,8 @@ def parse_synthetic_spec(spec: str) -> tuple[str, dict[str, float]]:
             number = float(value)
         except ValueError as exc:
             raise InputError(f"synthetic option {key}={value!r} is not a number") from exc
+        if not math.isfinite(number):
+            raise InputError(f"synthetic option {key}={value!r} must be a finite number")
         options[_SYNTHETIC_KEYS.get(key, key)] = int(number) if number.is_integer() else number
     return kind, options
 

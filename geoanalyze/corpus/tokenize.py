@@ -59,7 +59,7 @@ class Tokenizer(ABC):
 
     #: the spec the user gave ("bert-base-uncased", "whitespace", a path, ...)
     name: str
-    #: how many sequences of a batch to encode at once
+    #: sequences are truncated to this many tokens (special tokens included)
     max_length: int
 
     @property

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ..errors import FormatError, InputError
+from ..errors import FormatError, IncompatibleError, InputError
 
 
-def load_table(path: str, positions: np.ndarray, kind: str = "file") -> np.ndarray:
+def load_table(path: str, positions: np.ndarray, counts: dict[str, Any] | None = None) -> np.ndarray:
     """Rows of a stored position table for the given position indices.
 
     MDS PE files carry a ``positions`` array naming the position of each row; plain arrays
-    are indexed by position directly. A position the file lacks is an error.
+    are indexed by position directly. A position the file lacks is an error, and so is an MDS
+    file made from counts whose positions mean something else than ``counts``' (another
+    vocabulary, or no special tokens: position 0 would be the first word, not [CLS]).
     """
     file = Path(path).expanduser()
     if not file.is_file():
@@ -34,6 +37,7 @@ def load_table(path: str, positions: np.ndarray, kind: str = "file") -> np.ndarr
         if "position_embeddings" in arrays:
             table = arrays["position_embeddings"]
             row_positions = arrays.get("positions")
+            _check_same_positions(file, counts)
         elif len(arrays) == 1:
             table = next(iter(arrays.values()))
         else:
@@ -60,3 +64,23 @@ def load_table(path: str, positions: np.ndarray, kind: str = "file") -> np.ndarr
     if not np.all(np.isfinite(selected)):
         raise InputError(f"{file} has NaN or infinite entries; fix the file")
     return selected
+
+
+def _check_same_positions(file: Path, counts: dict[str, Any] | None) -> None:
+    from ..io import read_metadata
+
+    made_from = ((read_metadata(file) or {}).get("counts")) or {}
+    if not counts or not made_from:
+        return
+    for key in ("add_special_tokens", "exclude_special"):
+        if key in made_from and key in counts and made_from[key] != counts[key]:
+            raise IncompatibleError(
+                f"{file} was made from counts with {key}={made_from[key]}, these have {counts[key]}: "
+                "its positions mean something else; rebuild it from the same kind of counts"
+            )
+    theirs, ours = made_from.get("tokenizer") or {}, counts.get("tokenizer") or {}
+    if theirs.get("vocab_sha256") != ours.get("vocab_sha256") or theirs.get("kind") != ours.get("kind"):
+        raise IncompatibleError(
+            f"{file} was made with the tokenizer {theirs.get('name')}, these counts with {ours.get('name')}; "
+            "rebuild it with the same --tokenizer"
+        )

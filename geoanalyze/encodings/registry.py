@@ -25,10 +25,13 @@ class EncodingContext:
     width : default vector width for sinusoidal / rope / random when the spec gives no d
         (the checkpoint's hidden size when one is analysed, else 768).
     distances : the target distances, for ``mds`` without a file (the optimal encoding).
+    counts : metadata of the counts behind the distances, so a PE file made from other
+        counts (another tokenizer, no [CLS]) is refused instead of scored at shifted positions.
     """
 
     width: int = 768
     distances: np.ndarray | None = None
+    counts: dict[str, Any] | None = None
 
 
 Builder = Callable[[np.ndarray, EncodingContext], np.ndarray]
@@ -56,11 +59,12 @@ class Encoding:
     def check(self, width: int = 768) -> None:
         """Raise InputError now for a bad spec (``rope:d=63``), before any corpus work.
 
-        Builds the vectors of positions 0..2; encodings made from the target distances are
-        checked when those exist.
+        Builds the vectors of no position at all, which still validates every parameter and
+        reads any file; position coverage and encodings made from the target distances are
+        checked once the kept positions and the distances exist.
         """
-        if not self.needs_distances:
-            self.vectors(np.arange(3), EncodingContext(width=width))
+        if not self.needs_distances:  # no positions yet: parameters, files and shapes only
+            self.vectors(np.arange(0), EncodingContext(width=width))
 
     def vectors(self, positions: Any, context: EncodingContext | None = None) -> np.ndarray:
         """Position vectors for ``positions`` (an index array), shape (n, k), float64, finite."""
@@ -175,7 +179,10 @@ def _standard_builder(name: str, params: dict[str, float], spec: str) -> Builder
 
 def _path_encoding(spec: str, name: str, arg: str) -> Encoding:
     if name == "mds" and (not arg or arg.startswith("rank=")):
-        rank = _as_int(_parse_params(arg, spec), "rank", None) if arg else None
+        params = _parse_params(arg, spec)
+        if set(params) - {"rank"}:
+            raise InputError(f"unknown parameter {sorted(set(params) - {'rank'})[0]!r} for mds; it takes rank")
+        rank = _as_int(params, "rank", None)
         if rank is not None and rank < 1:
             raise InputError(f"mds:rank must be at least 1, got {rank}")
         return Encoding(spec, lambda positions, context: _optimal_mds(positions, context, rank), needs_distances=True)
@@ -196,8 +203,8 @@ def _path_encoding(spec: str, name: str, arg: str) -> Encoding:
         return Encoding(spec, learned)
     from .files import load_table
 
-    def from_file(positions: np.ndarray, _: EncodingContext) -> np.ndarray:
-        return load_table(arg, positions, kind=name)
+    def from_file(positions: np.ndarray, context: EncodingContext) -> np.ndarray:
+        return load_table(arg, positions, counts=context.counts)
 
     return Encoding(spec, from_file)
 

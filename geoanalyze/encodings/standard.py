@@ -15,6 +15,9 @@ import numpy as np
 
 from ..errors import InputError
 
+#: no encoding is wider, nor has more ALiBi heads, than this (a typo guard before any allocation)
+MAX_WIDTH = 1 << 16
+
 
 def _positions(positions: np.ndarray) -> np.ndarray:
     return np.asarray(positions, dtype=np.float64).reshape(-1)
@@ -22,8 +25,10 @@ def _positions(positions: np.ndarray) -> np.ndarray:
 
 def sinusoidal(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np.ndarray:
     """Vaswani et al.'s sinusoidal table, (n, d)."""
-    if d < 2 or d % 2:
-        raise InputError(f"sinusoidal needs an even d >= 2, got {d}")
+    if d < 2 or d % 2 or d > MAX_WIDTH:
+        raise InputError(f"sinusoidal needs an even d in 2..{MAX_WIDTH}, got {d}")
+    if not base > 1:
+        raise InputError(f"sinusoidal base must exceed 1, got {base}")
     i = _positions(positions)[:, None]
     frequencies = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
     table = np.empty((i.shape[0], d))
@@ -34,9 +39,9 @@ def sinusoidal(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np
 
 def rope(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np.ndarray:
     """The unit-circle vectors of RoPE, interleaved (cos, sin) per frequency, (n, d)."""
-    if d < 2 or d % 2:
-        raise InputError(f"rope needs an even d >= 2, got {d}")
-    if base <= 1:
+    if d < 2 or d % 2 or d > MAX_WIDTH:
+        raise InputError(f"rope needs an even d in 2..{MAX_WIDTH}, got {d}")
+    if not base > 1:
         raise InputError(f"rope base must exceed 1, got {base}")
     i = _positions(positions)[:, None]
     theta = base ** (-2.0 * np.arange(d // 2, dtype=np.float64) / d)
@@ -48,8 +53,8 @@ def rope(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np.ndarr
 
 def alibi_slopes(heads: int) -> np.ndarray:
     """m_h = 2^(-8h/H), h = 1..H (Press et al.; exact for H a power of two)."""
-    if heads < 1:
-        raise InputError(f"alibi needs heads >= 1, got {heads}")
+    if not 1 <= heads <= MAX_WIDTH:
+        raise InputError(f"alibi needs heads in 1..{MAX_WIDTH}, got {heads}")
     return 2.0 ** (-8.0 * np.arange(1, heads + 1) / heads)
 
 
@@ -66,6 +71,8 @@ def alibi(positions: np.ndarray, heads: int = 12, head: int | None = None) -> np
 
 def random(positions: np.ndarray, d: int = 768, seed: int = 0) -> np.ndarray:
     """I.i.d. standard Gaussian vectors, (n, d): the null encoding."""
-    if d < 1:
-        raise InputError(f"random needs d >= 1, got {d}")
+    if not 1 <= d <= MAX_WIDTH:
+        raise InputError(f"random needs d in 1..{MAX_WIDTH}, got {d}")
+    if seed < 0:
+        raise InputError(f"random needs a seed >= 0, got {seed}")
     return np.random.default_rng(seed).standard_normal((_positions(positions).shape[0], d))

@@ -214,6 +214,36 @@ class PositionGeometry:
     summary: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    def select(self, keep: np.ndarray, min_count: int | None = None) -> PositionGeometry:
+        """The geometry of the positions where ``keep`` is true (e.g. a higher --min-count).
+
+        The noise summary is recomputed only by :func:`position_geometry`; a selection keeps
+        the figures of the full matrix and says so in ``left_out``.
+        """
+        keep = np.asarray(keep, dtype=bool)
+        if keep.all():
+            return self
+        if keep.sum() < 2:
+            raise InputError(
+                f"{int(keep.sum())} position(s) of the distances file have N_i >= --min-count {min_count}; "
+                "lower --min-count"
+            )
+        dropped = self.positions[~keep]
+        left_out = dict(self.left_out)
+        left_out["also_dropped"] = dropped.tolist()
+        left_out["min_count"] = min_count
+        return PositionGeometry(
+            positions=self.positions[keep],
+            totals=self.totals[keep],
+            metric=self.metric,
+            naive=self.naive[np.ix_(keep, keep)],
+            corrected=self.corrected[np.ix_(keep, keep)],
+            noise_floor=self.noise_floor[keep],
+            left_out=left_out,
+            summary=self.summary,
+            metadata=self.metadata,
+        )
+
     def matrix(self, which: str = "naive") -> np.ndarray:
         """The naive or corrected matrix by name."""
         if which not in ("naive", "corrected"):

@@ -319,6 +319,31 @@ def low_rank_encoding(
     return LowRankEncoding(a, w, np.asarray(positions, dtype=np.int64), info)
 
 
+def _check_positions_match(encoding: LowRankEncoding, checkpoint: Path) -> None:
+    """The encoding's position i must be the model's position i: same tokens, [CLS] at 0."""
+    counts = encoding.metadata.get("counts") or {}
+    if counts.get("add_special_tokens") is False:
+        raise IncompatibleError(
+            "the encoding was counted without special tokens (its position 0 is the first word, the model's "
+            "is [CLS]); recount without --no-special-tokens"
+        )
+    identity = counts.get("tokenizer") or {}
+    if identity.get("kind") in ("whitespace", "char"):
+        raise IncompatibleError(
+            f"the encoding's positions come from the {identity['kind']} tokenizer, not the model's; "
+            "recount with --tokenizer pointing at the checkpoint"
+        )
+    if identity.get("vocab_sha256") and any(checkpoint.glob("tokenizer*")):
+        from ..corpus.tokenize import HFTokenizer
+
+        theirs = HFTokenizer(str(checkpoint)).identity().get("vocab_sha256")
+        if theirs != identity["vocab_sha256"]:
+            raise IncompatibleError(
+                f"the encoding was counted with {identity.get('name')}, whose vocabulary differs from the "
+                "checkpoint's; recount with --tokenizer pointing at the checkpoint"
+            )
+
+
 def write_into_checkpoint(
     encoding: LowRankEncoding, checkpoint: str | os.PathLike[str], output: str | os.PathLike[str]
 ) -> dict[str, Any]:
@@ -337,7 +362,11 @@ def write_into_checkpoint(
         raise InputError(f"{target} already exists; pass a new folder for the modified checkpoint")
     import json
 
-    config = json.loads((source / "config.json").read_text()) if (source / "config.json").is_file() else {}
+    try:
+        config = json.loads((source / "config.json").read_text()) if (source / "config.json").is_file() else {}
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{source}/config.json is unreadable ({exc}); pass an intact HF BERT checkpoint") from exc
+    _check_positions_match(encoding, source)
     model_type = config.get("model_type")
     if model_type != "bert":
         raise IncompatibleError(

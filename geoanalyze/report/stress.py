@@ -6,8 +6,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .render import fmt
 
 SCORE_COLUMNS = (
@@ -172,7 +170,3 @@ def write_figures(result: dict[str, Any], directory: str | os.PathLike[str], pre
         layer_figure(result["layers"], layers, title=f"({result['target']})")
         written["stress per layer"] = str(layers)
     return written
-
-
-def finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and bool(np.isfinite(value))
