@@ -360,9 +360,9 @@ def cached_centroids(
         progress=callback,
         trust_remote_code=options.trust_remote_code,
     )
-    if options.cache:
-        with contextlib.suppress(OSError, InputError):  # an unwritable cache never fails the job
-            save_arrays(path, {"centroids": centroids, "reach": reach}, kind="centroids", metadata=key_parts)
+    # --no-cache recomputes and refreshes the entry (as for counts); an unwritable cache never fails the job.
+    with contextlib.suppress(OSError, InputError):
+        save_arrays(path, {"centroids": centroids, "reach": reach}, kind="centroids", metadata=key_parts)
     return centroids, reach
 
 

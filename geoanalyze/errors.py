@@ -35,3 +35,10 @@ class ThresholdError(GeoanalyzeError):
     """A ``--fail-above`` threshold was crossed: the run worked, the checkpoint did not pass."""
 
     exit_code = 1
+
+
+def first_line(exc: BaseException, limit: int = 200) -> str:
+    """The first line of an exception's message (its type when empty), cut to ``limit`` characters,
+    for quoting a library's error inside one of ours."""
+    lines = str(exc).strip().splitlines()
+    return lines[0][:limit] if lines else type(exc).__name__

@@ -51,7 +51,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual mode
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; outputs get the usual mode
         try:
             os.replace(tmp, target)
         except OSError as exc:
@@ -61,10 +61,14 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             tmp.unlink()
 
 
-def _umask() -> int:
+def _read_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# Read once at import: os.umask can only be read by setting it, which is not thread-safe.
+_UMASK = _read_umask()
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:

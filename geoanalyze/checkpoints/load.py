@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..corpus.tokenize import PACKAGED_MINILM_NAMES, hub_offline, packaged_minilm_path
-from ..errors import DataNotFoundError, FormatError, IncompatibleError, InputError
+from ..errors import DataNotFoundError, FormatError, IncompatibleError, InputError, first_line
 from ..notes import note
 from .adapters import Adapter, adapter_for, find_tensor, layer_count, query_key_maps
 
@@ -49,13 +49,11 @@ def resolve_checkpoint(name: str) -> tuple[Path, str]:
             from huggingface_hub import snapshot_download
 
             folder = Path(snapshot_download(name, allow_patterns=_WEIGHT_PATTERNS))
-            if not any(folder.glob("*.safetensors")):  # an older checkpoint: its pickle-free-loaded .bin
+            if not any(folder.glob("*.safetensors")):  # an older checkpoint: its .bin, read with weights_only
                 folder = Path(snapshot_download(name, allow_patterns=[*_WEIGHT_PATTERNS, "pytorch_model.bin"]))
             return folder, "hub"
         except Exception as exc:  # offline, unknown repo, gated: all reported alike
-            tried.append(
-                f"the hub ({str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__})"
-            )
+            tried.append(f"the hub ({first_line(exc)})")
     else:
         tried.append("the hub (skipped: HF_HUB_OFFLINE is set)")
     packaged = packaged_minilm_path()

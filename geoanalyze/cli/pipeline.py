@@ -263,7 +263,8 @@ def mds(
     SOURCES may also be a distances file. Prints the eigen-spectrum, effective rank,
     negative-eigenvalue mass, stress against rank and the parameter saving r(n+d) vs n d.
     """
-    from ..geometry.mds import PARTIAL_FROM, classical_mds, low_rank_encoding, stress_curve, write_into_checkpoint
+    from ..checkpoints.write import write_into_checkpoint
+    from ..geometry.mds import PARTIAL_FROM, classical_mds, low_rank_encoding, stress_curve
 
     check_format(format)
     check_output_suffix(output, ".safetensors", "PE files")
@@ -392,12 +393,6 @@ def _parameter_line(params: dict[str, Any]) -> str:
 
 
 def _hidden_size(checkpoint: Path) -> int:
-    import json
+    from ..checkpoints import load_checkpoint
 
-    config = checkpoint.expanduser() / "config.json"
-    if not config.is_file():
-        raise InputError(f"{checkpoint} has no config.json; pass a local HF checkpoint folder")
-    size = json.loads(config.read_text()).get("hidden_size")
-    if not isinstance(size, int):
-        raise InputError(f"{config} has no hidden_size; pass --dim")
-    return size
+    return load_checkpoint(str(checkpoint)).hidden_size

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import DataNotFoundError, FormatError, InputError
+from ..errors import DataNotFoundError, FormatError, InputError, first_line
 
 DATA_DIR_ENV = "GEOANALYZE_DATA_DIR"
 LOCAL_SUFFIXES = (
@@ -394,18 +394,13 @@ def _read_hub(source: CorpusSource) -> list[str]:
         dataset = datasets.load_dataset(source.location, source.hub_config, split=source.split)
     except Exception as exc:  # offline, unknown id, missing split: all reported the same way
         where = "the Hugging Face cache" if hub_offline() else "the Hugging Face cache and hub"
-        tried.append(f"{where} ({_first_line(exc)})")
+        tried.append(f"{where} ({first_line(exc)})")
         raise DataNotFoundError(
             f"dataset {source.name!r} (split {source.split}) not found; tried {'; '.join(tried)}. "
             "Pass a local file, or --data-dir pointing at a folder laid out <name>/<split>.<tsv|jsonl.gz|tokens|txt>"
         ) from exc
     column = _pick_column(dataset.column_names, source.text_column, Path(source.location))
     return [str(value) for value in dataset[column]]
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0][:160] if lines else type(exc).__name__
 
 
 # --- synthetic ----------------------------------------------------------------------------

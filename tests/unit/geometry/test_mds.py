@@ -15,6 +15,7 @@ from safetensors import safe_open
 from safetensors.numpy import load_file
 from sklearn.manifold import ClassicalMDS
 
+from geoanalyze.checkpoints.write import write_into_checkpoint
 from geoanalyze.corpus.marginals import PositionalCounts
 from geoanalyze.errors import IncompatibleError, InputError
 from geoanalyze.geometry.distances import hellinger_distances
@@ -26,7 +27,6 @@ from geoanalyze.geometry.mds import (
     low_rank_encoding,
     orthonormal_rows,
     stress_curve,
-    write_into_checkpoint,
 )
 
 FAST = settings(max_examples=30, deadline=None)
