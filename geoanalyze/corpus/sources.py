@@ -389,6 +389,14 @@ def _read_hub(source: CorpusSource) -> list[str]:
     try:
         import datasets
 
+        if hub_offline():
+            # Unreachable or forbidden: go straight to the cache instead of retrying for half a
+            # minute. Both libraries read the flag at import time, hence the attributes.
+            import huggingface_hub.constants
+
+            huggingface_hub.constants.HF_HUB_OFFLINE = True
+            datasets.config.HF_HUB_OFFLINE = True
+
         datasets.logging.set_verbosity_error()
         datasets.disable_progress_bars()
         dataset = datasets.load_dataset(source.location, source.hub_config, split=source.split)

@@ -15,6 +15,7 @@ code wants: no Python list per token survives past the tokenizer.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from abc import ABC, abstractmethod
@@ -40,9 +41,31 @@ DEFAULT_MAX_LENGTH = 512
 
 
 def hub_offline() -> bool:
-    """True when the environment forbids reaching the Hugging Face hub."""
+    """True when the hub is not to be tried: the environment forbids it, or it does not answer.
+
+    The libraries underneath retry an unreachable hub for about 25 s per file before giving up;
+    one TCP connection attempt (3 s at most, once per process) spares a user without network
+    that wait before the offline fallbacks.
+    """
     flags = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
-    return any(os.environ.get(flag, "").strip().lower() in {"1", "true", "yes", "on"} for flag in flags)
+    if any(os.environ.get(flag, "").strip().lower() in {"1", "true", "yes", "on"} for flag in flags):
+        return True
+    return not _hub_answers()
+
+
+@functools.lru_cache(maxsize=1)
+def _hub_answers() -> bool:
+    import socket
+    from urllib.parse import urlparse
+
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    host = endpoint.hostname or "huggingface.co"
+    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=3):
+            return True
+    except OSError:
+        return False
 
 
 def packaged_minilm_path() -> Path | None:
@@ -255,7 +278,7 @@ def load_hf_tokenizer(name: str) -> tuple[Any, str]:
         except Exception as exc:  # network errors come in many types
             tried.append(f"the hub ({first_line(exc)})")
     else:
-        tried.append("the hub (skipped: HF_HUB_OFFLINE is set)")
+        tried.append("the hub (offline: HF_HUB_OFFLINE is set or the hub does not answer)")
     packaged = packaged_minilm_path()
     if name in PACKAGED_TOKENIZER_NAMES and packaged is not None:
         note(
