@@ -1,0 +1,417 @@
+r"""The training loop: one for every model and task.
+
+Per step s = 1..steps: the task's batch of step s, a forward pass (bf16 autocast on CUDA only),
+cross-entropy on the labelled positions, AdamW at the learning rate :func:`lr_at` gives, the
+gradient clipped to ``grad_clip``. Every ``eval_every`` steps (and after the last) the held-out
+stream is scored, one JSON line goes to ``metrics.jsonl`` and a checkpoint to ``checkpoint/``.
+
+Resuming is exact: the batches are pure functions of (seed, step) (:mod:`.tasks`), dropout is
+reseeded from (seed, step) before every step, the learning rate is a pure function of the step,
+and the checkpoint holds the weights and the optimiser moments. A run killed at any point and
+resumed ends with the same metrics and weights as one never interrupted (on CPU bit for bit; CUDA
+kernels may differ in the last bits).
+
+Files in ``output_dir``::
+
+    metrics.jsonl                one line per evaluation: step, lr, train_loss, train_accuracy,
+                                 eval_loss, eval_accuracy, time_s
+    checkpoint/model.safetensors the model (Transformer.save), with config.json
+    checkpoint/optimizer.safetensors  AdamW's per-parameter tensors, named "<index>.<key>"
+    checkpoint/trainer.json      step, the TrainConfig, the optimiser's parameter groups and scalars
+
+No file is unpickled: tensors are safetensors, everything else JSON. A checkpoint is written into
+``checkpoint.partial/`` and renamed into place, so a crash never leaves a mixed one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import random
+import shutil
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
+
+from ..errors import FormatError, IncompatibleError, InputError
+from ..io import FORMAT_VERSION, METADATA_KEY, atomic_path, to_jsonable, write_text
+from ..models import ModelConfig, Transformer
+from ..models.config import TABLE_KINDS
+from ..models.positional import PositionalEncoding
+from ..report.progress import ProgressBars
+from .config import TrainConfig
+from .tasks import IGNORE, Batch, Task, build_task
+
+METRICS_FILE = "metrics.jsonl"
+CHECKPOINT_DIR = "checkpoint"
+OPTIMIZER_FILE = "optimizer.safetensors"
+STATE_FILE = "trainer.json"
+CHECKPOINT_KIND = "train-checkpoint"
+DROPOUT_STREAM = 2  # the third stream of (seed, stream, step) seeds, after the tasks' train and eval
+
+
+def train(config: TrainConfig, output_dir: str | Path, resume: bool = False, progress: bool = True) -> dict[str, Any]:
+    """Train the model ``config`` describes on its task; return the metrics of the last evaluation.
+
+    Parameters
+    ----------
+    config : the run.
+    output_dir : where ``metrics.jsonl`` and ``checkpoint/`` go (created if needed).
+    resume : continue the run in ``output_dir`` from its checkpoint. Everything but the model may
+        differ from the first run's config (more steps, say); the model must be the same.
+    progress : show a progress bar on stderr (only when it is a terminal).
+
+    Raises
+    ------
+    InputError : CUDA asked for and absent; ``output_dir`` already holds a run and resume is False;
+        resume is True and there is no checkpoint.
+    IncompatibleError : the checkpoint is of another model or task.
+    """
+    out = Path(output_dir).expanduser()
+    metrics_path = out / METRICS_FILE
+    device = select_device(config.device)
+    # Checked before the data is read and tokenized, so a wrong folder fails at once.
+    checkpoint = _read_checkpoint(out, config) if resume else None
+    if not resume and (metrics_path.exists() or _find_checkpoint(out) is not None):
+        raise InputError(f"{out} already holds a training run; resume it or choose another output folder")
+    task = build_task(config)
+    model_config = fit_model_config(config, task)
+    seed_everything(config.seed)
+    if checkpoint is not None:
+        folder, state = checkpoint
+        model, optimizer = _restore(folder, state, config, model_config, device)
+        start, time_before, last = int(state["step"]), float(state["time_s"]), state["metrics"]
+        _truncate_metrics(metrics_path, start)
+    else:
+        model = Transformer(model_config).to(device)
+        optimizer = make_optimizer(model, config)
+        start, time_before, last = 0, 0.0, {}
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot create folder {out}: {exc.strerror}; choose another output folder") from exc
+    model.train()
+    sequence_level = task.n_classes > 0
+    began = time.perf_counter()
+    train_sums = _zeros(device)
+    with ProgressBars(progress) as bars, metrics_path.open("a", encoding="utf-8") as metrics_file:
+        advance = bars.track(f"training {task.name}", total=config.steps)
+        advance(start)
+        for step in range(start + 1, config.steps + 1):
+            for group in optimizer.param_groups:
+                group["lr"] = lr_at(step, config)
+            train_sums += _train_step(model, optimizer, task.train_batch(step), config, device, sequence_level, step)
+            advance(1)
+            if step % config.eval_every and step != config.steps:
+                continue
+            eval_loss, eval_accuracy = evaluate(model, task, config.eval_batches, device, sequence_level)
+            loss_sum, correct, count, steps_done = train_sums.tolist()
+            last = {
+                "step": step,
+                "lr": lr_at(step, config),
+                "train_loss": loss_sum / steps_done,
+                "train_accuracy": correct / max(count, 1.0),
+                "eval_loss": eval_loss,
+                "eval_accuracy": eval_accuracy,
+                "time_s": round(time_before + time.perf_counter() - began, 3),
+            }
+            # Standard JSON, as every geoanalyze output: a diverged (NaN) loss is written as null.
+            metrics_file.write(json.dumps(to_jsonable(last), allow_nan=False) + "\n")
+            metrics_file.flush()
+            _save_checkpoint(out, model, optimizer, config, step, last)
+            train_sums = _zeros(device)
+    return last
+
+
+# --- the pieces ---------------------------------------------------------------------------------
+
+
+def select_device(requested: str) -> torch.device:
+    """The device to train on: cpu; cuda (InputError when absent); auto, cuda when available and cpu otherwise."""
+    if requested == "cpu":
+        return torch.device("cpu")
+    available = torch.cuda.is_available()
+    if requested == "cuda" and not available:
+        raise InputError("device cuda was asked for but CUDA is not available here; set device to cpu or auto")
+    return torch.device("cuda" if available else "cpu")
+
+
+def fit_model_config(config: TrainConfig, task: Task) -> ModelConfig:
+    """The model config with the task's ``vocab_size`` and ``n_classes``; checks that its sequences fit."""
+    model = replace(config.model, vocab_size=task.vocab_size, n_classes=task.n_classes)
+    if model.pe in TABLE_KINDS and task.max_length > model.n_positions:
+        key = "order_length" if config.task == "order" else "max_length"
+        raise InputError(
+            f"{key} {task.max_length} exceeds model.n_positions {model.n_positions}; "
+            f"set model.n_positions to at least {task.max_length} or lower {key}"
+        )
+    return model
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, numpy's and torch's (CPU and CUDA) global generators."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def lr_at(step: int, config: TrainConfig) -> float:
+    r"""The learning rate of step ``step`` (1-based): linear warm-up, then cosine decay.
+
+    lr_s = lr * s / w for s <= w (w = warmup_steps), else
+    lr_s = lr * (m + (1 - m) (1 + cos(\pi (s - w) / (S - w))) / 2), m = min_lr_ratio, S = steps:
+    lr at s = w, m * lr at s = S.
+    """
+    warmup, total = config.warmup_steps, config.steps
+    if step <= warmup:
+        return config.lr * step / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    ratio = config.min_lr_ratio
+    return config.lr * (ratio + (1.0 - ratio) * 0.5 * (1.0 + math.cos(math.pi * progress)))
+
+
+def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """AdamW's two groups: matrices with ``weight_decay``; biases, LayerNorms, embeddings and position tables without."""
+    decay: list[nn.Parameter] = []
+    exempt: list[nn.Parameter] = []
+    for module in model.modules():
+        whole_module = isinstance(module, (nn.LayerNorm, nn.Embedding, PositionalEncoding))
+        for name, parameter in module.named_parameters(recurse=False):
+            if not parameter.requires_grad:
+                continue
+            no_decay = whole_module or name.endswith("bias") or parameter.ndim < 2
+            (exempt if no_decay else decay).append(parameter)
+    return [
+        {"params": decay, "weight_decay": weight_decay, "decay": True},
+        {"params": exempt, "weight_decay": 0.0, "decay": False},
+    ]
+
+
+def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
+    """AdamW over :func:`parameter_groups`; the learning rate is set every step from :func:`lr_at`."""
+    return torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr)
+
+
+def evaluate(
+    model: Transformer, task: Task, n_batches: int, device: torch.device, sequence_level: bool
+) -> tuple[float, float]:
+    """(mean loss, accuracy) over the first ``n_batches`` batches of the held-out stream, per labelled position."""
+    model.eval()
+    sums = torch.zeros(3, dtype=torch.float64, device=device)
+    with torch.no_grad():
+        for index in range(n_batches):
+            ids, mask, labels = _to_device(task.eval_batch(index), device)
+            with _autocast(device):
+                outputs = model(ids, mask)
+            sums += _loss_terms(outputs, labels, sequence_level).detach()
+    model.train()
+    loss_sum, correct, count = sums.tolist()
+    return loss_sum / max(count, 1.0), correct / max(count, 1.0)
+
+
+def _train_step(
+    model: Transformer,
+    optimizer: torch.optim.Optimizer,
+    batch: Batch,
+    config: TrainConfig,
+    device: torch.device,
+    sequence_level: bool,
+    step: int,
+) -> torch.Tensor:
+    """One update; returns (mean loss, correct, labelled positions, 1) as a (4,) float64 tensor."""
+    torch.manual_seed(_step_seed(config.seed, step))  # dropout masks depend on (seed, step) only
+    ids, mask, labels = _to_device(batch, device)
+    with _autocast(device):
+        outputs = model(ids, mask)
+    loss_sum, correct, count = _loss_terms(outputs, labels, sequence_level)
+    loss = loss_sum / count.clamp(min=1.0)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if config.grad_clip > 0:
+        nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+    optimizer.step()
+    return torch.stack([loss.detach(), correct, count, torch.ones_like(count)]).double()
+
+
+def _loss_terms(outputs: dict[str, torch.Tensor], labels: torch.Tensor, sequence_level: bool) -> torch.Tensor:
+    """(summed cross-entropy, correct predictions, labelled positions), a (3,) float32 tensor."""
+    if sequence_level:
+        logits = outputs["cls_logits"].float()  # (B, C)
+    else:
+        logits = outputs["logits"].float().flatten(0, 1)  # (B T, V)
+        labels = labels.flatten()  # (B T,)
+    labelled = labels != IGNORE
+    loss_sum = F.cross_entropy(logits, labels, ignore_index=IGNORE, reduction="sum")
+    correct = ((logits.argmax(dim=-1) == labels) & labelled).sum().float()
+    return torch.stack([loss_sum, correct, labelled.sum().float()])
+
+
+def _to_device(batch: Batch, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return tuple(  # type: ignore[return-value]
+        torch.from_numpy(array).to(device, non_blocking=True)
+        for array in (batch.input_ids, batch.attention_mask, batch.labels)
+    )
+
+
+def _autocast(device: torch.device) -> contextlib.AbstractContextManager[Any]:
+    """bf16 autocast on CUDA; full precision on CPU (where bf16 matmuls are slow and not needed)."""
+    if device.type == "cuda":
+        return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def _step_seed(seed: int, step: int) -> int:
+    return int(np.random.SeedSequence([seed, DROPOUT_STREAM, step]).generate_state(1)[0])
+
+
+def _zeros(device: torch.device) -> torch.Tensor:
+    """The running sums of training since the last evaluation: loss, correct, labelled positions, steps."""
+    return torch.zeros(4, dtype=torch.float64, device=device)
+
+
+# --- checkpoints --------------------------------------------------------------------------------
+
+
+def _save_checkpoint(
+    out: Path, model: Transformer, optimizer: torch.optim.Optimizer, config: TrainConfig, step: int, metrics: dict
+) -> None:
+    """Write the checkpoint into checkpoint.partial/, then swap it in for checkpoint/."""
+    from safetensors.torch import save_file
+
+    folder = out / CHECKPOINT_DIR
+    staging, previous = folder.with_name(f"{CHECKPOINT_DIR}.partial"), folder.with_name(f"{CHECKPOINT_DIR}.previous")
+    shutil.rmtree(staging, ignore_errors=True)
+    model.save(staging)
+    tensors, scalars, groups = _split_optimizer_state(optimizer.state_dict())
+    header = {METADATA_KEY: json.dumps({"kind": "optimizer", "format_version": FORMAT_VERSION})}
+    with atomic_path(staging / OPTIMIZER_FILE) as tmp:
+        save_file(tensors, str(tmp), metadata=header)
+    state = {
+        "kind": CHECKPOINT_KIND,
+        "format_version": FORMAT_VERSION,
+        "step": step,
+        "time_s": metrics["time_s"],
+        "metrics": to_jsonable(metrics),
+        "config": config.to_dict(),
+        "optimizer": {"param_groups": groups, "scalars": scalars},
+    }
+    write_text(staging / STATE_FILE, json.dumps(state, indent=1) + "\n")  # written last: marks the folder complete
+    shutil.rmtree(previous, ignore_errors=True)
+    if folder.exists():
+        folder.rename(previous)
+    staging.rename(folder)
+    shutil.rmtree(previous, ignore_errors=True)
+
+
+def _find_checkpoint(out: Path) -> Path | None:
+    """checkpoint/, or checkpoint.previous/ when a crash came between the two renames of a save."""
+    for name in (CHECKPOINT_DIR, f"{CHECKPOINT_DIR}.previous"):
+        if (out / name / STATE_FILE).is_file():
+            return out / name
+    return None
+
+
+def _read_checkpoint(out: Path, config: TrainConfig) -> tuple[Path, dict[str, Any]]:
+    """The checkpoint folder of the run in ``out`` and its trainer.json, checked against ``config``'s task."""
+    folder = _find_checkpoint(out)
+    if folder is None:
+        raise InputError(f"no checkpoint in {out}; train without resume to start a run there")
+    try:
+        state = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise FormatError(f"{folder / STATE_FILE} is corrupt ({exc}); start the run again") from exc
+    if not isinstance(state, dict) or state.get("kind") != CHECKPOINT_KIND:
+        raise FormatError(f"{folder} is not a geoanalyze training checkpoint; pass the output folder of a run")
+    if state.get("format_version") != FORMAT_VERSION:
+        raise FormatError(
+            f"{folder} has format version {state.get('format_version')}, this geoanalyze reads {FORMAT_VERSION}; "
+            "start the run again"
+        )
+    saved_task = state["config"]["task"]
+    if saved_task != config.task:
+        raise IncompatibleError(
+            f"{folder} is a checkpoint of task {saved_task}, not {config.task}; resume with task={saved_task} "
+            "or train into another folder"
+        )
+    return folder, state
+
+
+def _restore(
+    folder: Path, state: dict[str, Any], config: TrainConfig, model_config: ModelConfig, device: torch.device
+) -> tuple[Transformer, torch.optim.Optimizer]:
+    """The model and optimiser of a checkpoint; IncompatibleError when its model is not ``model_config``."""
+    from safetensors.torch import load_file
+
+    try:
+        saved_model = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise FormatError(f"{folder}/config.json is missing or corrupt ({exc}); start the run again") from exc
+    wanted = model_config.to_dict()
+    differing = [key for key in wanted if saved_model.get(key) != wanted[key]]
+    if differing:
+        key = differing[0]
+        raise IncompatibleError(
+            f"{folder} holds a model with {key}={saved_model.get(key)!r} but this run asks for {wanted[key]!r}; "
+            "resume with the checkpoint's model settings or train into another folder"
+        )
+    model = Transformer.load(folder, device)
+    optimizer = make_optimizer(model, config)
+    saved = state["optimizer"]
+    tensors = load_file(str(folder / OPTIMIZER_FILE))
+    optimizer.load_state_dict(_join_optimizer_state(tensors, saved["scalars"], saved["param_groups"]))
+    for group in optimizer.param_groups:  # the decay of this run's config, as for the learning rate
+        group["weight_decay"] = config.weight_decay if group["decay"] else 0.0
+    return model, optimizer
+
+
+def _split_optimizer_state(
+    state_dict: dict[str, Any],
+) -> tuple[dict[str, torch.Tensor], dict[str, Any], list[dict[str, Any]]]:
+    """An optimizer state dict -> (tensors "<index>.<key>", JSON scalars "<index>.<key>", JSON param groups)."""
+    tensors: dict[str, torch.Tensor] = {}
+    scalars: dict[str, Any] = {}
+    for index, per_parameter in state_dict["state"].items():
+        for key, value in per_parameter.items():
+            if isinstance(value, torch.Tensor):
+                tensors[f"{index}.{key}"] = value.detach().cpu().contiguous()
+            else:
+                scalars[f"{index}.{key}"] = value
+    groups = [
+        {key: list(v) if isinstance(v, tuple) else v for key, v in group.items()}
+        for group in state_dict["param_groups"]
+    ]
+    return tensors, scalars, groups
+
+
+def _join_optimizer_state(
+    tensors: dict[str, torch.Tensor], scalars: dict[str, Any], groups: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The inverse of :func:`_split_optimizer_state`."""
+    state: dict[int, dict[str, Any]] = {}
+    for name, value in [*tensors.items(), *scalars.items()]:
+        index, key = name.split(".", 1)
+        state.setdefault(int(index), {})[key] = value
+    param_groups = [{**group, "betas": tuple(group["betas"])} if "betas" in group else group for group in groups]
+    return {"state": state, "param_groups": param_groups}
+
+
+def _truncate_metrics(path: Path, step: int) -> None:
+    """Drop the lines a killed run logged after its checkpoint, so the resumed run's lines follow on."""
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short by the kill
+        if isinstance(record, dict) and record.get("step", math.inf) <= step:
+            kept.append(line + "\n")
+    write_text(path, "".join(kept))
