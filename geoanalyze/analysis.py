@@ -9,15 +9,13 @@ centroids from a forward pass. The result is one plain dict (what ``--format jso
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .corpus.marginals import DEFAULT_MIN_COUNT, cache_dir, compute_counts
+from .corpus.marginals import DEFAULT_MIN_COUNT, cache_entry, compute_counts
 from .corpus.sources import default_tokenizer, resolve_source
 from .encodings import EncodingContext, get_encoding, is_encoding_spec
 from .errors import FormatError, InputError
@@ -180,6 +178,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
             result["layers"] = layers
             result["peaks"] = layer_peaks(layers)
     result["_geometry"] = geometry  # for figures; dropped from JSON
+    result["_vectors"] = vectors
     return result
 
 
@@ -218,7 +217,7 @@ def bootstrap_intervals(
     every score) shift under resampling; the *basic* interval [2s - q_97.5, 2s - q_2.5]
     corrects that shift to first order, and ``bias`` (mean of the resamples - s) reports it.
     """
-    from .corpus.marginals import _normalise_rows, bootstrap_counts
+    from .corpus.marginals import bootstrap_counts, normalise_rows
     from .corpus.tokenize import get_tokenizer
     from .geometry.distances import hellinger_distances
 
@@ -231,7 +230,7 @@ def bootstrap_intervals(
         if (np.asarray(rows.sum(axis=1)).ravel() == 0).any():
             skipped += 1  # a resample that misses a rare position entirely: no distance there
             continue
-        distances = hellinger_distances(_normalise_rows(rows))
+        distances = hellinger_distances(normalise_rows(rows))
         scores = all_scores(table, distances, anchored=False)
         for name in LAYER_SCORES:
             values[name].append(scores[name])
@@ -337,8 +336,7 @@ def cached_centroids(
         "seed": options.seed,
         "version": 2,
     }
-    key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()[:32]
-    path = cache_dir() / "centroids" / f"{key}.safetensors"
+    path = cache_entry("centroids", key_parts)
     if options.cache and path.is_file():
         try:
             arrays, _ = load_arrays(path, kind="centroids")

@@ -87,7 +87,7 @@ class PositionalCounts:
 
     def marginals(self) -> sp.csr_array:
         """mu: the row-normalised counts, float64 CSR (rows with N_i = 0 stay zero)."""
-        return _normalise_rows(self.counts)
+        return normalise_rows(self.counts)
 
     def kept_positions(self, min_count: int = DEFAULT_MIN_COUNT) -> np.ndarray:
         """Indices i with N_i >= min_count."""
@@ -217,8 +217,7 @@ def count_positions(
         in_half = rng.random(len(batch)) < 0.5
         if ids.size:
             n_positions = max(n_positions, int(lengths.max()))
-            starts = np.cumsum(lengths) - lengths
-            positions = np.arange(ids.size, dtype=np.int64) - np.repeat(starts, lengths)
+            positions = token_positions(lengths)
             token_half = np.repeat(in_half, lengths)
             if special.size:
                 keep = ~np.isin(ids, special)
@@ -285,8 +284,7 @@ def compute_counts(
         "split_seed": split_seed,
         "version": 2,
     }
-    key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()[:32]
-    cached = cache_dir() / "counts" / f"{key}.safetensors"
+    cached = cache_entry("counts", key_parts)
     if cache and cached.is_file():
         try:
             return PositionalCounts.load(cached), True
@@ -301,6 +299,18 @@ def compute_counts(
     with contextlib.suppress(OSError, InputError):
         counts.save(cached)
     return counts, False
+
+
+def token_positions(lengths: np.ndarray) -> np.ndarray:
+    """The position of every token of a flat batch, from the sequence lengths: 0..len-1 per sequence."""
+    starts = np.cumsum(lengths) - lengths
+    return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts, lengths)
+
+
+def cache_entry(folder: str, key_parts: dict[str, Any]) -> Path:
+    """The cache file of a job: a hash of everything that determines its result, in one folder per kind."""
+    key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()[:32]
+    return cache_dir() / folder / f"{key}.safetensors"
 
 
 def cache_dir() -> Path:
@@ -339,7 +349,8 @@ def tokenizer_fingerprint(spec: str) -> str:
     return f"{path.resolve()}:{digest.hexdigest()[:16]}"
 
 
-def _normalise_rows(matrix: sp.csr_array) -> sp.csr_array:
+def normalise_rows(matrix: sp.csr_array) -> sp.csr_array:
+    """Counts to probabilities, row by row (float64 CSR; rows that sum to 0 stay 0)."""
     totals = np.asarray(matrix.sum(axis=1), dtype=np.float64).ravel()
     scale = np.divide(1.0, totals, out=np.zeros_like(totals), where=totals > 0)
     result = sp.csr_array(matrix, dtype=np.float64, copy=True)
@@ -422,8 +433,7 @@ def bootstrap_counts(
         if not ids.size:
             continue
         n_positions = max(n_positions, int(lengths.max()))
-        starts = np.cumsum(lengths) - lengths
-        key_parts.append(ids * stride + np.arange(ids.size, dtype=np.int64) - np.repeat(starts, lengths))
+        key_parts.append(ids * stride + token_positions(lengths))
         sequence_parts.append(np.repeat(np.arange(start, start + len(lengths), dtype=np.int64), lengths))
     if not key_parts:
         raise InputError("the corpus has no tokens to resample")

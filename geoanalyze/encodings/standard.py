@@ -23,32 +23,28 @@ def _positions(positions: np.ndarray) -> np.ndarray:
     return np.asarray(positions, dtype=np.float64).reshape(-1)
 
 
-def sinusoidal(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np.ndarray:
-    """Vaswani et al.'s sinusoidal table, (n, d)."""
+def _unit_circles(positions: np.ndarray, d: int, base: float, name: str, sine_first: bool) -> np.ndarray:
+    """Interleaved pairs of cos / sin of i theta_k, theta_k = base^(-2k/d), k < d/2, (n, d)."""
     if d < 2 or d % 2 or d > MAX_WIDTH:
-        raise InputError(f"sinusoidal needs an even d in 2..{MAX_WIDTH}, got {d}")
+        raise InputError(f"{name} needs an even d in 2..{MAX_WIDTH}, got {d}")
     if not base > 1:
-        raise InputError(f"sinusoidal base must exceed 1, got {base}")
-    i = _positions(positions)[:, None]
-    frequencies = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
-    table = np.empty((i.shape[0], d))
-    table[:, 0::2] = np.sin(i * frequencies)
-    table[:, 1::2] = np.cos(i * frequencies)
+        raise InputError(f"{name} base must exceed 1, got {base}")
+    angles = _positions(positions)[:, None] * base ** (-2.0 * np.arange(d // 2, dtype=np.float64) / d)
+    first, second = (np.sin, np.cos) if sine_first else (np.cos, np.sin)
+    table = np.empty((angles.shape[0], d))
+    table[:, 0::2] = first(angles)
+    table[:, 1::2] = second(angles)
     return table
+
+
+def sinusoidal(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np.ndarray:
+    """Vaswani et al.'s sinusoidal table, (sin, cos) per frequency, (n, d)."""
+    return _unit_circles(positions, d, base, "sinusoidal", sine_first=True)
 
 
 def rope(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np.ndarray:
     """The unit-circle vectors of RoPE, interleaved (cos, sin) per frequency, (n, d)."""
-    if d < 2 or d % 2 or d > MAX_WIDTH:
-        raise InputError(f"rope needs an even d in 2..{MAX_WIDTH}, got {d}")
-    if not base > 1:
-        raise InputError(f"rope base must exceed 1, got {base}")
-    i = _positions(positions)[:, None]
-    theta = base ** (-2.0 * np.arange(d // 2, dtype=np.float64) / d)
-    table = np.empty((i.shape[0], d))
-    table[:, 0::2] = np.cos(i * theta)
-    table[:, 1::2] = np.sin(i * theta)
-    return table
+    return _unit_circles(positions, d, base, "rope", sine_first=False)
 
 
 def alibi_slopes(heads: int) -> np.ndarray:

@@ -164,13 +164,13 @@ def fisher_rao_distances(marginals: Any) -> np.ndarray:
 
 def split_half_bc(counts: Any) -> np.ndarray:
     """The cross-half matrix C_ij = BC(mu_i^A, mu_j^B) of a PositionalCounts (not symmetric)."""
-    from ..corpus.marginals import PositionalCounts, _normalise_rows
+    from ..corpus.marginals import PositionalCounts, normalise_rows
 
     if not isinstance(counts, PositionalCounts):
         raise InputError("the noise floor and the corrected distance need counts (a PositionalCounts), not marginals")
     halves = []
     for half in (counts.half, counts.counts - counts.half):
-        root = _normalise_rows(sp.csr_array(half))
+        root = normalise_rows(sp.csr_array(half))
         root.data = np.sqrt(root.data)
         halves.append(root)
     return bc_matrix(halves[0], halves[1])

@@ -135,7 +135,6 @@ def markdown(result: dict[str, Any], figures: dict[str, str] | None = None, leve
 
 def write_figures(result: dict[str, Any], directory: str | os.PathLike[str], prefix: str = "") -> dict[str, str]:
     """Heatmap, MDS map, Shepard diagram and per-layer stress as PNGs; returns {title: path}."""
-    from ..encodings import EncodingContext, get_encoding
     from ..geometry.mds import classical_mds, stress_curve
     from .figures import distance_heatmap, layer_figure, mds_figure, shepard_diagram
 
@@ -151,17 +150,8 @@ def write_figures(result: dict[str, Any], directory: str | os.PathLike[str], pre
     mds_path = folder / f"{prefix}mds.png"
     mds_figure(mds, stress_curve(mds.embedding_, distances), geometry.positions, mds_path)
     written["MDS: eigen-spectrum, stress against rank, 2-D map"] = str(mds_path)
-    tables = {}
-    context = EncodingContext(width=result.get("checkpoint", {}).get("hidden_size", 768), distances=distances)
-    if result["kind"] == "checkpoint":
-        from ..checkpoints import load_checkpoint
-
-        tables[result["target"]] = load_checkpoint(result["target"]).position_vectors(geometry.positions)
-    else:
-        tables[result["target"]] = get_encoding(result["target"]).vectors(geometry.positions, context)
-    for name in result["scores"]:
-        if name not in tables and name != "mds":
-            tables[name] = get_encoding(name).vectors(geometry.positions, context)
+    # The vectors the analysis scored (the optimal MDS is left out: it lies on the diagonal).
+    tables = {name: table for name, table in result["_vectors"].items() if name != "mds"}
     shepard = folder / f"{prefix}shepard.png"
     shepard_diagram(tables, distances, shepard)
     written["Shepard diagram"] = str(shepard)
