@@ -54,6 +54,15 @@ def build_attention_mask(
     return scores.masked_fill(~allowed, torch.finfo(dtype).min)  # (B|1, nh|1, T, T)
 
 
+def make_attention(config: ModelConfig) -> nn.Module:
+    """The attention module of one block, by ``config.attention``; each has SelfAttention's forward signature."""
+    if config.attention == "standard":
+        return SelfAttention(config)
+    from .joformer import JoFormerAttention  # only JoFormer models pay for its import
+
+    return JoFormerAttention(config)
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention; ``causal`` applies when no explicit mask is passed."""
 

@@ -27,6 +27,8 @@ PE_KINDS = ("none", "sinusoidal", "learned", "lowrank", "mds", "rope", "alibi")
 TABLE_KINDS = ("sinusoidal", "learned", "lowrank", "mds")
 #: whether a table is trained when ``pe_trainable`` is left unset
 TRAINED_BY_DEFAULT = {"sinusoidal": False, "learned": True, "lowrank": True, "mds": False}
+#: how a block attends: standard multi-head attention, or one of JoFormer's variants (models/joformer.py)
+ATTENTIONS = ("standard", "joformer-fixed", "joformer-learned", "joformer-projected")
 
 
 @dataclass
@@ -50,6 +52,7 @@ class ModelConfig:
     pe_file : PE file of ``geoanalyze mds`` (safetensors with ``position_embeddings``); only for mds.
     rope_base : base b of the RoPE frequencies theta_k = b^(-2k/head_dim).
     n_classes : classes of the sequence-classification head; 0 = no such head.
+    attention : how blocks attend, one of :data:`ATTENTIONS` (JoFormer variants: models/joformer.py).
     """
 
     arch: str = "bert"
@@ -66,10 +69,12 @@ class ModelConfig:
     pe_file: str | None = None
     rope_base: float = 10000.0
     n_classes: int = 0
+    attention: str = "standard"
 
     def __post_init__(self) -> None:
         _choice("arch", self.arch, ARCHS)
         _choice("pe", self.pe, PE_KINDS)
+        _choice("attention", self.attention, ATTENTIONS)
         for name in ("vocab_size", "n_positions", "d_model", "n_layers", "n_heads", "d_ff"):
             _integer(name, getattr(self, name), minimum=1)
         _integer("n_classes", self.n_classes, minimum=0)

@@ -28,7 +28,7 @@ from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
 from ..errors import FormatError, InputError
 from ..io import FORMAT_VERSION, METADATA_KEY, atomic_path, read_metadata, write_text
-from .attention import SelfAttention, build_attention_mask
+from .attention import build_attention_mask, make_attention
 from .config import ModelConfig
 from .positional import positional_encoding
 
@@ -56,7 +56,7 @@ class Block(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.ln_1 = nn.LayerNorm(config.d_model)
-        self.attn = SelfAttention(config)
+        self.attn = make_attention(config)
         self.ln_2 = nn.LayerNorm(config.d_model)
         self.mlp = MLP(config)
 
@@ -102,18 +102,32 @@ class Transformer(nn.Module):
             if name.endswith(("attn.proj.weight", "mlp.proj.weight")):
                 nn.init.normal_(parameter, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layers))
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        logits_at: torch.Tensor | None = None,
+        all_hidden_states: bool = False,
+    ) -> dict[str, torch.Tensor]:
         """Run the model.
 
         Parameters
         ----------
         input_ids : (B, T) token ids.
         attention_mask : (B, T), 1 at real tokens and 0 at padding (keys at padding are ignored).
+        logits_at : (B, T) bool; when given, token logits are computed at these positions only and
+            returned as (N, V), N = logits_at.sum(). The (B T, d) x (d, V) head dominates a step
+            on a 30k vocabulary, and MLM labels 15% of the tokens.
+        all_hidden_states : also return ``layers``: (L + 1, B, T, d), the embeddings (positional
+            signal added) and every block's output, before the final LayerNorm (as transformers'
+            ``output_hidden_states``).
 
         Returns
         -------
-        dict with ``hidden_states`` (B, T, d) after the final LayerNorm, ``logits`` (B, T, V)
-        (masked-LM for bert, next-token for gpt) and, when n_classes > 0, ``cls_logits`` (B, n_classes).
+        dict with ``hidden_states`` (B, T, d) after the final LayerNorm, ``logits`` (B, T, V), or
+        (N, V) with ``logits_at`` (masked-LM for bert, next-token for gpt), ``cls_logits``
+        (B, n_classes) when n_classes > 0, and ``layers`` when asked for.
         """
         if input_ids.ndim != 2:
             raise InputError(f"input_ids has shape {tuple(input_ids.shape)}; expected (batch, length)")
@@ -129,14 +143,19 @@ class Transformer(nn.Module):
         mask = build_attention_mask(
             T, causal=causal, bias=self.pe.attention_bias(T, causal), padding=attention_mask, dtype=x.dtype
         )  # (B|1, nh|1, T, T) or None
+        layers = [x]
         for block in self.blocks:
             x = block(x, rotation, mask)
+            layers.append(x)
         h = self.ln_f(x)  # (B, T, d)
+        selected = h if logits_at is None else h[logits_at]  # (B, T, d) or (N, d)
         if self.mlm_transform is not None:
-            logits = F.linear(self.mlm_transform(h), self.tok_emb.weight, self.mlm_bias)  # (B, T, V)
+            logits = F.linear(self.mlm_transform(selected), self.tok_emb.weight, self.mlm_bias)  # (..., V)
         else:
-            logits = F.linear(h, self.tok_emb.weight)  # (B, T, V)
+            logits = F.linear(selected, self.tok_emb.weight)  # (..., V)
         outputs = {"hidden_states": h, "logits": logits}
+        if all_hidden_states:
+            outputs["layers"] = torch.stack(layers)  # (L + 1, B, T, d)
         if self.classifier is not None:
             outputs["cls_logits"] = self.classifier(self._pooled(h, attention_mask))  # (B, n_classes)
         return outputs

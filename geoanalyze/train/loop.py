@@ -209,8 +209,7 @@ def evaluate(
         for index in range(n_batches):
             ids, mask, labels = _to_device(task.eval_batch(index), device)
             with _autocast(device):
-                outputs = model(ids, mask)
-            sums += _loss_terms(outputs, labels, sequence_level).detach()
+                sums += loss_terms(model, ids, mask, labels, sequence_level).detach()
     model.train()
     loss_sum, correct, count = sums.tolist()
     return loss_sum / max(count, 1.0), correct / max(count, 1.0)
@@ -229,8 +228,7 @@ def _train_step(
     torch.manual_seed(_step_seed(config.seed, step))  # dropout masks depend on (seed, step) only
     ids, mask, labels = _to_device(batch, device)
     with _autocast(device):
-        outputs = model(ids, mask)
-    loss_sum, correct, count = _loss_terms(outputs, labels, sequence_level)
+        loss_sum, correct, count = loss_terms(model, ids, mask, labels, sequence_level)
     loss = loss_sum / count.clamp(min=1.0)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -240,13 +238,20 @@ def _train_step(
     return torch.stack([loss.detach(), correct, count, torch.ones_like(count)]).double()
 
 
-def _loss_terms(outputs: dict[str, torch.Tensor], labels: torch.Tensor, sequence_level: bool) -> torch.Tensor:
-    """(summed cross-entropy, correct predictions, labelled positions), a (3,) float32 tensor."""
+def loss_terms(
+    model: nn.Module, ids: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor, sequence_level: bool
+) -> torch.Tensor:
+    """Forward pass and (summed cross-entropy, correct predictions, labelled positions), a (3,) float32 tensor.
+
+    Token tasks compute logits at the labelled positions only (``logits_at``): the same loss as
+    full logits with ignore_index, without the (B T, V) product for the unlabelled tokens.
+    """
     if sequence_level:
-        logits = outputs["cls_logits"].float()  # (B, C)
+        logits = model(ids, mask)["cls_logits"].float()  # (B, C)
     else:
-        logits = outputs["logits"].float().flatten(0, 1)  # (B T, V)
-        labels = labels.flatten()  # (B T,)
+        at = labels != IGNORE  # (B, T)
+        logits = model(ids, mask, logits_at=at)["logits"].float()  # (N, V)
+        labels = labels[at]  # (N,)
     labelled = labels != IGNORE
     loss_sum = F.cross_entropy(logits, labels, ignore_index=IGNORE, reduction="sum")
     correct = ((logits.argmax(dim=-1) == labels) & labelled).sum().float()

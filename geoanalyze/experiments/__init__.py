@@ -1,0 +1,141 @@
+"""The papers' claims as experiments with a verdict: ``geoanalyze verify NAME``.
+
+Each experiment is a function ``run(options) -> ExperimentResult`` in a module of this package,
+registered here by name with the module path, so listing them imports nothing heavy::
+
+    from geoanalyze.experiments import run_experiment, ExperimentOptions
+    result = run_experiment("necessity", ExperimentOptions(preset="ci", work_dir=Path("out")))
+    result.passed, result.checks
+
+Importing this package does not import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError
+from .record import PRESET_NAMES, Check, ExperimentOptions, ExperimentResult, check, markdown, write_result
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A registry entry: ``target`` is "module:function" inside this package."""
+
+    name: str
+    summary: str
+    paper: str
+    target: str
+    minutes_ci: float
+
+    def load(self) -> Any:
+        module, function = self.target.split(":")
+        return getattr(importlib.import_module(f"{__name__}.{module}"), function)
+
+
+EXPERIMENTS: dict[str, Experiment] = {
+    e.name: e
+    for e in (
+        Experiment(
+            "necessity",
+            "Theorem 1: no PE -> permutation-equivariant, at chance on an order task; every PE solves it",
+            "PAPERS.md §1",
+            "positional:necessity",
+            2.0,
+        ),
+        Experiment(
+            "separation",
+            "Theorem 4: a learned PE keeps distinct positions apart throughout training",
+            "PAPERS.md §1",
+            "positional:separation",
+            1.0,
+        ),
+        Experiment(
+            "monotonicity",
+            "Conjecture: after MLM, statistically close positions get close vectors (violation rate < 50%)",
+            "PAPERS.md §1",
+            "positional:monotonicity",
+            4.0,
+        ),
+        Experiment(
+            "mds-training",
+            "MDS PE (frozen, as init) vs learned vs sinusoidal vs low-rank at equal steps",
+            "PAPERS.md §1",
+            "positional:mds_training",
+            6.0,
+        ),
+        Experiment(
+            "journey",
+            "JoFormer algebra: associativity, path (in)dependence, flat regime, equivariance, DFT, norms",
+            "PAPERS.md §2",
+            "journey:journey_checks",
+            0.5,
+        ),
+        Experiment(
+            "length-generalization",
+            "LMs with RoPE / JoFormer-fixed / JoFormer-projected trained at L, evaluated at 2L, 4L, 8L",
+            "PAPERS.md §2",
+            "joformer:length_generalization",
+            8.0,
+        ),
+        Experiment(
+            "vision-2d",
+            "a small ViT on 8x8 digits: 2D-RoPE vs JoFormer axial with value rotation vs dense rotations",
+            "PAPERS.md §2",
+            "joformer:vision_2d",
+            5.0,
+        ),
+        Experiment(
+            "edelta",
+            "EΔ guarantees: Q^T Q = I for any beta, det Q = +1, det H = -1, hybrid at gamma in {0, 1}, deep norms",
+            "PAPERS.md §3",
+            "edelta:edelta_checks",
+            0.5,
+        ),
+        Experiment(
+            "edelta-benchmarks",
+            "GPT / DDL / mHC / JPmHC / EΔ on gyroscope, stability, norm deviation, near-pi and negation",
+            "PAPERS.md §3",
+            "edelta:edelta_benchmarks",
+            10.0,
+        ),
+    )
+}
+
+
+def register(experiment: Experiment) -> None:
+    """Add an experiment (a name already taken is replaced)."""
+    EXPERIMENTS[experiment.name] = experiment
+
+
+def get_experiment(name: str) -> Experiment:
+    """The registry entry of ``name``; InputError listing the choices when unknown."""
+    if name not in EXPERIMENTS:
+        raise InputError(f"unknown experiment {name!r}; choose one of {', '.join(EXPERIMENTS)}")
+    return EXPERIMENTS[name]
+
+
+def run_experiment(name: str, options: ExperimentOptions) -> ExperimentResult:
+    """Run experiment ``name`` with ``options``; the result's ``checks`` carry the verdict."""
+    experiment = get_experiment(name)
+    if options.preset not in PRESET_NAMES:
+        raise InputError(f"unknown preset {options.preset!r}; choose one of {', '.join(PRESET_NAMES)}")
+    return experiment.load()(options)
+
+
+__all__ = [
+    "EXPERIMENTS",
+    "PRESET_NAMES",
+    "Check",
+    "Experiment",
+    "ExperimentOptions",
+    "ExperimentResult",
+    "check",
+    "get_experiment",
+    "markdown",
+    "register",
+    "run_experiment",
+    "write_result",
+]

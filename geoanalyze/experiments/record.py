@@ -1,0 +1,206 @@
+"""What every experiment returns, and how it is written: checks with a verdict, data, Markdown, figures.
+
+An experiment is a function ``run(options: ExperimentOptions) -> ExperimentResult``. It does its
+work (training runs, numeric checks) in ``options.work_dir``, draws its figures there, and returns
+a result whose :class:`Check` list carries the verdict. :func:`write_result` then writes
+``<name>.json`` and ``<name>.md`` beside the figures; the ``verify`` command stages all of it and
+moves it into ``--output-dir`` only when the run finished, so a failure leaves nothing behind.
+
+Importing this module does not import torch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..io import to_jsonable, write_text
+
+PRESET_NAMES = ("ci", "paper")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One claim, measured.
+
+    Attributes
+    ----------
+    name : short identifier, e.g. "equivariance".
+    claim : the claim in words, with the threshold: "max |f(pi x) - pi f(x)| <= 1e-5".
+    value : the measured figure the verdict is read from (NaN fails).
+    passed : the verdict.
+    paper : the paper's figure for the same quantity, quoted beside ours, or None.
+    detail : anything a reader needs to interpret the value (units, per-variant values).
+    """
+
+    name: str
+    claim: str
+    value: float
+    passed: bool
+    paper: str | None = None
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "claim": self.claim,
+            "value": self.value,
+            "passed": bool(self.passed),
+            "paper": self.paper,
+            "detail": self.detail,
+        }
+
+
+def check(name: str, claim: str, value: float, passed: bool, paper: str | None = None, detail: str = "") -> Check:
+    """A :class:`Check`; a NaN value never passes (fail closed)."""
+    value = float(value)
+    return Check(name, claim, value, bool(passed) and not math.isnan(value), paper, detail)
+
+
+@dataclass
+class ExperimentOptions:
+    """How an experiment is run.
+
+    Attributes
+    ----------
+    preset : "ci" (CPU, minutes) or "paper" (GPU scale).
+    work_dir : an existing, empty folder for training runs and figures (staged by the caller).
+    seed : base seed; every run and draw derives from it.
+    device : "auto", "cpu" or "cuda" (training runs).
+    overrides : ``key=value`` settings applied to every training run of the experiment
+        (:func:`geoanalyze.train.resolve_config` keys), after the experiment's own.
+    data_dir : local folder standing in for the hub (``<name>/<split>.<ext>``), or None.
+    progress : show progress bars on stderr.
+    """
+
+    preset: str = "ci"
+    work_dir: Path = field(default_factory=Path)
+    seed: int = 0
+    device: str = "auto"
+    overrides: Sequence[str] = ()
+    data_dir: str | None = None
+    progress: bool = True
+
+
+@dataclass
+class ExperimentResult:
+    """The outcome of one experiment.
+
+    Attributes
+    ----------
+    name : the experiment's registry name.
+    title : one line saying what was tested.
+    checks : the verdicts; the experiment passes when every check passes.
+    data : the numbers behind the checks (JSON-safe after :func:`to_jsonable`): per-run metrics,
+        per-variant scores, the configurations used.
+    sections : Markdown sections (each starting with a ``###`` heading) for the summary page.
+    figures : file names of PNG figures written into the work dir, with a caption each.
+    preset : the preset it ran at.
+    seconds : wall time.
+    """
+
+    name: str
+    title: str
+    checks: list[Check]
+    data: dict[str, Any] = field(default_factory=dict)
+    sections: list[str] = field(default_factory=list)
+    figures: dict[str, str] = field(default_factory=dict)
+    preset: str = "ci"
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(
+            {
+                "experiment": self.name,
+                "title": self.title,
+                "preset": self.preset,
+                "passed": self.passed,
+                "checks": [c.to_dict() for c in self.checks],
+                "data": self.data,
+                "figures": self.figures,
+                "seconds": round(self.seconds, 2),
+                "environment": environment(),
+            }
+        )
+
+
+def environment() -> dict[str, Any]:
+    """Versions and hardware, recorded with every result so numbers can be traced."""
+    import importlib.metadata as metadata
+
+    versions = {}
+    for package in ("geoanalyze", "torch", "numpy", "transformers"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return {"python": platform.python_version(), "machine": platform.machine(), **versions}
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub Markdown table; numbers through :func:`fmt`."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def fmt(value: Any) -> str:
+    """Numbers to 4 significant digits (scientific below 1e-3), booleans as PASS/FAIL, None as an em dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "PASS" if value else "FAIL"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5):
+            return f"{value:.3e}"
+        return f"{value:.4g}"
+    return str(value)
+
+
+def check_rows(checks: Sequence[Check]) -> tuple[list[str], list[list[Any]]]:
+    """The verdict table: check, claim, ours, paper, verdict."""
+    header = ["check", "claim", "ours", "paper", "verdict"]
+    return header, [[c.name, c.claim, c.value, c.paper, c.passed] for c in checks]
+
+
+def markdown(result: ExperimentResult) -> str:
+    """The summary page of one experiment."""
+    verdict = "PASS" if result.passed else "FAIL"
+    parts = [
+        f"## `{result.name}`: {result.title}",
+        f"Preset `{result.preset}`, {result.seconds:.0f} s. Verdict: **{verdict}**.",
+        markdown_table(*check_rows(result.checks)),
+        *result.sections,
+    ]
+    parts += [f"![{caption}]({name})\n\n*{caption}*" for name, caption in result.figures.items()]
+    return "\n\n".join(parts) + "\n"
+
+
+def write_result(result: ExperimentResult, folder: Path) -> dict[str, Path]:
+    """Write ``<name>.json`` and ``<name>.md`` into ``folder`` (atomically); return the paths."""
+    paths = {"json": folder / f"{result.name}.json", "markdown": folder / f"{result.name}.md"}
+    write_text(paths["json"], json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
+    write_text(paths["markdown"], markdown(result))
+    return paths
+
+
+class Stopwatch:
+    """Seconds since creation: ``result.seconds = watch()``."""
+
+    def __init__(self) -> None:
+        self.began = time.perf_counter()
+
+    def __call__(self) -> float:
+        return time.perf_counter() - self.began
