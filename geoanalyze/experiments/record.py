@@ -138,7 +138,7 @@ def environment() -> dict[str, Any]:
     """Versions and hardware, recorded with every result so numbers can be traced."""
     import importlib.metadata as metadata
 
-    versions = {}
+    versions: dict[str, str | None] = {}
     for package in ("geoanalyze", "torch", "numpy", "transformers"):
         try:
             versions[package] = metadata.version(package)
