@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from typing import Annotated
 
 import typer
 
 from .. import __version__
-from . import datasets, pipeline, stress
+from . import datasets, pipeline, stress, training
 
 app = typer.Typer(
     name="geoanalyze",
@@ -23,6 +24,8 @@ app.command()(stress.report)
 app.command()(pipeline.marginals)
 app.command()(pipeline.distances)
 app.command()(pipeline.mds)
+app.command()(training.train)
+app.command()(training.verify)
 app.add_typer(datasets.app, name="datasets")
 app.add_typer(stress.encodings_app, name="encodings")
 
@@ -45,10 +48,16 @@ def main_options(
         os.environ["GEOANALYZE_DEBUG"] = "1"
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise typer.Abort
+
+
 def main() -> None:
     """Console-script entry point: usage errors, too, are one ``error:`` line and exit code 2."""
     from typer._click import exceptions
 
+    # A terminated run (a CI timeout, kill) unwinds like an interrupt, so staged outputs are removed.
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         code = app(standalone_mode=False)
     except exceptions.NoArgsIsHelpError as exc:

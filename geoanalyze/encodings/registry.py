@@ -99,6 +99,11 @@ REGISTRY: dict[str, EncodingInfo] = {
         ),
         EncodingInfo("learned", "a checkpoint's absolute position table: learned:<checkpoint>", takes_path=True),
         EncodingInfo("file", "rows of an .npy or .safetensors array: file:<path>", takes_path=True),
+        EncodingInfo(
+            "model",
+            "the positions of a model trained by `geoanalyze train`: model:<run folder or its checkpoint/>",
+            takes_path=True,
+        ),
     )
 }
 
@@ -201,6 +206,8 @@ def _path_encoding(spec: str, name: str, arg: str) -> Encoding:
             return checkpoint.position_vectors(positions)
 
         return Encoding(spec, learned)
+    if name == "model":
+        return Encoding(spec, lambda positions, _: trained_model_vectors(arg, positions))
     from .files import load_table
 
     def from_file(positions: np.ndarray, context: EncodingContext) -> np.ndarray:
@@ -216,3 +223,19 @@ def _optimal_mds(positions: np.ndarray, context: EncodingContext, rank: int | No
     from ..geometry.mds import classical_mds
 
     return classical_mds(context.distances).coordinates(rank)
+
+
+def trained_model_vectors(folder: str, positions: np.ndarray) -> np.ndarray:
+    """Position vectors of a model written by ``geoanalyze train`` (its run folder or ``checkpoint/``)."""
+    from pathlib import Path
+
+    from ..models import Transformer
+
+    path = Path(folder).expanduser()
+    if (path / "checkpoint").is_dir():
+        path = path / "checkpoint"
+    if not (path / "config.json").is_file():
+        raise InputError(f"{folder} is not a run of `geoanalyze train`; pass its --output-dir or checkpoint/ folder")
+    model = Transformer.load(path)
+    positions = np.asarray(positions, dtype=np.int64)
+    return model.position_vectors(int(positions.max(initial=0)) + 1)[positions]

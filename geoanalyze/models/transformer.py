@@ -22,6 +22,7 @@ import math
 import os
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
@@ -159,6 +160,18 @@ class Transformer(nn.Module):
         if self.classifier is not None:
             outputs["cls_logits"] = self.classifier(self._pooled(h, attention_mask))  # (B, n_classes)
         return outputs
+
+    def position_vectors(self, n: int) -> np.ndarray:
+        """The (n, k) float64 vectors of positions 0..n-1 the stress scores use (see positional.py).
+
+        The table, RoPE's or ALiBi's vectors from the encoding; a JoFormer model's from its first
+        block's attention, which carries the positions there.
+        """
+        if self.config.attention != "standard":
+            vectors = getattr(self.blocks[0].attn, "position_vectors", None)
+            if callable(vectors):
+                return np.asarray(vectors(n), dtype=np.float64)
+        return self.pe.position_vectors(n)
 
     def _pooled(self, h: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
         """The hidden state that summarises each sequence, (B, d): [CLS] for bert, the last real token for gpt."""

@@ -28,9 +28,11 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import random
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -57,7 +59,13 @@ CHECKPOINT_KIND = "train-checkpoint"
 DROPOUT_STREAM = 2  # the third stream of (seed, stream, step) seeds, after the tasks' train and eval
 
 
-def train(config: TrainConfig, output_dir: str | Path, resume: bool = False, progress: bool = True) -> dict[str, Any]:
+def train(
+    config: TrainConfig,
+    output_dir: str | Path,
+    resume: bool = False,
+    progress: bool = True,
+    observe: Callable[[Transformer], dict[str, float]] | None = None,
+) -> dict[str, Any]:
     """Train the model ``config`` describes on its task; return the metrics of the last evaluation.
 
     Parameters
@@ -67,20 +75,29 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False, pro
     resume : continue the run in ``output_dir`` from its checkpoint. Everything but the model may
         differ from the first run's config (more steps, say); the model must be the same.
     progress : show a progress bar on stderr (only when it is a terminal).
+    observe : called with the (unwrapped) model at every evaluation; the numbers it returns join
+        that evaluation's metrics line (e.g. the separation of the position table).
+
+    Under ``torchrun`` (WORLD_SIZE > 1) the run is data-parallel (DDP; nccl on CUDA, gloo on CPU):
+    every process draws the same batch of step s and trains on its rows ``rank::world``, the loss is
+    scaled so the averaged gradient is the whole batch's, and only rank 0 writes files. With
+    dropout 0 it computes what one process would, up to the order of floating-point sums.
 
     Raises
     ------
     InputError : CUDA asked for and absent; ``output_dir`` already holds a run and resume is False;
-        resume is True and there is no checkpoint.
+        resume is True and there is no checkpoint; batch_size not divisible by the world size.
     IncompatibleError : the checkpoint is of another model or task.
     """
     out = Path(output_dir).expanduser()
     metrics_path = out / METRICS_FILE
-    device = select_device(config.device)
+    group = init_distributed(config)
+    device = select_device(config.device, group.local_rank)
     # Checked before the data is read and tokenized, so a wrong folder fails at once.
     checkpoint = _read_checkpoint(out, config) if resume else None
     if not resume and (metrics_path.exists() or _find_checkpoint(out) is not None):
         raise InputError(f"{out} already holds a training run; resume it or choose another output folder")
+    group.barrier()  # every rank has looked at the folder before rank 0 writes into it
     task = build_task(config)
     model_config = fit_model_config(config, task)
     seed_everything(config.seed)
@@ -88,59 +105,138 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False, pro
         folder, state = checkpoint
         model, optimizer = _restore(folder, state, config, model_config, device)
         start, time_before, last = int(state["step"]), float(state["time_s"]), state["metrics"]
-        _truncate_metrics(metrics_path, start)
+        if group.is_main:
+            _truncate_metrics(metrics_path, start)
     else:
         model = Transformer(model_config).to(device)
         optimizer = make_optimizer(model, config)
         start, time_before, last = 0, 0.0, {}
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"cannot create folder {out}: {exc.strerror}; choose another output folder") from exc
+        if group.is_main:
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise InputError(f"cannot create folder {out}: {exc.strerror}; choose another output folder") from exc
     model.train()
     sequence_level = task.n_classes > 0
+    trained = group.wrap(model, unused_heads=sequence_level)
     began = time.perf_counter()
     train_sums = _zeros(device)
-    with ProgressBars(progress) as bars, metrics_path.open("a", encoding="utf-8") as metrics_file:
+    with contextlib.ExitStack() as stack:
+        bars = stack.enter_context(ProgressBars(progress and group.is_main))
+        metrics_file = stack.enter_context(metrics_path.open("a", encoding="utf-8")) if group.is_main else None
         advance = bars.track(f"training {task.name}", total=config.steps)
         advance(start)
         for step in range(start + 1, config.steps + 1):
-            for group in optimizer.param_groups:
-                group["lr"] = lr_at(step, config)
-            train_sums += _train_step(model, optimizer, task.train_batch(step), config, device, sequence_level, step)
+            for param_group in optimizer.param_groups:
+                param_group["lr"] = lr_at(step, config)
+            batch = group.shard(task.train_batch(step))
+            train_sums += _train_step(trained, optimizer, batch, config, device, sequence_level, step, group)
             advance(1)
             if step % config.eval_every and step != config.steps:
                 continue
-            eval_loss, eval_accuracy = evaluate(model, task, config.eval_batches, device, sequence_level)
-            loss_sum, correct, count, steps_done = train_sums.tolist()
+            eval_loss, eval_accuracy = evaluate(model, task, config.eval_batches, device, sequence_level, group)
+            loss_sum, correct, count, steps_done = group.sum(train_sums).tolist()
             last = {
                 "step": step,
                 "lr": lr_at(step, config),
-                "train_loss": loss_sum / steps_done,
+                "train_loss": loss_sum / steps_done,  # steps_done summed over ranks, as the losses
                 "train_accuracy": correct / max(count, 1.0),
                 "eval_loss": eval_loss,
                 "eval_accuracy": eval_accuracy,
+                **(observe(model) if observe is not None else {}),
                 "time_s": round(time_before + time.perf_counter() - began, 3),
             }
-            # Standard JSON, as every geoanalyze output: a diverged (NaN) loss is written as null.
-            metrics_file.write(json.dumps(to_jsonable(last), allow_nan=False) + "\n")
-            metrics_file.flush()
-            _save_checkpoint(out, model, optimizer, config, step, last)
+            if metrics_file is not None:
+                # Standard JSON, as every geoanalyze output: a diverged (NaN) loss is written as null.
+                metrics_file.write(json.dumps(to_jsonable(last), allow_nan=False) + "\n")
+                metrics_file.flush()
+                _save_checkpoint(out, model, optimizer, config, step, last)
+            group.barrier()
             train_sums = _zeros(device)
     return last
+
+
+# --- data parallelism -----------------------------------------------------------------------------
+
+
+class ProcessGroup:
+    """This process's place in a data-parallel run; one process (rank 0 of 1) without torchrun.
+
+    Every method is a no-op for a single process, so the loop reads the same either way.
+    """
+
+    def __init__(self, rank: int = 0, world: int = 1, local_rank: int = 0) -> None:
+        self.rank, self.world, self.local_rank = rank, world, local_rank
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            torch.distributed.barrier()
+
+    def sum(self, values: torch.Tensor) -> torch.Tensor:
+        """``values`` summed over all processes (a copy)."""
+        total = values.clone()
+        if self.world > 1:
+            torch.distributed.all_reduce(total)
+        return total
+
+    def shard(self, batch: Batch) -> Batch:
+        """This process's rows of the step's batch: ``rank::world``."""
+        if self.world == 1:
+            return batch
+        rows = slice(self.rank, None, self.world)
+        return Batch(batch.input_ids[rows], batch.attention_mask[rows], batch.labels[rows])
+
+    def wrap(self, model: Transformer, unused_heads: bool = False) -> nn.Module:
+        """The module the training step calls: DDP around ``model`` when there are several processes.
+
+        ``unused_heads``: a sequence task leaves bert's masked-LM head without gradients, which DDP
+        must be told about.
+        """
+        if self.world == 1:
+            return model
+        from torch.nn.parallel import DistributedDataParallel
+
+        device_ids = [self.local_rank] if next(model.parameters()).is_cuda else None
+        return DistributedDataParallel(model, device_ids=device_ids, find_unused_parameters=unused_heads)
+
+
+def init_distributed(config: TrainConfig) -> ProcessGroup:
+    """Join the process group torchrun describes (RANK, WORLD_SIZE, LOCAL_RANK); a lone process otherwise."""
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return ProcessGroup()
+    if config.batch_size % world:
+        raise InputError(
+            f"batch_size {config.batch_size} is not divisible by the {world} processes; "
+            f"set batch_size to a multiple of {world}"
+        )
+    rank, local_rank = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+    dist = torch.distributed
+    if not dist.is_initialized():
+        use_cuda = config.device != "cpu" and torch.cuda.is_available()
+        dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+    return ProcessGroup(rank, world, local_rank)
 
 
 # --- the pieces ---------------------------------------------------------------------------------
 
 
-def select_device(requested: str) -> torch.device:
-    """The device to train on: cpu; cuda (InputError when absent); auto, cuda when available and cpu otherwise."""
+def select_device(requested: str, local_rank: int = 0) -> torch.device:
+    """The device to train on: cpu; cuda (InputError when absent); auto, cuda when available and cpu otherwise.
+
+    ``local_rank`` picks the GPU of this process in a multi-GPU run.
+    """
     if requested == "cpu":
         return torch.device("cpu")
     available = torch.cuda.is_available()
     if requested == "cuda" and not available:
         raise InputError("device cuda was asked for but CUDA is not available here; set device to cpu or auto")
-    return torch.device("cuda" if available else "cpu")
+    return torch.device(f"cuda:{local_rank}" if available else "cpu")
 
 
 def fit_model_config(config: TrainConfig, task: Task) -> ModelConfig:
@@ -200,42 +296,60 @@ def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
 
 
 def evaluate(
-    model: Transformer, task: Task, n_batches: int, device: torch.device, sequence_level: bool
+    model: Transformer,
+    task: Task,
+    n_batches: int,
+    device: torch.device,
+    sequence_level: bool,
+    group: ProcessGroup | None = None,
 ) -> tuple[float, float]:
-    """(mean loss, accuracy) over the first ``n_batches`` batches of the held-out stream, per labelled position."""
+    """(mean loss, accuracy) over the first ``n_batches`` batches of the held-out stream, per labelled position.
+
+    With several processes each scores its rows of every batch and the sums are added up.
+    """
+    group = group or ProcessGroup()
     model.eval()
     sums = torch.zeros(3, dtype=torch.float64, device=device)
     with torch.no_grad():
         for index in range(n_batches):
-            ids, mask, labels = _to_device(task.eval_batch(index), device)
+            ids, mask, labels = _to_device(group.shard(task.eval_batch(index)), device)
             with _autocast(device):
                 sums += loss_terms(model, ids, mask, labels, sequence_level).detach()
     model.train()
-    loss_sum, correct, count = sums.tolist()
+    loss_sum, correct, count = group.sum(sums).tolist()
     return loss_sum / max(count, 1.0), correct / max(count, 1.0)
 
 
 def _train_step(
-    model: Transformer,
+    model: nn.Module,
     optimizer: torch.optim.Optimizer,
     batch: Batch,
     config: TrainConfig,
     device: torch.device,
     sequence_level: bool,
     step: int,
+    group: ProcessGroup,
 ) -> torch.Tensor:
-    """One update; returns (mean loss, correct, labelled positions, 1) as a (4,) float64 tensor."""
-    torch.manual_seed(_step_seed(config.seed, step))  # dropout masks depend on (seed, step) only
+    """One update; returns (loss, correct, labelled positions, 1) as a (4,) float64 tensor.
+
+    The loss is this process's share of the whole batch's mean, times the world size: DDP averages
+    the gradients over processes, so the update is the whole batch's mean-loss gradient even when
+    processes hold different numbers of labelled tokens (MLM).
+    """
+    torch.manual_seed(_step_seed(config.seed, step, group.rank))  # dropout masks depend on (seed, step, rank)
     ids, mask, labels = _to_device(batch, device)
     with _autocast(device):
         loss_sum, correct, count = loss_terms(model, ids, mask, labels, sequence_level)
-    loss = loss_sum / count.clamp(min=1.0)
+    total = group.sum(count.detach()).clamp(min=1.0)
+    loss = loss_sum * group.world / total
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if config.grad_clip > 0:
         nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
     optimizer.step()
-    return torch.stack([loss.detach(), correct, count, torch.ones_like(count)]).double()
+    # (loss / world) summed over ranks is the batch's mean loss; so is the step count 1 / world
+    share = 1.0 / group.world
+    return torch.stack([loss.detach() * share, correct, count, torch.full_like(count, share)]).double()
 
 
 def loss_terms(
@@ -272,8 +386,9 @@ def _autocast(device: torch.device) -> contextlib.AbstractContextManager[Any]:
     return contextlib.nullcontext()
 
 
-def _step_seed(seed: int, step: int) -> int:
-    return int(np.random.SeedSequence([seed, DROPOUT_STREAM, step]).generate_state(1)[0])
+def _step_seed(seed: int, step: int, rank: int = 0) -> int:
+    key = [seed, DROPOUT_STREAM, step] + ([rank] if rank else [])  # rank 0 keeps the single-process seeds
+    return int(np.random.SeedSequence(key).generate_state(1)[0])
 
 
 def _zeros(device: torch.device) -> torch.Tensor:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import json
 import math
@@ -285,9 +286,10 @@ def lines(path: Path) -> list[dict]:
 def kill_at(monkeypatch: pytest.MonkeyPatch, function: str, step: int) -> None:
     """Make loop.<function> raise KeyboardInterrupt (a kill) when called for ``step``."""
     real = getattr(loop, function)
+    signature = inspect.signature(real)
 
     def killed(*args, **kwargs):
-        if args[-1 if function == "_train_step" else 4] == step:
+        if signature.bind(*args, **kwargs).arguments["step"] == step:
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 

@@ -1,0 +1,510 @@
+"""The positional-encoding paper's claims (PAPERS.md §1) as experiments with a verdict.
+
+necessity      Theorem 1. A bidirectional model without PE is permutation-equivariant, measured
+               at float32 round-off; trained on the order task (train/tasks.py: no equivariant
+               model can beat chance there), no PE stays at chance while every PE solves it.
+separation     Theorem 4. The minimum and relative pairwise distance of a learned position table,
+               logged at every evaluation of an MLM run and an order run, stay strictly positive.
+monotonicity   The conjecture. After MLM on SST-2, the violation rate of the learned table against
+               the corpus's Hellinger geometry, beside the MDS encoding of the same corpus and a
+               random null (~50%); the paper's 22% (MDS) and 25.4% (BERT) quoted.
+mds-training   MDS PE (frozen and as init) vs learned vs sinusoidal vs low-rank vs none, equal
+               steps: MLM loss, SST-2 accuracy and PE parameter counts (r (n + d) against n d).
+
+Every training run goes through :func:`geoanalyze.train.train` into ``<work_dir>/runs/<name>``,
+so its metrics.jsonl and checkpoint stay with the result.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .record import ExperimentOptions, ExperimentResult, Stopwatch, check, fmt, markdown_table
+
+#: the order-task runs of `necessity`: every PE kind, with the settings a kind needs
+ORDER_KINDS: dict[str, list[str]] = {
+    "none": [],
+    "sinusoidal": [],
+    "learned": [],
+    "lowrank": ["model.pe_rank=4"],
+    "mds": [],  # model.pe_file is added once the file is written
+    "rope": [],
+    "alibi": [],
+}
+
+#: settings of each experiment's runs per preset, applied after the training preset of the same name
+SETTINGS: dict[str, dict[str, list[str]]] = {
+    "necessity": {
+        # dropout off: the task's data is unlimited, and dropout only slows the frozen sinusoidal table
+        "ci": ["task=order", "steps=800", "eval_every=100", "eval_batches=64", "model.dropout=0"],
+        "paper": ["task=order", "order_length=128", "steps=3000", "eval_every=250", "eval_batches=64"],
+    },
+    "separation": {
+        "ci": ["model.pe=learned", "steps=300", "eval_every=20", "max_length=48", "model.n_positions=48"],
+        "paper": ["model.pe=learned", "steps=5000", "eval_every=250"],
+    },
+    "monotonicity": {
+        "ci": ["task=mlm", "model.pe=learned", "steps=1500", "eval_every=500", "max_length=48", "model.n_positions=48"],
+        "paper": ["task=mlm", "model.pe=learned"],
+    },
+    "mds-training": {
+        "ci": ["steps=400", "eval_every=200", "eval_batches=32", "max_length=48", "model.n_positions=48"],
+        "paper": ["eval_batches=50"],
+    },
+}
+
+PAPER_MDS_VIOLATION, PAPER_BERT_VIOLATION = "22%", "25.4%"
+
+
+# --- the experiments ---------------------------------------------------------------------------------
+
+
+def necessity(options: ExperimentOptions) -> ExperimentResult:
+    """Theorem 1: equivariance without PE at round-off, chance on the order task; every PE solves it."""
+    watch = Stopwatch()
+    deviations = equivariance_deviations(seed=options.seed)
+    config = _resolved(options, "necessity", [])
+    pe_file = options.work_dir / "order-mds.safetensors"
+    write_synthetic_mds_file(pe_file, config.model.n_positions, config.model.d_model, seed=options.seed)
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for kind, extra in ORDER_KINDS.items():
+        pe_settings = [f"model.pe={kind}", *extra] + ([f"model.pe_file={pe_file}"] if kind == "mds" else [])
+        runs[kind] = _train_run(options, "necessity", kind, pe_settings)
+    n_eval = config.eval_batches * config.batch_size
+    band = 3.0 * math.sqrt(0.25 / n_eval)  # 3 sd of a fair coin's accuracy on n_eval sequences
+    final = {kind: lines[-1]["eval_accuracy"] for kind, lines in runs.items()}
+    encoded = [kind for kind in runs if kind != "none"]
+    worst = min(encoded, key=lambda kind: final[kind])
+    checks = [
+        check(
+            "equivariance without PE",
+            "bert, no PE: max |f(x pi) - f(x) pi| / max |f(x)| <= 1e-5 (float32 round-off)",
+            deviations["none"],
+            deviations["none"] <= 1e-5,
+            paper="0 (Theorem 1)",
+        ),
+        check(
+            "every PE breaks it",
+            "min over PE kinds of the same deviation >= 1e-2",
+            min(v for k, v in deviations.items() if k not in ("none", "none (gpt)")),
+            min(v for k, v in deviations.items() if k not in ("none", "none (gpt)")) >= 1e-2,
+        ),
+        check(
+            "no PE at chance",
+            f"|accuracy - 0.5| <= {band:.3f} (3 sd on {n_eval} held-out sequences)",
+            final["none"],
+            abs(final["none"] - 0.5) <= band,
+            paper="chance (Theorem 1)",
+        ),
+        check(
+            "every PE solves the task",
+            "min over PE kinds of held-out accuracy >= 0.95",
+            final[worst],
+            final[worst] >= 0.95,
+            detail=f"lowest: {worst}",
+        ),
+    ]
+    figure = "necessity-accuracy.png"
+    _curves_figure(
+        options.work_dir / figure, runs, "eval_accuracy", "held-out accuracy", chance=(0.5 - band, 0.5 + band)
+    )
+    rows = [[kind, deviations[kind], final[kind], runs[kind][-1]["eval_loss"]] for kind in runs]
+    sections = [
+        "### Equivariance and accuracy per encoding\n\n"
+        + markdown_table(["pe", "equivariance deviation", "held-out accuracy", "held-out loss"], rows)
+        + f"\n\nA causal model without PE is not equivariant (its mask orders the tokens): deviation "
+        f"{fmt(deviations['none (gpt)'])}.",
+    ]
+    return ExperimentResult(
+        "necessity",
+        "Theorem 1: without PE a transformer cannot tell order; with any PE it can",
+        checks,
+        data={
+            "equivariance_deviation": deviations,
+            "runs": runs,
+            "final_accuracy": final,
+            "chance_band": band,
+            "config": config.to_dict(),
+        },
+        sections=sections,
+        figures={figure: "Held-out accuracy on the order task during training, per positional encoding"},
+        preset=options.preset,
+        seconds=watch(),
+    )
+
+
+def separation(options: ExperimentOptions) -> ExperimentResult:
+    """Theorem 4: a learned table's min and relative pairwise distances stay > 0 through training."""
+    watch = Stopwatch()
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for task in ("mlm", "order"):
+        config = _resolved(options, "separation", [f"task={task}"])
+        n = config.order_length if task == "order" else config.max_length
+        runs[task] = _train_run(options, "separation", task, [f"task={task}"], observe=_separation_observer(n))
+    minimum = min(line["separation"] for lines in runs.values() for line in lines)
+    relative = min(line["relative_separation"] for lines in runs.values() for line in lines)
+    checks = [
+        check(
+            "min distance > 0",
+            "min over runs and evaluations of min_{i != j} ||p_i - p_j|| > 0",
+            minimum,
+            minimum > 0,
+            paper="strictly positive",
+        ),
+        check(
+            "relative separation > 0",
+            "min over runs and evaluations of min / median pairwise distance > 0",
+            relative,
+            relative > 0,
+            paper="strictly positive",
+        ),
+    ]
+    figure = "separation.png"
+    _separation_figure(options.work_dir / figure, runs)
+    rows = [
+        [
+            task,
+            len(lines),
+            min(x["separation"] for x in lines),
+            lines[-1]["separation"],
+            min(x["relative_separation"] for x in lines),
+            lines[-1]["relative_separation"],
+        ]
+        for task, lines in runs.items()
+    ]
+    sections = [
+        "### Separation of the learned table\n\n"
+        + markdown_table(
+            ["run", "evaluations", "min separation", "final separation", "min relative", "final relative"], rows
+        )
+    ]
+    return ExperimentResult(
+        "separation",
+        "Theorem 4: a learned position table keeps distinct positions apart",
+        checks,
+        data={"runs": runs},
+        sections=sections,
+        figures={figure: "Minimum and relative pairwise distance of the learned table at every evaluation"},
+        preset=options.preset,
+        seconds=watch(),
+    )
+
+
+def monotonicity(options: ExperimentOptions) -> ExperimentResult:
+    """Violation rate of a learned table after MLM on SST-2, against MDS of the same corpus and random."""
+    from ..geometry.mds import classical_mds
+    from ..geometry.scores import monotonicity_violation, null_calibration
+
+    watch = Stopwatch()
+    config = _resolved(options, "monotonicity", [])
+    lines = _train_run(options, "monotonicity", "mlm", [])
+    model = _load_model(options, "monotonicity", "mlm")
+    geometry = corpus_geometry(config, options)
+    positions = geometry.positions
+    encodings = {
+        "learned (trained)": model.pe.position_vectors(int(positions.max()) + 1)[positions],
+        "learned (initial)": _initial_table(model, config.seed, positions),
+    }
+    rows: list[list[Any]] = []
+    scores: dict[str, dict[str, Any]] = {}
+    for which in ("corrected", "naive"):
+        distances = geometry.matrix(which)
+        encodings_here = dict(encodings, mds=classical_mds(distances).embedding_)
+        for name, vectors in encodings_here.items():
+            violation = monotonicity_violation(vectors, distances)
+            anchored = monotonicity_violation(vectors, distances, anchored=True)
+            null = null_calibration(vectors, distances, draws=16, seed=options.seed)["monotonicity_violation"]
+            scores[f"{name}, {which}"] = {"violation": violation, "anchored": anchored, "null": null}
+            rows.append([name, which, violation, anchored, null["mean"], null["sd"], null["z"]])
+    learned = scores["learned (trained), corrected"]
+    mds = scores["mds, corrected"]
+    checks = [
+        check(
+            "learned beats random",
+            "violation rate of the trained table < random null mean - 3 sd (corrected Hellinger)",
+            learned["violation"],
+            learned["violation"] < learned["null"]["mean"] - 3 * learned["null"]["sd"],
+            paper=f"{PAPER_BERT_VIOLATION} (BERT-base)",
+            detail=f"null {fmt(learned['null']['mean'])} ± {fmt(learned['null']['sd'])}",
+        ),
+        check(
+            "MDS beats random",
+            "violation rate of the MDS encoding < random null mean - 3 sd",
+            mds["violation"],
+            mds["violation"] < mds["null"]["mean"] - 3 * mds["null"]["sd"],
+            paper=PAPER_MDS_VIOLATION,
+        ),
+    ]
+    sections = [
+        f"### Violation rates on SST-2 ({len(positions)} positions, {config.steps} MLM steps)\n\n"
+        + markdown_table(["encoding", "distance", "violation", "anchored", "null mean", "null sd", "z"], rows)
+        + f"\n\nThe paper reports {PAPER_MDS_VIOLATION} for its MDS encoding and {PAPER_BERT_VIOLATION} for "
+        "pretrained BERT-base (random: 50%). Final MLM held-out loss "
+        f"{fmt(lines[-1]['eval_loss'])}."
+    ]
+    return ExperimentResult(
+        "monotonicity",
+        "After MLM, statistically close positions get geometrically close vectors",
+        checks,
+        data={"scores": scores, "run": lines, "positions": positions, "config": config.to_dict()},
+        sections=sections,
+        preset=options.preset,
+        seconds=watch(),
+    )
+
+
+def mds_training(options: ExperimentOptions) -> ExperimentResult:
+    """MDS PE (frozen, as init) vs learned vs sinusoidal vs low-rank vs none at equal steps: MLM and SST-2."""
+    from ..geometry.mds import classical_mds, low_rank_encoding
+
+    watch = Stopwatch()
+    config = _resolved(options, "mds-training", ["task=mlm"])
+    geometry = corpus_geometry(config, options)
+    n, width = config.max_length, config.model.d_model
+    if len(geometry.positions) < n:
+        from ..errors import InputError
+
+        raise InputError(
+            f"only {len(geometry.positions)} of the {n} positions have 100 sequences in {config.dataset}; "
+            "lower max_length"
+        )
+    mds = classical_mds(geometry.matrix("corrected"))
+    encoding = low_rank_encoding(mds, geometry.positions, dim=width, rank=min(16, mds.embedding_.shape[1]))
+    pe_file = options.work_dir / "sst2-mds.safetensors"
+    encoding.save(pe_file)
+    rank = encoding.rank
+    variants = {
+        "none": ["model.pe=none"],
+        "sinusoidal": ["model.pe=sinusoidal"],
+        "learned": ["model.pe=learned"],
+        f"lowrank r={rank}": ["model.pe=lowrank", f"model.pe_rank={rank}"],
+        "mds (frozen)": ["model.pe=mds", f"model.pe_file={pe_file}"],
+        "mds (init, trained)": ["model.pe=mds", f"model.pe_file={pe_file}", "model.pe_trainable=true"],
+    }
+    results: dict[str, dict[str, Any]] = {}
+    for name, settings in variants.items():
+        slug = name.replace(" ", "-").replace("(", "").replace(")", "").replace(",", "").replace("=", "")
+        mlm = _train_run(options, "mds-training", f"mlm-{slug}", ["task=mlm", *settings])
+        sst2 = _train_run(options, "mds-training", f"sst2-{slug}", ["task=classification", *settings])
+        model = _load_model(options, "mds-training", f"mlm-{slug}")
+        results[name] = {
+            "mlm_loss": mlm[-1]["eval_loss"],
+            "mlm_accuracy": mlm[-1]["eval_accuracy"],
+            "sst2_accuracy": sst2[-1]["eval_accuracy"],
+            "pe_parameters": sum(p.numel() for p in model.pe.parameters() if p.requires_grad),
+            "mlm_curve": mlm,
+            "sst2_curve": sst2,
+        }
+    saving = encoding.parameter_counts()
+    finite = all(math.isfinite(r["mlm_loss"]) and math.isfinite(r["sst2_accuracy"]) for r in results.values())
+    checks = [
+        check("all runs finite", "every run ends with a finite loss and accuracy", float(finite), finite),
+        check(
+            "MDS carries position",
+            "MLM held-out loss: mds (frozen) < none",
+            results["mds (frozen)"]["mlm_loss"],
+            results["mds (frozen)"]["mlm_loss"] < results["none"]["mlm_loss"],
+            detail=f"none {fmt(results['none']['mlm_loss'])}",
+        ),
+        check(
+            "low-rank saving",
+            f"1 - r (n + d) / (n d) > 0 at r = {rank}, n = {n}, d = {width}",
+            float(saving["saving"]),
+            saving["saving"] > 0,
+            paper="up to 88% fewer parameters",
+        ),
+    ]
+    figure = "mds-training.png"
+    _curves_figure(
+        options.work_dir / figure, {k: v["mlm_curve"] for k, v in results.items()}, "eval_loss", "MLM held-out loss"
+    )
+    rows = [
+        [name, r["pe_parameters"], r["mlm_loss"], r["mlm_accuracy"], r["sst2_accuracy"]] for name, r in results.items()
+    ]
+    sections = [
+        f"### Equal steps ({config.steps} per run), SST-2, n = {n} positions, d = {width}\n\n"
+        + markdown_table(["pe", "trained PE parameters", "MLM loss", "MLM accuracy", "SST-2 accuracy"], rows)
+        + f"\n\nThe MDS file factorises as P = A W with r = {rank}: {saving['factored']} numbers against "
+        f"{saving['dense']} for the dense table ({100 * saving['saving']:.1f}% fewer). The trained low-rank "
+        "table has the same r (n + d) parameters."
+    ]
+    return ExperimentResult(
+        "mds-training",
+        "MDS positional encodings in training, against the usual ones at equal steps",
+        checks,
+        data={"results": results, "parameters": saving, "rank": rank, "config": config.to_dict()},
+        sections=sections,
+        figures={figure: "MLM held-out loss during training, per positional encoding"},
+        preset=options.preset,
+        seconds=watch(),
+    )
+
+
+# --- pieces the experiments share ------------------------------------------------------------------
+
+
+def equivariance_deviations(seed: int = 0, length: int = 24, batch: int = 4) -> dict[str, float]:
+    """max |f(x pi) - f(x) pi| / max |f(x)| of untrained bert models per PE kind, and of a gpt without PE.
+
+    f is the final hidden state (B, T, d); pi a random permutation of the positions.
+    """
+    import torch
+
+    from ..models import ModelConfig, Transformer
+
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, 100, (batch, length), generator=generator)
+    permutation = torch.randperm(length, generator=generator)
+    deviations = {}
+    kinds = [(kind, "bert") for kind in ("none", "sinusoidal", "learned", "lowrank", "rope", "alibi")]
+    for kind, arch in [*kinds, ("none", "gpt")]:
+        torch.manual_seed(seed)
+        config = ModelConfig(
+            arch=arch,
+            vocab_size=100,
+            n_positions=length,
+            d_model=32,
+            n_layers=2,
+            n_heads=4,
+            d_ff=64,
+            dropout=0.0,
+            pe=kind,
+            pe_rank=4 if kind == "lowrank" else None,
+        )
+        model = Transformer(config).eval()
+        if kind in ("learned", "lowrank"):  # give the trained tables the size they reach in training
+            with torch.no_grad():
+                for parameter in model.pe.parameters():
+                    parameter.normal_(0.0, 1.0, generator=generator)
+        with torch.no_grad():
+            plain = model(ids)["hidden_states"]
+            permuted = model(ids[:, permutation])["hidden_states"]
+        name = kind if arch == "bert" else "none (gpt)"
+        deviations[name] = float((permuted - plain[:, permutation]).abs().max() / plain.abs().max())
+    return deviations
+
+
+def write_synthetic_mds_file(path: Path, n: int, width: int, seed: int = 0) -> None:
+    """The MDS encoding of the true marginals of a drift corpus with ``n`` positions, for a model of width ``width``."""
+    from ..corpus.synthetic import drift_marginals
+    from ..geometry.distances import hellinger_distances
+    from ..geometry.mds import classical_mds, low_rank_encoding
+
+    marginals = drift_marginals(n, 200, np.random.default_rng(seed))
+    mds = classical_mds(hellinger_distances(marginals))
+    encoding = low_rank_encoding(mds, np.arange(n), dim=width, metadata={"source": "synthetic drift, true marginals"})
+    encoding.save(path)
+
+
+def corpus_geometry(config: Any, options: ExperimentOptions) -> Any:
+    """Hellinger geometry of the training corpus, tokenized as the MLM task tokenizes it (same positions)."""
+    from ..corpus.marginals import compute_counts
+    from ..corpus.sources import default_tokenizer, resolve_source
+    from ..geometry.distances import position_geometry
+
+    source = resolve_source(config.dataset, split=config.split, data_dir=config.data_dir)
+    tokenizer = config.tokenizer or default_tokenizer(config.dataset)
+    counts, _ = compute_counts(source, tokenizer=tokenizer, max_length=config.max_length)
+    return position_geometry(counts, min_count=100)
+
+
+def _resolved(options: ExperimentOptions, experiment: str, extra: Sequence[str]) -> Any:
+    """The TrainConfig of one run: training preset, the experiment's settings, ``extra``, then the user's."""
+    from ..train import resolve_config
+
+    settings = [*SETTINGS[experiment][options.preset], *extra, f"seed={options.seed}"]
+    if options.device != "auto" or options.preset == "ci":
+        settings.append(f"device={options.device}")
+    if options.data_dir is not None:
+        settings.append(f"data_dir={options.data_dir}")
+    return resolve_config(options.preset, [*settings, *options.overrides])
+
+
+def _train_run(
+    options: ExperimentOptions,
+    experiment: str,
+    name: str,
+    extra: Sequence[str],
+    observe: Callable[[Any], dict[str, float]] | None = None,
+) -> list[dict[str, Any]]:
+    """Train one run into ``work_dir/runs/<name>``; return its metrics lines."""
+    from ..train import train
+
+    folder = options.work_dir / "runs" / name
+    train(_resolved(options, experiment, extra), folder, progress=options.progress, observe=observe)
+    lines = (folder / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def _load_model(options: ExperimentOptions, experiment: str, name: str) -> Any:
+    from ..models import Transformer
+
+    return Transformer.load(options.work_dir / "runs" / name / "checkpoint")
+
+
+def _initial_table(model: Any, seed: int, positions: np.ndarray) -> np.ndarray:
+    """The trained model's table as it was initialised: the same config and seed as the run (train.seed_everything)."""
+    from ..models import Transformer
+    from ..train import loop
+
+    loop.seed_everything(seed)
+    initial = Transformer(model.config)
+    return np.asarray(initial.pe.position_vectors(int(positions.max()) + 1)[positions])
+
+
+def _separation_observer(n: int) -> Callable[[Any], dict[str, float]]:
+    """Min and relative pairwise distance of rows 0..n-1 of the model's position table."""
+    from ..geometry.scores import separation as separation_score
+
+    def observe(model: Any) -> dict[str, float]:
+        vectors = model.pe.position_vectors(n)
+        return {
+            "separation": separation_score(vectors),
+            "relative_separation": separation_score(vectors, relative=True),
+        }
+
+    return observe
+
+
+def _curves_figure(
+    path: Path,
+    runs: dict[str, list[dict[str, Any]]],
+    key: str,
+    label: str,
+    chance: tuple[float, float] | None = None,
+) -> None:
+    from ..report.figures import _pyplot, _save
+
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    for name, lines in runs.items():
+        axis.plot([x["step"] for x in lines], [x[key] for x in lines], marker="o", markersize=3, label=name)
+    if chance is not None:
+        axis.axhspan(*chance, color="grey", alpha=0.2, label="chance (3 sd)")
+    axis.set_xlabel("step")
+    axis.set_ylabel(label)
+    axis.legend(fontsize=8)
+    _save(figure, path)
+
+
+def _separation_figure(path: Path, runs: dict[str, list[dict[str, Any]]]) -> None:
+    from ..report.figures import _pyplot, _save
+
+    plt = _pyplot()
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+    for name, lines in runs.items():
+        steps = [x["step"] for x in lines]
+        axes[0].plot(steps, [x["separation"] for x in lines], marker="o", markersize=3, label=name)
+        axes[1].plot(steps, [x["relative_separation"] for x in lines], marker="o", markersize=3, label=name)
+    for axis, title in zip(axes, ("min_{i != j} ||p_i - p_j||", "min / median pairwise distance"), strict=True):
+        axis.set_xlabel("step")
+        axis.set_title(title)
+        axis.set_ylim(bottom=0)
+        axis.legend(fontsize=8)
+    _save(figure, path)

@@ -1,0 +1,227 @@
+"""`geoanalyze train` and `geoanalyze verify` as a user runs them: real processes, real files, real exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from safetensors.numpy import load_file
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = shutil.which("geoanalyze", path=str(Path(sys.executable).parent)) or shutil.which("geoanalyze")
+TORCHRUN = shutil.which("torchrun", path=str(Path(sys.executable).parent))
+
+#: a model and run small enough for seconds on a CPU
+TINY = [
+    "model.d_model=32",
+    "model.n_layers=2",
+    "model.n_heads=4",
+    "model.d_ff=64",
+    "model.n_positions=16",
+    "order_length=12",
+    "batch_size=16",
+    "steps=12",
+    "eval_every=6",
+    "eval_batches=2",
+    "warmup_steps=2",
+]
+
+
+def sets(*items: str) -> list[str]:
+    return [arg for item in items for arg in ("--set", item)]
+
+
+def geoanalyze(*args: Any, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    assert SCRIPT is not None, "the geoanalyze console script is not installed; run pip install -e ."
+    return subprocess.run(
+        [SCRIPT, *(str(a) for a in args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def refused(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert result.returncode == 2, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+def test_train_writes_metrics_and_a_checkpoint_and_reports_json(tmp_path: Path) -> None:
+    result = geoanalyze("train", "-o", "run", "--pe", "rope", *sets(*TINY), "-f", "json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["metrics"]["step"] == 12
+    assert document["config"]["model"]["pe"] == "rope"
+    assert document["pe_parameters"] == 0 and document["parameters"] > 0
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["step"] for line in lines] == [6, 12]
+    assert (tmp_path / "run" / "checkpoint" / "model.safetensors").is_file()
+
+
+def test_train_resumes_with_more_steps(tmp_path: Path) -> None:
+    assert geoanalyze("train", "-o", "run", *sets(*TINY), cwd=tmp_path).returncode == 0
+    result = geoanalyze("train", "-o", "run", "--resume", *sets(*TINY, "steps=18"), "-f", "json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    steps = [json.loads(line)["step"] for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [6, 12, 18]
+
+
+def test_the_trained_positions_go_into_the_stress_scores(tmp_path: Path) -> None:
+    run = ["model.n_positions=16", "order_length=16", *TINY[:4], *TINY[6:]]
+    assert geoanalyze("train", "-o", "run", "--pe", "learned", *sets(*run), cwd=tmp_path).returncode == 0
+    result = geoanalyze(
+        "stress",
+        "model:run",
+        "--dataset",
+        "synthetic:drift,n=300,length=16,vocab=50",
+        "--min-count",
+        "50",
+        "--compare",
+        "",
+        "--null-draws",
+        "2",
+        "-f",
+        "json",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    scores = document["scores"]["model:run"]
+    assert scores["dim"] == 32  # the learned table's width
+    assert 0.0 <= scores["monotonicity_violation"] <= 1.0
+    assert scores["separation"] > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--preset", "huge"], ["unknown preset 'huge'", "ci, paper"]),
+        (["--pe", "fourier"], ["unknown pe 'fourier'", "rope"]),
+        (["--task", "translation"], ["unknown task 'translation'", "order"]),
+        (sets("model.colour=red"), ["unknown setting 'model.colour'", "valid keys"]),
+        (sets("steps=many"), ["steps must be an integer", "'many'"]),
+        (sets("lr"), ["not key=value"]),
+        (["--device", "cuda"], ["CUDA is not available", "cpu"]),
+    ],
+    ids=["preset", "encoding", "task", "unknown-key", "wrong-type", "not-key-value", "cuda-absent"],
+)
+def test_bad_training_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], words: list[str]) -> None:
+    if "cuda" in args:
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("CUDA is present here, so asking for it is not an error")
+    result = geoanalyze("train", "-o", "run", *args, *sets(*TINY), cwd=tmp_path)
+    refused(result, *words)
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_mds_file_that_does_not_fit_the_model_is_refused(tmp_path: Path) -> None:
+    drift = REPO_ROOT / "sample_corpora" / "drift.txt"
+    mds = tmp_path / "pe.safetensors"
+    made = geoanalyze("mds", drift, "-t", "whitespace", "--dim", "24", "-o", mds, cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    wrong_width = geoanalyze("train", "-o", "a", "--pe", "mds", *sets(*TINY, f"model.pe_file={mds}"), cwd=tmp_path)
+    refused(wrong_width, "width d = 24", "d_model 32")
+    wide = sets(*TINY, f"model.pe_file={mds}", "model.d_model=24", "model.n_heads=4", "model.n_positions=100")
+    too_long = geoanalyze("train", "-o", "b", "--pe", "mds", *wide, "--set", "order_length=100", cwd=tmp_path)
+    refused(too_long, "no row for position 64")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_resuming_from_another_model_is_refused(tmp_path: Path) -> None:
+    assert geoanalyze("train", "-o", "run", "--pe", "learned", *sets(*TINY), cwd=tmp_path).returncode == 0
+    result = geoanalyze("train", "-o", "run", "--resume", "--pe", "rope", *sets(*TINY), cwd=tmp_path)
+    refused(result, "pe='learned'", "'rope'")
+
+
+def test_train_lists_its_keys(tmp_path: Path) -> None:
+    result = geoanalyze("train", "--list-keys", "-f", "json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    keys = json.loads(result.stdout)
+    assert keys["model.pe"] == "learned" and keys["task"] == "order"
+
+
+@pytest.mark.skipif(TORCHRUN is None, reason="torchrun is not installed next to this Python")
+def test_two_cpu_processes_with_gloo_train_what_one_process_trains(tmp_path: Path) -> None:
+    """DDP on CPU: 2 processes (gloo) each take half of every batch; without dropout the weights equal one process's."""
+    run = sets(*TINY, "model.dropout=0")
+    single = geoanalyze("train", "-o", "single", *run, cwd=tmp_path)
+    assert single.returncode == 0, single.stderr
+    command = [TORCHRUN, "--standalone", "--nproc_per_node", "2", "-m", "geoanalyze", "train", "-o", "ddp", *run]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    ddp = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False, env=env)
+    assert ddp.returncode == 0, ddp.stderr[-3000:]
+    one = load_file(str(tmp_path / "single" / "checkpoint" / "model.safetensors"))
+    two = load_file(str(tmp_path / "ddp" / "checkpoint" / "model.safetensors"))
+    assert one.keys() == two.keys()
+    for name in one:
+        assert abs(one[name] - two[name]).max() < 1e-5, name
+    metrics = [json.loads(line) for line in (tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()]
+    reference = [json.loads(line) for line in (tmp_path / "single" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [6, 12]  # one process wrote the metrics, once per evaluation
+    for got, want in zip(metrics, reference, strict=True):
+        assert got["eval_loss"] == pytest.approx(want["eval_loss"], abs=1e-5)
+        assert got["train_loss"] == pytest.approx(want["train_loss"], abs=1e-5)
+
+
+def test_verify_lists_its_experiments(tmp_path: Path) -> None:
+    result = geoanalyze("verify", "list", "-f", "json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    names = [e["name"] for e in json.loads(result.stdout)]
+    assert {"necessity", "separation", "monotonicity", "mds-training"} <= set(names)
+
+
+def test_verify_separation_writes_its_record_and_figure(tmp_path: Path, shared_data: Path) -> None:
+    quick = sets("steps=20", "eval_every=5", "eval_batches=1", "model.d_model=32", "model.d_ff=64", "limit=2000")
+    result = geoanalyze("verify", "separation", "-o", "out", "--data-dir", shared_data, *quick, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS" in result.stdout
+    document = json.loads((tmp_path / "out" / "separation.json").read_text())
+    assert document["passed"] and {c["name"] for c in document["checks"]} == {
+        "min distance > 0",
+        "relative separation > 0",
+    }
+    assert len(document["data"]["runs"]["mlm"]) == 4  # an evaluation every 5 of 20 steps
+    assert (tmp_path / "out" / "separation.png").stat().st_size > 1000
+    assert (tmp_path / "out" / "separation.md").read_text().startswith("## `separation`")
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["telepathy"], ["unknown experiment 'telepathy'", "necessity"]),
+        (["necessity", "--preset", "huge"], ["unknown preset 'huge'"]),
+        (["necessity", "--device", "tpu"], ["unknown --device 'tpu'"]),
+        (["necessity", "-f", "yaml"], ["unknown --format 'yaml'"]),
+    ],
+    ids=["experiment", "preset", "device", "format"],
+)
+def test_bad_verify_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], words: list[str]) -> None:
+    refused(geoanalyze("verify", *args, "-o", "out", cwd=tmp_path), *words)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_verify_keeps_earlier_results_unless_forced(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "necessity.json").write_text("{}")
+    refused(geoanalyze("verify", "necessity", "-o", "out", cwd=tmp_path), "already holds results", "--force")
+    assert (tmp_path / "out" / "necessity.json").read_text() == "{}"
+
+
+def test_a_bad_setting_fails_before_any_run_and_leaves_nothing(tmp_path: Path) -> None:
+    refused(geoanalyze("verify", "necessity", "-o", "out", "--set", "model.colour=red", cwd=tmp_path), "model.colour")
+    assert list(tmp_path.iterdir()) == []
