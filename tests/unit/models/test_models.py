@@ -256,3 +256,37 @@ def test_from_dict_rejects_unknown_keys_and_non_objects() -> None:
         ModelConfig.from_dict({"hidden_size": 32})
     with pytest.raises(InputError, match="JSON object"):
         ModelConfig.from_dict([1, 2])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("arch", ["bert", "gpt"])
+def test_logits_at_selected_positions_equal_the_full_logits_there(tiny, arch: str) -> None:
+    model = Transformer(tiny(arch=arch)).eval()
+    ids = torch.randint(0, 50, (3, 10))
+    at = torch.rand(3, 10) < 0.3
+    at[0, 0] = True  # at least one
+    with torch.no_grad():
+        full = model(ids)["logits"]
+        selected = model(ids, logits_at=at)["logits"]
+    assert selected.shape == (int(at.sum()), 50)
+    torch.testing.assert_close(selected, full[at], rtol=0, atol=1e-6)
+
+
+def test_all_hidden_states_are_the_embeddings_and_every_block_output(tiny) -> None:
+    model = Transformer(tiny(pe="learned")).eval()
+    ids = torch.randint(0, 50, (2, 7))
+    with torch.no_grad():
+        outputs = model(ids, all_hidden_states=True)
+        layers = outputs["layers"]
+        assert layers.shape == (tiny().n_layers + 1, 2, 7, 32)
+        torch.testing.assert_close(layers[0], model.pe.add_to(model.tok_emb(ids)))
+        x = layers[0]
+        for index, block in enumerate(model.blocks, start=1):
+            x = block(x)
+            torch.testing.assert_close(layers[index], x)
+        torch.testing.assert_close(model.ln_f(layers[-1]), outputs["hidden_states"])
+
+
+def test_position_vectors_of_a_model_are_its_encodings(tiny) -> None:
+    model = Transformer(tiny(pe="learned"))
+    assert model.position_vectors(5).shape == (5, 32)
+    torch.testing.assert_close(torch.as_tensor(model.position_vectors(5)), model.pe.weight[:5].double().detach())

@@ -1,0 +1,73 @@
+"""The PE experiments' building blocks, and their verdicts at CI scale (slow job)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from geoanalyze.experiments import EXPERIMENTS, ExperimentOptions, ExperimentResult, check, run_experiment, write_result
+from geoanalyze.experiments.positional import equivariance_deviations, write_synthetic_mds_file
+from geoanalyze.experiments.record import markdown
+from geoanalyze.models.positional import load_pe_table
+
+
+def test_without_pe_a_bert_is_equivariant_to_round_off_and_every_pe_breaks_it() -> None:
+    deviations = equivariance_deviations(seed=3)
+    assert deviations["none"] <= 1e-5
+    for kind in ("sinusoidal", "learned", "lowrank", "rope", "alibi", "none (gpt)"):
+        assert deviations[kind] >= 1e-2, kind
+
+
+def test_the_synthetic_mds_file_fits_a_model_and_reproduces_the_true_distances(tmp_path: Path) -> None:
+    from scipy.spatial.distance import pdist, squareform
+
+    from geoanalyze.corpus.synthetic import drift_marginals
+    from geoanalyze.geometry.distances import hellinger_distances
+
+    path = tmp_path / "pe.safetensors"
+    write_synthetic_mds_file(path, 16, 32, seed=5)
+    table = load_pe_table(path, 16, 32).double().numpy()
+    truth = hellinger_distances(drift_marginals(16, 200, np.random.default_rng(5)))
+    # P = A W with orthonormal W keeps the MDS distances; full-rank MDS of a Hellinger matrix is exact
+    assert np.abs(squareform(pdist(table)) - truth).max() < 1e-5
+
+
+def test_a_nan_never_passes_and_the_record_is_standard_json(tmp_path: Path) -> None:
+    failed = check("x", "x > 0", math.nan, True)
+    assert not failed.passed
+    result = ExperimentResult("demo", "a demo", [failed, check("y", "y >= 1", 2.0, True, paper="1")], data={"a": np.nan})
+    paths = write_result(result, tmp_path)
+    document = json.loads(paths["json"].read_text())
+    assert document["passed"] is False and document["data"]["a"] is None
+    assert document["checks"][0]["value"] is None
+    page = markdown(result)
+    assert "Verdict: **FAIL**" in page and "| y | y >= 1 | 2 | 1 | PASS |" in page
+
+
+def test_every_registered_experiment_names_a_function_that_exists() -> None:
+    for experiment in EXPERIMENTS.values():
+        assert callable(experiment.load()), experiment.name
+
+
+SLOW_EXPECTED = {
+    "necessity": {"equivariance without PE", "every PE breaks it", "no PE at chance", "every PE solves the task"},
+    "separation": {"min distance > 0", "relative separation > 0"},
+    "monotonicity": {"learned beats random", "MDS beats random"},
+    "mds-training": {"all runs finite", "MDS carries position", "low-rank saving"},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(SLOW_EXPECTED))
+def test_the_pe_experiments_pass_at_ci_scale(name: str, tmp_path: Path, shared_data: Path) -> None:
+    options = ExperimentOptions(preset="ci", work_dir=tmp_path, device="cpu", data_dir=str(shared_data), progress=False)
+    result = run_experiment(name, options)
+    assert {c.name for c in result.checks} == SLOW_EXPECTED[name]
+    failed = [f"{c.name}: {c.value} ({c.claim})" for c in result.checks if not c.passed]
+    assert not failed, failed
+    for figure in result.figures:
+        assert (tmp_path / figure).stat().st_size > 1000
