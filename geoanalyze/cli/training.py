@@ -167,11 +167,16 @@ def verify(
         raise InputError(f"unknown preset {preset!r}; choose one of {', '.join(PRESET_NAMES)}")
     if device not in ("auto", "cpu", "cuda"):
         raise InputError(f"unknown --device {device!r}; choose auto, cpu or cuda")
-    if device == "cuda":
+    if device == "cuda" or (preset == "paper" and device == "auto"):
         import torch
 
         if not torch.cuda.is_available():
-            raise InputError("--device cuda was asked for but CUDA is not available here; use --device cpu or auto")
+            if device == "cuda":
+                raise InputError("--device cuda was asked for but CUDA is not available here; use --device cpu or auto")
+            raise InputError(
+                "the paper preset is sized for a GPU and CUDA is not available here; "
+                "use --preset ci, or --device cpu to run it on the CPU anyway"
+            )
     target = output_dir or Path(f"verify-{name}")
     check_output_place(target, folder=True)
     if target.exists() and any(target.iterdir()) and not force:

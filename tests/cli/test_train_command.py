@@ -215,6 +215,15 @@ def test_bad_verify_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str]
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_paper_preset_without_cuda_is_refused_up_front(tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is present here")
+    refused(geoanalyze("verify", "necessity", "--preset", "paper", "-o", "out", cwd=tmp_path), "GPU", "--device cpu")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_verify_keeps_earlier_results_unless_forced(tmp_path: Path) -> None:
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "necessity.json").write_text("{}")
