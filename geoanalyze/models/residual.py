@@ -1,0 +1,564 @@
+r"""Residual operators: what a block does to its shortcut, behind one small protocol.
+
+The residual state of a token is read as a matrix X in R^{n x c}: n streams of c = d / n
+features each (mHC's layout; n = 1 is the plain vector). Every operator mixes the streams with
+an n x n matrix computed from the token, so it costs O(n c) per token and never builds a
+(B, T, d, d) matrix.
+
+====================  =====================================================================
+kind                  block update X -> X'
+====================  =====================================================================
+plain (GPT)           X' = X + F(LN(X))
+ddl (Deep Delta)      X' = (I - beta k k^T) X + beta k v^T,   beta in [0, 2], v = V^T k,
+                      V = F(LN(X)) as n x c
+mhc                   X' = H_res X + diag(h_post) F(LN(diag(h_pre) X)), H_res doubly stochastic
+                      by Sinkhorn-Knopp (log domain, 20 iterations)
+jpmhc                 G = iterative Cayley of a full skew matrix;  X' = G + P F(R LN(G))
+cayley                G = Q X, Q = (I + beta/2 A)^{-1}(I - beta/2 A), A = u v^T - v u^T
+householder           G = H_2(k) X = (I - 2 k k^T) X
+hybrid (EΔ-MHC-Geo)   G = gamma Q X + (1 - gamma) H_2(k) X;  L_gate = 4 gamma (1 - gamma)
+====================  =====================================================================
+
+For the last four, X' = G + P F(R LN(G)) with R, P (d x d, identity at init) the mHC pre / post
+maps of the reference code (``maps=False``: X' = G + F(LN(G))); they are folded into the
+branch's first and last weights rather than applied per token. u, v, k, beta, gamma come from
+small GELU networks (:class:`Generators`) of the token
+(``pooling="token"``: causal) or of the sequence mean (``pooling="sequence"``: the reference
+code's mode, which lets every position see the whole sequence and so is *not causal*).
+
+The protocol: ``residual(x, norm, branch)`` returns X' (B, T, d) given the block's LayerNorm and
+branch F; ``residual.operator(x)`` is the shortcut map G alone (the "bare operator");
+``residual.aux_loss`` is the regulariser of the last forward pass (0 but for the gate) and
+``residual.gate`` its gamma (None without a gate).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import nn
+from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
+
+from ..errors import InputError
+
+RESIDUALS = ("plain", "ddl", "mhc", "jpmhc", "cayley", "householder", "hybrid")
+POOLINGS = ("token", "sequence")
+SINKHORN_ITERATIONS = 20
+JPMHC_ITERATIONS = 3
+_EPS = 1e-12
+
+Branch = Callable[[torch.Tensor], torch.Tensor]
+
+
+# --- the operators as pure functions -------------------------------------------------------------
+
+
+def _as_streams(x: torch.Tensor, n: int) -> torch.Tensor:
+    """(..., d) -> (..., n, d / n)."""
+    if x.shape[-1] % n:
+        raise InputError(f"width {x.shape[-1]} is not divisible by the stream count {n}; choose n dividing the width")
+    return x.unflatten(-1, (n, x.shape[-1] // n))
+
+
+def cayley_plane(u: torch.Tensor, v: torch.Tensor, beta: torch.Tensor | float) -> tuple[torch.Tensor, ...]:
+    r"""The rank-2 structure of A = u v^T - v u^T: an orthonormal pair (e1, e2) and t = beta/2 |u ∧ v|.
+
+    A = r (e1 e2^T - e2 e1^T) with e1 = u / |u|, e2 = v_perp / |v_perp|, v_perp = v - (e1 . v) e1,
+    r = |u| |v_perp| = sqrt(|u|^2 |v|^2 - (u . v)^2). Orthogonalising first (rather than taking
+    |u|^2 |v|^2 - (u . v)^2 directly) avoids the cancellation when u and v are nearly parallel,
+    and Q stays orthogonal to round-off however large beta is (no (I + M) with entries ~ beta).
+
+    Returns e1, e2 (..., n) and t (..., 1).
+    """
+    beta = torch.as_tensor(beta, dtype=u.dtype, device=u.device)
+    norm_u = u.norm(dim=-1, keepdim=True)
+    e1 = u / norm_u.clamp_min(_EPS)
+    v_perp = v - (e1 * v).sum(-1, keepdim=True) * e1
+    # Gram-Schmidt twice ("twice is enough"): one pass leaves e1 . e2 ~ eps |v| / |v_perp|, large
+    # when v is nearly parallel to u; the second brings it to round-off.
+    v_perp = v_perp - (e1 * v_perp).sum(-1, keepdim=True) * e1
+    norm_v = v_perp.norm(dim=-1, keepdim=True)
+    e2 = v_perp / norm_v.clamp_min(_EPS)
+    t = 0.5 * beta * norm_u * norm_v
+    return e1, e2, t
+
+
+def lowrank_apply(x: torch.Tensor, w: torch.Tensor, core: torch.Tensor) -> torch.Tensor:
+    r"""(I - W K W^T) x: every shortcut here is the identity minus a rank-r update (r <= 3).
+
+    x (..., n, c), W (..., n, r), K (..., r, r). When n > c (vectors, n = 64, c = 1) it is applied as
+    x - W (K (W^T x)), O(n r c) per token, the n x n matrix never formed. When n <= c (the model's
+    4 streams of 32) the per-token n x n matrix is no larger than the token itself, and one batched
+    n x n product beats three skinny ones (2 to 4x on CPU), so it is formed: never a d x d one.
+    """
+    n, c = x.shape[-2], x.shape[-1]
+    if n <= c:
+        eye = torch.eye(n, dtype=x.dtype, device=x.device)
+        return (eye - (w @ core) @ w.transpose(-1, -2)) @ x  # (..., n, n) @ (..., n, c)
+    return x - w @ (core @ (w.transpose(-1, -2) @ x))  # (..., n, c)
+
+
+def cayley_factors(u: torch.Tensor, v: torch.Tensor, beta: torch.Tensor | float) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""W = [e1, e2] (..., n, 2) and K (..., 2, 2) with Q = I - W K W^T the Cayley transform of A = u v^T - v u^T.
+
+    With A = r S, S = e1 e2^T - e2 e1^T (:func:`cayley_plane`) and t = beta r / 2: S^2 = -P, P = W W^T
+    the projector on span(e1, e2), so (I + t S)^{-1} = I - P + (P - t S) / (1 + t^2) (Woodbury for a
+    rank-2 update, solved once by hand) and
+
+        Q = I - 2t / (1 + t^2) (t P + S),   K = 2t / (1 + t^2) [[t, 1], [-1, t]],
+
+    a rotation by phi in the (e1, e2) plane with cos phi = (1 - t^2) / (1 + t^2) > -1: orthogonal,
+    det +1, never the eigenvalue -1, for every beta.
+    """
+    e1, e2, t = cayley_plane(u, v, beta)
+    scale = 2.0 * t / (1.0 + t * t)  # (..., 1)
+    one = torch.ones_like(t)
+    core = torch.stack([torch.cat([t, one], -1), torch.cat([-one, t], -1)], -2) * scale.unsqueeze(-1)
+    return torch.stack([e1, e2], -1), core  # (..., n, 2), (..., 2, 2)
+
+
+def cayley_apply(x: torch.Tensor, u: torch.Tensor, v: torch.Tensor, beta: torch.Tensor | float) -> torch.Tensor:
+    r"""Q x for the Cayley transform Q = (I + beta/2 A)^{-1} (I - beta/2 A), A = u v^T - v u^T, in closed form.
+
+    Q = I - W K W^T (:func:`cayley_factors`), applied in O(n c) per token without a solve.
+
+    Parameters
+    ----------
+    x : (..., n, c) the vectors (c columns per token; c = 1 for plain vectors).
+    u, v : (..., n) generators, with x's leading dimensions (or broadcastable to them).
+    beta : scalar or (..., 1) rotation magnitude.
+    """
+    w, core = cayley_factors(u, v, beta)
+    return lowrank_apply(x, w, core)
+
+
+def cayley_matrix(u: torch.Tensor, v: torch.Tensor, beta: torch.Tensor | float) -> torch.Tensor:
+    """The n x n matrix Q of :func:`cayley_apply` (for checks and small n), (..., n, n)."""
+    n = u.shape[-1]
+    eye = torch.eye(n, dtype=u.dtype, device=u.device).expand(*u.shape[:-1], n, n)
+    return cayley_apply(eye, u, v, beta)
+
+
+def householder_apply(x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    r"""H_2(k) x = x - 2 k (k . x) with k normalised to unit length; x (..., n, c), k (..., n).
+
+    H_2 is the reflection through the hyperplane k^⊥: orthogonal, symmetric, det -1, eigenvalue -1
+    along k (the one thing a Cayley rotation cannot do).
+    """
+    k = k / k.norm(dim=-1, keepdim=True).clamp_min(_EPS)
+    return x - 2.0 * k.unsqueeze(-1) * (k.unsqueeze(-2) @ x)  # (..., n, 1) (..., 1, c)
+
+
+def delta_apply(x: torch.Tensor, k: torch.Tensor, beta: torch.Tensor | float) -> torch.Tensor:
+    r"""DDL's erase step (I - beta k k^T) x, k unit; orthogonal exactly at beta in {0, 2}.
+
+    beta must lie in [0, 2] (a float out of range raises InputError; a tensor is checked too).
+    """
+    _check_range("beta", beta, 0.0, 2.0, "DDL's beta lies in [0, 2]: 0 keeps x, 2 reflects it")
+    k = k / k.norm(dim=-1, keepdim=True).clamp_min(_EPS)
+    beta = torch.as_tensor(beta, dtype=x.dtype, device=x.device)
+    dot = torch.einsum("...n,...nc->...c", k, x).unsqueeze(-2)  # (..., 1, c)
+    return x - (beta.unsqueeze(-1) if beta.ndim else beta) * k.unsqueeze(-1) * dot
+
+
+def hybrid_apply(
+    x: torch.Tensor,
+    u: torch.Tensor,
+    v: torch.Tensor,
+    beta: torch.Tensor | float,
+    k: torch.Tensor,
+    gamma: torch.Tensor | float,
+) -> torch.Tensor:
+    r"""G_gamma x = gamma Q x + (1 - gamma) H_2(k) x; orthogonal exactly at gamma in {0, 1}.
+
+    Between them it is a convex combination of a rotation and a reflection, which shrinks some
+    directions (at gamma = 1/2 and Q = H, by as much as the angle between them): hence L_gate.
+    """
+    _check_range("gamma", gamma, 0.0, 1.0, "the gate gamma is a weight in [0, 1]")
+    gamma = torch.as_tensor(gamma, dtype=x.dtype, device=x.device)
+    g = gamma.unsqueeze(-1) if gamma.ndim else gamma
+    return g * cayley_apply(x, u, v, beta) + (1.0 - g) * householder_apply(x, k)
+
+
+def sinkhorn(logits: torch.Tensor, iterations: int = SINKHORN_ITERATIONS) -> torch.Tensor:
+    r"""Sinkhorn-Knopp in the log domain: exp(logits) scaled to a doubly stochastic matrix, (..., n, n).
+
+    Alternately subtracts each row's and each column's logsumexp (20 iterations by default, as
+    mHC); the log domain keeps large logits from overflowing exp. Columns sum to 1 exactly after
+    the last half-step; rows converge linearly.
+    """
+    if iterations < 1:
+        raise InputError(f"Sinkhorn needs at least 1 iteration, got {iterations}")
+    log_p = logits
+    for _ in range(iterations):
+        log_p = log_p - torch.logsumexp(log_p, dim=-1, keepdim=True)  # rows
+        log_p = log_p - torch.logsumexp(log_p, dim=-2, keepdim=True)  # columns
+    return log_p.exp()
+
+
+def skew_from_vector(w: torch.Tensor, n: int) -> torch.Tensor:
+    """(..., n (n - 1) / 2) -> (..., n, n) skew-symmetric W - W^T from the strict upper triangle."""
+    rows, cols = torch.triu_indices(n, n, offset=1, device=w.device)
+    upper = w.new_zeros(*w.shape[:-1], n, n)
+    upper[..., rows, cols] = w
+    return upper - upper.transpose(-1, -2)
+
+
+def iterative_cayley_apply(x: torch.Tensor, m: torch.Tensor, iterations: int = JPMHC_ITERATIONS) -> torch.Tensor:
+    r"""y ~ (I + M)^{-1} (I - M) x by the fixed-point iteration y <- x - M (x + y) (Li et al. 2020).
+
+    M (..., n, n) skew-symmetric with ||M||_2 < 1 (so the iteration contracts); x (..., n, c).
+    A finite number of iterations gives an approximately orthogonal map, error O(||M||^{k+1}).
+    """
+    mx = m @ x  # (..., n, c)
+    y = x - 2.0 * mx  # the first iterate from y_0 = x
+    for _ in range(iterations - 1):
+        y = x - mx - m @ y
+    return y
+
+
+def _check_range(name: str, value: torch.Tensor | float, low: float, high: float, why: str) -> None:
+    if isinstance(value, torch.Tensor):
+        if value.numel() == 0:
+            return
+        smallest, largest = float(value.detach().min()), float(value.detach().max())
+    else:
+        smallest = largest = float(value)
+    if not (low <= smallest and largest <= high):  # also catches NaN
+        raise InputError(
+            f"{name} must lie in [{low:g}, {high:g}], got {smallest if smallest < low else largest}; {why}"
+        )
+
+
+# --- the modules -----------------------------------------------------------------------------------
+
+
+class Generators(nn.Module):
+    r"""Several of the reference's 2-layer GELU networks d -> hidden -> out_i reading the same input, fused.
+
+    The first layers are one Linear(d, m hidden + l) (one matrix product instead of m), followed by
+    GELU on the m hidden blocks; each network keeps its own second layer. ``linear`` outputs are
+    plain affine maps of the input taken from the same product (the gate logit w . x + b). The
+    parameters are exactly those of separate networks, concatenated.
+    """
+
+    def __init__(self, d: int, hidden: int, outputs: dict[str, int], linear: dict[str, int] | None = None) -> None:
+        super().__init__()
+        self.hidden, self.names, self.linear = hidden, list(outputs), dict(linear or {})
+        self.first = nn.Linear(d, hidden * len(outputs) + sum(self.linear.values()))
+        self.second = nn.ModuleDict({name: nn.Linear(hidden, size) for name, size in outputs.items()})
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        h = self.first(x)  # (..., m hidden + l)
+        cut = self.hidden * len(self.names)
+        # the m second layers as one block-diagonal product: one kernel instead of m small ones
+        layers: list[nn.Linear] = [self.second[name] for name in self.names]  # type: ignore[misc]
+        weight = torch.block_diag(*(layer.weight for layer in layers))  # (sum out_i, m hidden)
+        bias = torch.cat([layer.bias for layer in layers])
+        parts = F.linear(F.gelu(h[..., :cut]), weight, bias).split([layer.out_features for layer in layers], dim=-1)
+        out = dict(zip(self.names, parts, strict=True))
+        for name, part in zip(self.linear, h[..., cut:].split(list(self.linear.values()), dim=-1), strict=True):
+            out[name] = part
+        return out
+
+    def linear_slice(self, name: str) -> slice:
+        """The rows of ``first`` that compute the plain affine output ``name``."""
+        offset = self.hidden * len(self.names)
+        for other, size in self.linear.items():
+            if other == name:
+                return slice(offset, offset + size)
+            offset += size
+        raise KeyError(name)
+
+
+class Residual(nn.Module):
+    """Base of every residual operator.
+
+    Parameters
+    ----------
+    d : token width.
+    n_streams : n; must divide d.
+    hidden : width of the generator networks.
+    pooling : "token" (causal) or "sequence" (mean over positions, not causal).
+    """
+
+    def __init__(self, d: int, n_streams: int = 1, hidden: int = 32, pooling: str = "token") -> None:
+        super().__init__()
+        if d % n_streams:
+            raise InputError(f"width {d} is not divisible by n_streams {n_streams}; choose n_streams dividing {d}")
+        if pooling not in POOLINGS:
+            raise InputError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+        self.d, self.n, self.hidden, self.pooling = d, n_streams, hidden, pooling
+        self.aux_loss: torch.Tensor | float = 0.0
+        self.gate: torch.Tensor | None = None
+
+    def init_special(self) -> None:
+        """Restore the parameters whose initialisation is part of the method (gate, identity maps) after
+        a model re-initialises every matrix."""
+
+    def context(self, x: torch.Tensor) -> torch.Tensor:
+        """What the generators read: x (B, T, d) per token, or its mean over T (B, 1, d), non-causal."""
+        return x if self.pooling == "token" else x.mean(dim=1, keepdim=True)
+
+    def operator(self, x: torch.Tensor) -> torch.Tensor:
+        """The shortcut map G(x), (B, T, d) -> (B, T, d)."""
+        return x
+
+    def forward(self, x: torch.Tensor, norm: Branch, branch: Branch) -> torch.Tensor:
+        """X' from X (B, T, d), the block's LayerNorm ``norm`` and branch F."""
+        return x + branch(norm(x))
+
+
+class PlainResidual(Residual):
+    """GPT: the identity shortcut, X' = X + F(LN(X))."""
+
+
+class DeltaResidual(Residual):
+    r"""Deep Delta Learning: X' = (I - beta k k^T) X + beta k v^T.
+
+    k = normalise(k_net(x)) in R^n, beta = beta_max sigmoid(beta_net(x)) in [0, beta_max] (<= 2),
+    v = V^T k in R^c the branch output V = F(LN(X)) (n x c) read along k: each block erases what the
+    state holds along k and writes the branch's value there (X' = X + beta k k^T (V - X)).
+    """
+
+    def __init__(self, d: int, n_streams: int = 1, hidden: int = 32, pooling: str = "token", beta_max: float = 2.0):
+        super().__init__(d, n_streams, hidden, pooling)
+        _check_range("beta_max", beta_max, 1e-6, 2.0, "DDL's beta lies in [0, 2]; choose beta_max in (0, 2]")
+        self.beta_max = float(beta_max)
+        self.nets = Generators(d, hidden, {"k": n_streams, "beta": 1})
+        self.beta: torch.Tensor | None = None
+
+    def _k_beta(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        out = self.nets(self.context(x))
+        k = F.normalize(out["k"], dim=-1, eps=_EPS)  # (B, T|1, n)
+        beta = self.beta_max * torch.sigmoid(out["beta"])  # (B, T|1, 1)
+        self.beta = beta.detach()
+        return k, beta
+
+    def operator(self, x: torch.Tensor) -> torch.Tensor:
+        k, beta = self._k_beta(x)
+        xs = _as_streams(x, self.n)  # (B, T, n, c)
+        return (xs - beta.unsqueeze(-1) * k.unsqueeze(-1) * (k.unsqueeze(-2) @ xs)).flatten(-2)
+
+    def forward(self, x: torch.Tensor, norm: Branch, branch: Branch) -> torch.Tensor:
+        k, beta = self._k_beta(x)
+        xs = _as_streams(x, self.n)  # (B, T, n, c)
+        vs = _as_streams(branch(norm(x)), self.n)  # (B, T, n, c)
+        delta = k.unsqueeze(-2) @ (vs - xs)  # (B, T, 1, c): v^T - k^T X
+        return (xs + beta.unsqueeze(-1) * k.unsqueeze(-1) * delta).flatten(-2)
+
+
+class SinkhornResidual(Residual):
+    r"""mHC: X' = H_res X + diag(h_post) F(LN(diag(h_pre) X)), H_res = Sinkhorn(b + alpha tanh(W x)).
+
+    The static logits b start at 2 on the diagonal and 0 elsewhere (H_res = 0.71 I + 0.096 (J - I)
+    at n = 4): 20 Sinkhorn iterations reach row sums 1 +- 1e-6 only while the logits spread little
+    (a diagonal of 4, nearer the identity, leaves rows off by 1e-4). The data-dependent part starts
+    small (alpha = 0.01) as in mHC. h_pre = sigmoid(p), h_post = 2 sigmoid(q), per stream and static
+    (0.99 and 1 at init: p = 4.6, q = 0).
+    """
+
+    def __init__(self, d: int, n_streams: int = 4, hidden: int = 32, pooling: str = "token"):
+        super().__init__(d, n_streams, hidden, pooling)
+        self.logit_net = nn.Linear(d, n_streams * n_streams)
+        self.alpha = nn.Parameter(torch.tensor(0.01))
+        self.static = nn.Parameter(2.0 * torch.eye(n_streams))
+        self.pre = nn.Parameter(torch.full((n_streams,), 4.6))
+        self.post = nn.Parameter(torch.zeros(n_streams))
+        self.mixing: torch.Tensor | None = None
+
+    def _mix(self, x: torch.Tensor) -> torch.Tensor:
+        dynamic = torch.tanh(self.logit_net(self.context(x))).unflatten(-1, (self.n, self.n))  # (B, T|1, n, n)
+        h = sinkhorn(self.static + self.alpha * dynamic)
+        self.mixing = h.detach()
+        return h @ _as_streams(x, self.n)  # (B, T, n, c)
+
+    def operator(self, x: torch.Tensor) -> torch.Tensor:
+        return self._mix(x).flatten(-2)
+
+    def forward(self, x: torch.Tensor, norm: Branch, branch: Branch) -> torch.Tensor:
+        xs = _as_streams(x, self.n)
+        read = (torch.sigmoid(self.pre).unsqueeze(-1) * xs).flatten(-2)
+        out = _as_streams(branch(norm(read)), self.n)  # (B, T, n, c)
+        return (self._mix(x) + 2.0 * torch.sigmoid(self.post).unsqueeze(-1) * out).flatten(-2)
+
+
+class GeometricResidual(Residual):
+    """A shortcut map G followed by the mHC pre / post maps: X' = G + P F(R LN(G)), R = P = I at init.
+
+    ``maps=False`` drops R and P (X' = G + F(LN(G))); a bare operator has no branch and needs none.
+    """
+
+    def __init__(self, d: int, n_streams: int = 4, hidden: int = 32, pooling: str = "token", maps: bool = True):
+        super().__init__(d, n_streams, hidden, pooling)
+        self.pre = nn.Linear(d, d, bias=False) if maps else None
+        self.post = nn.Linear(d, d, bias=False) if maps else None
+        self.init_special()
+
+    def init_special(self) -> None:
+        for layer in (self.pre, self.post):
+            if layer is not None:
+                nn.init.eye_(layer.weight)
+
+    def forward(self, x: torch.Tensor, norm: Branch, branch: Branch) -> torch.Tensor:
+        g = self.operator(x)  # (B, T, d)
+        if self.pre is None or self.post is None:
+            return g + branch(norm(g))
+        io = _io_linears(branch)
+        if io is None:
+            return g + self.post(branch(self.pre(norm(g))))
+        # P F(R h) with F = last o core o first is F' with first' = first o R and last' = P o last: the
+        # same function and gradients, with the maps folded into the weights (d^3 per call) instead of
+        # applied to every token (2 d^2 per token: a third of a GPT block's matrix work).
+        assert isinstance(branch, nn.Module)
+        first, last, params = io[0], io[1], dict(branch.named_parameters())
+        weights = {
+            f"{first}.weight": params[f"{first}.weight"] @ self.pre.weight,
+            f"{last}.weight": self.post.weight @ params[f"{last}.weight"],
+        }
+        if f"{last}.bias" in params:
+            weights[f"{last}.bias"] = self.post.weight @ params[f"{last}.bias"]
+        return g + torch.func.functional_call(branch, weights, (norm(g),), strict=False)
+
+
+def _io_linears(branch: Branch) -> tuple[str, str] | None:
+    """Names of a branch module's first and last Linear (qkv / proj, fc / proj), or None.
+
+    The pre / post maps are folded into them only when the branch is an nn.Module whose input
+    enters through its first registered Linear and leaves through its last (attention and MLP here).
+    """
+    if not isinstance(branch, nn.Module) or not getattr(branch, "folds_maps", False):
+        return None
+    names = [name for name, module in branch.named_modules() if isinstance(module, nn.Linear)]
+    return (names[0], names[-1]) if len(names) >= 2 else None
+
+
+class IterativeCayleyResidual(GeometricResidual):
+    r"""JPmHC: G = Cayley(M) X by :func:`iterative_cayley_apply` (3 iterations), M = W / (2 (1 + ||W||_F)).
+
+    W skew-symmetric, full (not rank 2), from a generator network of the token. The scaling keeps
+    ||M||_2 < 1/2, where the fixed-point iteration contracts; the result is orthogonal to O(||M||^3).
+    """
+
+    def __init__(self, d: int, n_streams: int = 4, hidden: int = 32, pooling: str = "token", maps: bool = True):
+        super().__init__(d, n_streams, hidden, pooling, maps)
+        self.nets = Generators(d, hidden, {"w": n_streams * (n_streams - 1) // 2})
+
+    def operator(self, x: torch.Tensor) -> torch.Tensor:
+        w = skew_from_vector(self.nets(self.context(x))["w"], self.n)  # (B, T|1, n, n)
+        m = w / (2.0 * (1.0 + w.flatten(-2).norm(dim=-1)[..., None, None]))
+        return iterative_cayley_apply(_as_streams(x, self.n), m).flatten(-2)
+
+
+class CayleyResidual(GeometricResidual):
+    """EΔ's rotation alone: G = Q(x) X, u, v from generator networks, beta = softplus(beta_net(x))."""
+
+    def __init__(self, d: int, n_streams: int = 4, hidden: int = 32, pooling: str = "token", maps: bool = True):
+        super().__init__(d, n_streams, hidden, pooling, maps)
+        self.nets = Generators(d, hidden, {"u": n_streams, "v": n_streams, "beta": 1})
+
+    def operator(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.nets(self.context(x))
+        w, core = cayley_factors(out["u"], out["v"], F.softplus(out["beta"]))
+        return lowrank_apply(_as_streams(x, self.n), w, core).flatten(-2)
+
+
+class HouseholderResidual(GeometricResidual):
+    """EΔ's reflection alone: G = H_2(k(x)) X."""
+
+    def __init__(self, d: int, n_streams: int = 4, hidden: int = 32, pooling: str = "token", maps: bool = True):
+        super().__init__(d, n_streams, hidden, pooling, maps)
+        self.nets = Generators(d, hidden, {"k": n_streams})
+
+    def operator(self, x: torch.Tensor) -> torch.Tensor:
+        return householder_apply(_as_streams(x, self.n), self.nets(self.context(x))["k"]).flatten(-2)
+
+
+class HybridResidual(GeometricResidual):
+    r"""EΔ-MHC-Geo: G = gamma Q X + (1 - gamma) H_2(k) X, gamma = sigmoid(w . x + b).
+
+    Both terms are the identity minus a low-rank update, so G is too:
+    G = I - [e1 e2 k] diag(gamma K, 2 (1 - gamma)) [e1 e2 k]^T (rank 3), applied in one pass.
+    The gate starts at w = 0, b = ``gate_bias`` (0 in the model, -1.5 in the negation task);
+    ``aux_loss`` = ``gate_weight`` mean 4 gamma (1 - gamma), which pushes gamma to 0 or 1 where G is
+    orthogonal.
+    """
+
+    def __init__(
+        self,
+        d: int,
+        n_streams: int = 4,
+        hidden: int = 32,
+        pooling: str = "token",
+        maps: bool = True,
+        gate_bias: float = 0.0,
+        gate_weight: float = 0.1,
+    ):
+        if not math.isfinite(gate_bias):
+            raise InputError(f"gate_bias must be a finite number, got {gate_bias}")
+        if not (math.isfinite(gate_weight) and gate_weight >= 0):
+            raise InputError(f"gate_weight must be a finite number >= 0, got {gate_weight}")
+        self.gate_bias, self.gate_weight = float(gate_bias), float(gate_weight)
+        self.nets: Generators | None = None
+        super().__init__(d, n_streams, hidden, pooling, maps)
+        self.nets = Generators(d, hidden, {"u": n_streams, "v": n_streams, "beta": 1, "k": n_streams}, {"gate": 1})
+        self.init_special()
+
+    def init_special(self) -> None:
+        super().init_special()
+        if self.nets is not None:
+            rows = self.nets.linear_slice("gate")
+            with torch.no_grad():
+                self.nets.first.weight[rows] = 0.0
+                self.nets.first.bias[rows] = self.gate_bias
+
+    def operator(self, x: torch.Tensor) -> torch.Tensor:
+        assert self.nets is not None
+        out = self.nets(self.context(x))
+        gamma = torch.sigmoid(out["gate"])  # (B, T|1, 1)
+        self.gate = gamma.detach()
+        self.aux_loss = self.gate_weight * (4.0 * gamma * (1.0 - gamma)).mean()
+        w, core = cayley_factors(out["u"], out["v"], F.softplus(out["beta"]))  # (.., n, 2), (.., 2, 2)
+        k = F.normalize(out["k"], dim=-1, eps=_EPS)
+        g = gamma.unsqueeze(-1)  # (B, T|1, 1, 1)
+        zero = torch.zeros_like(core[..., :1])  # (.., 2, 1)
+        top = torch.cat([g * core, zero], -1)  # (.., 2, 3)
+        bottom = torch.cat([zero.transpose(-1, -2), 2.0 * (1.0 - g)], -1)  # (.., 1, 3)
+        w3 = torch.cat([w, k.unsqueeze(-1)], -1)  # (.., n, 3)
+        return lowrank_apply(_as_streams(x, self.n), w3, torch.cat([top, bottom], -2)).flatten(-2)
+
+
+def make_residual(
+    kind: str,
+    d: int,
+    n_streams: int = 4,
+    hidden: int = 32,
+    pooling: str = "token",
+    maps: bool = True,
+    gate_bias: float = 0.0,
+    gate_weight: float = 0.1,
+    beta_max: float = 2.0,
+) -> Residual:
+    """The residual operator ``kind`` (one of :data:`RESIDUALS`); InputError listing the choices otherwise.
+
+    ``plain`` ignores the stream count; ``mhc`` needs n >= 2 to mix anything; ``maps`` (the pre / post
+    maps) applies to jpmhc, cayley, householder and hybrid.
+    """
+    if kind not in RESIDUALS:
+        raise InputError(f"unknown residual {kind!r}; choose one of {', '.join(RESIDUALS)}")
+    if kind == "plain":
+        return PlainResidual(d, 1, hidden, pooling)
+    if kind == "ddl":
+        return DeltaResidual(d, n_streams, hidden, pooling, beta_max)
+    if kind == "mhc":
+        return SinkhornResidual(d, n_streams, hidden, pooling)
+    if kind == "hybrid":
+        return HybridResidual(d, n_streams, hidden, pooling, maps, gate_bias, gate_weight)
+    classes: dict[str, type[GeometricResidual]] = {
+        "jpmhc": IterativeCayleyResidual,
+        "cayley": CayleyResidual,
+        "householder": HouseholderResidual,
+    }
+    return classes[kind](d, n_streams, hidden, pooling, maps)

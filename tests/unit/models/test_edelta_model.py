@@ -1,0 +1,137 @@
+"""The GPT-style model with a pluggable residual: presets, shapes, causality, plain blocks = nanoGPT's, validation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import torch
+
+from geoanalyze.errors import InputError
+from geoanalyze.models.edelta import (
+    MODEL_NAMES,
+    BareOperator,
+    EDeltaConfig,
+    EDeltaModel,
+    count_parameters,
+    preset_config,
+)
+from geoanalyze.models.residual import RESIDUALS
+
+SMALL = {"n_embd": 16, "n_layers": 2, "n_heads": 2, "n_streams": 4, "d_in": 5, "hidden": 4}
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    """Small tensors: one intra-op thread is faster (and much faster on a loaded machine)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_presets_are_matched_at_the_papers_size(capsys: pytest.CaptureFixture[str]) -> None:
+    counts = {name: count_parameters(EDeltaModel(preset_config(name))) for name in MODEL_NAMES}
+    with capsys.disabled():
+        print("\nparameters (d_in 16):", counts)
+    for name, count in counts.items():
+        assert 1.72e6 <= count <= 1.84e6, (name, count)
+    assert abs(counts["edelta"] - counts["gpt"]) / counts["gpt"] < 0.01
+
+
+@pytest.mark.parametrize("residual", RESIDUALS)
+def test_every_residual_runs_forward_and_backward(residual: str) -> None:
+    model = EDeltaModel(EDeltaConfig(residual=residual, **SMALL))
+    x = torch.randn(3, 7, 5)
+    y = model(x)
+    assert y.shape == (3, 7, 5)
+    (y.square().mean() + model.aux_loss()).backward()
+    assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
+
+
+@pytest.mark.parametrize("residual", RESIDUALS)
+def test_token_pooling_is_causal(residual: str) -> None:
+    model = EDeltaModel(EDeltaConfig(residual=residual, **SMALL)).eval()
+    x = torch.randn(2, 6, 5)
+    changed = x.clone()
+    changed[:, 4:] += torch.randn(2, 2, 5)
+    assert torch.allclose(model(x)[:, :4], model(changed)[:, :4], atol=1e-6)
+
+
+def test_sequence_pooling_is_not_causal() -> None:
+    model = EDeltaModel(EDeltaConfig(residual="hybrid", pooling="sequence", **SMALL)).eval()
+    for block in model.blocks:
+        nets = block.res_attn.nets
+        torch.nn.init.normal_(nets.first.weight[nets.linear_slice("gate")], std=1.0)
+    x = torch.randn(2, 6, 5)
+    changed = x.clone()
+    changed[:, 5] += 2.0
+    assert not torch.allclose(model(x)[:, :5], model(changed)[:, :5])
+
+
+def test_plain_block_is_nanogpts_block() -> None:
+    model = EDeltaModel(EDeltaConfig(residual="plain", **SMALL)).eval()
+    block = model.blocks[0]
+    h = torch.randn(2, 5, 16)
+    expected = h + block.attn(block.ln_1(h))
+    expected = expected + block.mlp(block.ln_2(expected))
+    assert torch.allclose(block(h), expected, atol=1e-6)
+
+
+def test_geometric_block_is_g_plus_post_branch_pre() -> None:
+    model = EDeltaModel(EDeltaConfig(residual="cayley", **SMALL)).eval()
+    block = model.blocks[0]
+    residual = block.res_attn
+    torch.nn.init.normal_(residual.pre.weight)
+    h = torch.randn(2, 5, 16)
+    g = residual.operator(h)
+    expected = g + residual.post(block.attn(residual.pre(block.ln_1(g))))
+    assert torch.allclose(residual(h, block.ln_1, block.attn), expected, atol=1e-6)
+
+
+def test_gate_starts_at_the_bias_and_shortcut_of_collapsed_hybrids_keeps_norms() -> None:
+    model = EDeltaModel(EDeltaConfig(residual="hybrid", gate_bias=-40.0, **SMALL))
+    model(torch.randn(1, 3, 5))
+    assert model.gate() == pytest.approx(0.0, abs=1e-9)
+    h = torch.randn(2, 4, 16)
+    assert torch.allclose(model.shortcut(h).norm(dim=-1), h.norm(dim=-1), rtol=1e-5)
+    assert EDeltaModel(EDeltaConfig(residual="plain", **SMALL)).gate() is None
+
+
+class _KIsX(torch.nn.Module):
+    def forward(self, c: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {"k": c}
+
+
+def test_bare_operator_negates_when_reflecting_along_x() -> None:
+    op = BareOperator("householder", d=8, hidden=4)
+    x = torch.randn(5, 8)
+    assert op(x).shape == (5, 8)
+    op.residual.nets = _KIsX()  # type: ignore[assignment]  (k(x) = x: H_2(x) x = -x exactly)
+    assert torch.allclose(op(x), -x, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"residual": "resnet"}, "unknown residual 'resnet'"),
+        ({"n_embd": 30, "n_heads": 3, "n_streams": 4}, "not divisible by n_streams"),
+        ({"n_heads": 5}, "not divisible by n_heads"),
+        ({"pooling": "max"}, "unknown pooling"),
+        ({"gate_bias": float("nan")}, "gate_bias"),
+        ({"gate_weight": -0.1}, "gate_weight"),
+        ({"beta_max": 2.5}, "beta_max"),
+        ({"n_layers": 0}, "n_layers"),
+    ],
+)
+def test_bad_configs_raise_one_clear_error(fields: dict[str, object], message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        EDeltaConfig(**fields)  # type: ignore[arg-type]
+
+
+def test_unknown_preset_and_wrong_input_shape() -> None:
+    with pytest.raises(InputError, match="unknown model 'bert'"):
+        preset_config("bert")
+    model = EDeltaModel(EDeltaConfig(**SMALL))
+    with pytest.raises(InputError, match="expected"):
+        model(torch.randn(2, 3, 4))
