@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -365,40 +366,51 @@ def equivariance_deviations(seed: int = 0, length: int = 24, batch: int = 4) -> 
     """
     import torch
 
-    from ..models import ModelConfig, Transformer
+    from ..models import ModelConfig
 
     generator = torch.Generator().manual_seed(seed)
     ids = torch.randint(0, 100, (batch, length), generator=generator)
     permutation = torch.randperm(length, generator=generator)
     deviations = {}
-    kinds = [(kind, "bert") for kind in ("none", "sinusoidal", "learned", "lowrank", "rope", "alibi")]
-    for kind, arch in [*kinds, ("none", "gpt")]:
-        torch.manual_seed(seed)
-        config = ModelConfig(
-            arch=arch,
-            vocab_size=100,
-            n_positions=length,
-            d_model=32,
-            n_layers=2,
-            n_heads=4,
-            d_ff=64,
-            dropout=0.0,
-            pe=kind,
-            pe_rank=4 if kind == "lowrank" else None,
-        )
-        model = Transformer(config).eval()
-        # Generic weights, N(0, 1 / fan_in): at the training init (std 0.02) attention is nearly
-        # uniform, so RoPE and ALiBi would barely show; the theorem holds for any weights.
-        with torch.no_grad():
-            for parameter in model.parameters():
-                if parameter.ndim >= 2:
-                    parameter.normal_(0.0, parameter.shape[-1] ** -0.5, generator=generator)
-        with torch.no_grad():
-            plain = model(ids)["hidden_states"]
-            permuted = model(ids[:, permutation])["hidden_states"]
-        name = kind if arch == "bert" else "none (gpt)"
-        deviations[name] = float((permuted - plain[:, permutation]).abs().max() / plain.abs().max())
+    kinds = [(kind, "bert") for kind in ("none", "sinusoidal", "learned", "lowrank", "mds", "rope", "alibi")]
+    with tempfile.TemporaryDirectory() as folder:
+        pe_file = Path(folder) / "mds.safetensors"
+        write_synthetic_mds_file(pe_file, length, 32, seed=seed)
+        for kind, arch in [*kinds, ("none", "gpt")]:
+            torch.manual_seed(seed)
+            config = ModelConfig(
+                arch=arch,
+                vocab_size=100,
+                n_positions=length,
+                d_model=32,
+                n_layers=2,
+                n_heads=4,
+                d_ff=64,
+                dropout=0.0,
+                pe=kind,
+                pe_rank=4 if kind == "lowrank" else None,
+                pe_file=str(pe_file) if kind == "mds" else None,
+            )
+            deviations[kind if arch == "bert" else "none (gpt)"] = _deviation(config, ids, permutation, generator)
     return deviations
+
+
+def _deviation(config: Any, ids: Any, permutation: Any, generator: Any) -> float:
+    """max |f(x pi) - f(x) pi| / max |f(x)| of one untrained model with generic weights."""
+    import torch
+
+    from ..models import Transformer
+
+    model = Transformer(config).eval()
+    # Generic weights, N(0, 1 / fan_in): at the training init (std 0.02) attention is nearly
+    # uniform, so RoPE and ALiBi would barely show; the theorem holds for any weights.
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.ndim >= 2:
+                parameter.normal_(0.0, parameter.shape[-1] ** -0.5, generator=generator)
+        plain = model(ids)["hidden_states"]
+        permuted = model(ids[:, permutation])["hidden_states"]
+    return float((permuted - plain[:, permutation]).abs().max() / plain.abs().max())
 
 
 def write_synthetic_mds_file(path: Path, n: int, width: int, seed: int = 0) -> None:

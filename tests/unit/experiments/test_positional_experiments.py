@@ -18,7 +18,7 @@ from geoanalyze.models.positional import load_pe_table
 def test_without_pe_a_bert_is_equivariant_to_round_off_and_every_pe_breaks_it() -> None:
     deviations = equivariance_deviations(seed=3)
     assert deviations["none"] <= 1e-5
-    for kind in ("sinusoidal", "learned", "lowrank", "rope", "alibi", "none (gpt)"):
+    for kind in ("sinusoidal", "learned", "lowrank", "mds", "rope", "alibi", "none (gpt)"):
         assert deviations[kind] >= 1e-2, kind
 
 
