@@ -92,6 +92,16 @@ class ModelConfig:
             )
         if self.pe == "rope" and self.rope_base <= 1:
             raise InputError(f"rope_base must exceed 1, got {self.rope_base}")
+        if self.attention != "standard":
+            if self.pe != "none":
+                raise InputError(
+                    f"attention {self.attention!r} carries its own positions (journeys); set pe to none, not {self.pe!r}"
+                )
+            if self.head_dim % 2:
+                raise InputError(
+                    f"{self.attention} rotates pairs and needs an even head dimension, got d_model / n_heads = "
+                    f"{self.head_dim}; change d_model or n_heads"
+                )
         if self.pe == "sinusoidal" and self.d_model % 2:
             raise InputError(f"sinusoidal needs an even d_model, got {self.d_model}")
         self._check_pe_options()

@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import FormatError, InputError
 from ..models.config import ModelConfig
 
-TASKS = ("mlm", "classification", "order")
+TASKS = ("mlm", "classification", "order", "lm")
 DEVICES = ("auto", "cpu", "cuda")
 
 #: the model of the ci preset (and of TrainConfig()): the order task in seconds, SST-2 in a minute or two on 2 CPU cores
@@ -59,7 +59,8 @@ class TrainConfig:
     ----------
     task : "mlm" (masked tokens for bert, next token for gpt, on ``dataset``), "classification"
         (the ``label`` column of ``dataset``, SST-2 by default) or "order" (synthetic: which of
-        two marker tokens comes first, see :mod:`geoanalyze.train.tasks`).
+        two marker tokens comes first, see :mod:`geoanalyze.train.tasks`) or "lm" (next token on
+        contiguous blocks of ``max_length`` tokens cut from the concatenated corpus; model.arch gpt).
     model : the model; its ``vocab_size`` and ``n_classes`` are set from the task when training.
     steps : optimiser updates in the whole run.
     batch_size : sequences per update.

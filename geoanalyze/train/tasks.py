@@ -26,6 +26,13 @@ mlm
     [MASK] (80%), a random non-special token (10%) or stays (10%), and only chosen tokens carry a
     label (others -100; padding and special tokens are never chosen). gpt: the label at t is the
     token at t + 1 (the model's logits are not shifted), -100 at the last token and at padding.
+lm
+    Next-token language modelling on contiguous text: every text of the corpus tokenized (no
+    truncation, no special tokens) and concatenated into one stream; a batch holds blocks of
+    ``max_length`` + 1 consecutive tokens at uniformly drawn offsets, the input is the first
+    ``max_length`` and the label at t is the token at t + 1 (every position labelled, no padding).
+    Held-out batches are consecutive non-overlapping blocks of the held-out stream, in order.
+    Needs a causal model (arch gpt).
 classification
     The ``label`` column of a labelled corpus (SST-2 by default): texts tokenized once, the class
     read from [CLS] (bert) or the last real token (gpt).
@@ -251,6 +258,62 @@ def next_token_labels(ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray
     return labels
 
 
+# --- lm: contiguous blocks ----------------------------------------------------------------------
+
+
+class LMTask(Task):
+    """Next-token prediction on blocks of one token stream (see the module docstring)."""
+
+    name = "lm"
+    n_classes = 0
+
+    def __init__(self, train: np.ndarray, held_out: np.ndarray, vocab_size: int, config: TrainConfig) -> None:
+        self.max_length = config.max_length
+        for label, stream in (("training", train), ("held-out", held_out)):
+            if len(stream) < self.max_length + 1:
+                raise InputError(
+                    f"the {label} stream of {config.dataset} has {len(stream)} tokens, fewer than one block of "
+                    f"max_length + 1 = {self.max_length + 1}; lower max_length or pass a larger corpus"
+                )
+        self.train, self.held_out = train.astype(np.int64), held_out.astype(np.int64)
+        self.vocab_size = vocab_size
+        self.batch_size = config.batch_size
+        self.seed = config.seed
+
+    def train_batch(self, step: int) -> Batch:
+        rng = stream_rng(self.seed, TRAIN_STREAM, step)
+        starts = rng.integers(len(self.train) - self.max_length, size=self.batch_size)  # (B,)
+        return lm_batch(self.train, starts, self.max_length)
+
+    def eval_batch(self, index: int) -> Batch:
+        # Consecutive blocks, wrapping around: every evaluation scores the same tokens.
+        blocks = (len(self.held_out) - 1) // self.max_length
+        starts = ((np.arange(self.batch_size) + index * self.batch_size) % blocks) * self.max_length
+        return lm_batch(self.held_out, starts, self.max_length)
+
+
+def lm_batch(stream: np.ndarray, starts: np.ndarray, length: int) -> Batch:
+    """Blocks stream[s : s + length] as inputs and stream[s + 1 : s + length + 1] as labels, (B, length) each."""
+    index = starts[:, None] + np.arange(length + 1)[None, :]  # (B, length + 1)
+    block = stream[index]
+    return Batch(block[:, :-1], np.ones((len(starts), length), dtype=np.int64), block[:, 1:])
+
+
+def build_lm_task(config: TrainConfig) -> LMTask:
+    """Read both splits, tokenize every text whole (no truncation, no special tokens) and concatenate."""
+    if not config.model.causal:
+        raise InputError("task lm predicts the next token and needs a causal model; set model.arch to gpt")
+    train_texts, held_texts = _read_splits(config, column=None)
+    spec = config.tokenizer or default_tokenizer(config.dataset)
+    tokenizer = get_tokenizer(spec, max_length=LM_TEXT_LIMIT, add_special_tokens=False)
+    streams = [tokenizer.encode_batch(texts)[0] for texts in (train_texts, held_texts)]
+    return LMTask(streams[0], streams[1], tokenizer.vocab_size, config)
+
+
+#: tokens per text the lm task keeps: no text of a real corpus is that long, so nothing is cut
+LM_TEXT_LIMIT = 1 << 30
+
+
 # --- building a task ----------------------------------------------------------------------------
 
 
@@ -258,6 +321,8 @@ def build_task(config: TrainConfig) -> Task:
     """The task ``config.task`` names, its data read and tokenized."""
     if config.task == "order":
         return OrderTask(config.order_length, config.order_vocab, config.batch_size, config.seed)
+    if config.task == "lm":
+        return build_lm_task(config)
     train_texts, held_texts = _read_splits(config, column=None)
     labels = None
     if config.task == "classification":

@@ -39,7 +39,9 @@ def test_the_synthetic_mds_file_fits_a_model_and_reproduces_the_true_distances(t
 def test_a_nan_never_passes_and_the_record_is_standard_json(tmp_path: Path) -> None:
     failed = check("x", "x > 0", math.nan, True)
     assert not failed.passed
-    result = ExperimentResult("demo", "a demo", [failed, check("y", "y >= 1", 2.0, True, paper="1")], data={"a": np.nan})
+    result = ExperimentResult(
+        "demo", "a demo", [failed, check("y", "y >= 1", 2.0, True, paper="1")], data={"a": np.nan}
+    )
     paths = write_result(result, tmp_path)
     document = json.loads(paths["json"].read_text())
     assert document["passed"] is False and document["data"]["a"] is None

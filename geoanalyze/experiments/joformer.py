@@ -1,0 +1,450 @@
+"""JoFormer's experiments: length generalization of LMs, and a small ViT on 8x8 digits.
+
+length-generalization
+    Three causal LMs, identical but for how positions enter attention (RoPE; JoFormer-fixed: RoPE's
+    frequencies plus value transport; JoFormer-projected: content-driven angles), trained by the
+    project's one loop on the ``lm`` task at block length L, then scored on the held-out stream in
+    blocks of L, 2L, 4L and 8L covering the same tokens. The perplexity ratio ppl(kL) / ppl(L)
+    measures extrapolation (1 = none lost; below 1 = the longer context helps). ci: WikiText-2
+    (../shared/data, the validation file: 90% trained on, the last 10% held out), characters,
+    L = 64 -> 512, a 2-layer width-64 model. paper: the train / validation splits, bert-base-uncased
+    WordPiece, L = 512 -> 4096, an 8-layer width-512 model on CUDA.
+vision-2d
+    A small ViT (models/vit.py) on scikit-learn's 8x8 digits (1,797 images, a fixed stratified 75/25
+    split), patches 2x2 on a 4x4 grid, mean pooled: no rotation, 2D-RoPE, JoFormer axial (fixed and
+    learned frequencies) with value transport, and dense (curved) frames; several seeds each. The
+    paper's setting (CIFAR-100, ViT D=256, 5 layers, 8 heads, patch 4, 300 epochs) needs CIFAR-100
+    as numpy arrays in ``<data_dir>/cifar100/{train,test}.npz`` (keys ``images`` (N, 32, 32, 3) uint8,
+    ``labels``), and a GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from .record import ExperimentOptions, ExperimentResult, Stopwatch, check, fmt, markdown_table
+
+# --- length generalization ------------------------------------------------------------------------
+
+LM_VARIANTS: dict[str, list[str]] = {
+    "rope": ["model.pe=rope", "model.attention=standard"],
+    "joformer-fixed": ["model.pe=none", "model.attention=joformer-fixed"],
+    "joformer-projected": ["model.pe=none", "model.attention=joformer-projected"],
+}
+MULTIPLIERS = (1, 2, 4, 8)
+#: the paper's perplexity ratios, train 512 -> test 4096 (8L)
+PAPER_RATIOS = {"joformer-projected": 1.02, "joformer-fixed": 4.41, "rope": 6.29}
+
+LM_PRESETS: dict[str, list[str]] = {
+    "ci": [
+        "task=lm",
+        "dataset=wikitext2",
+        "split=validation",
+        "eval_split=none",
+        "tokenizer=char",
+        "model.arch=gpt",
+        "model.n_positions=64",
+        "model.d_model=64",
+        "model.n_layers=2",
+        "model.n_heads=4",
+        "model.d_ff=256",
+        "model.dropout=0.0",
+        "max_length=64",
+        "limit=none",
+        "steps=600",
+        "batch_size=32",
+        "lr=3e-3",
+        "warmup_steps=50",
+        "eval_every=600",
+        "eval_batches=8",
+        "device=cpu",
+    ],
+    "paper": [
+        "task=lm",
+        "dataset=wikitext2",
+        "split=train",
+        "eval_split=validation",
+        "tokenizer=bert-base-uncased",
+        "model.arch=gpt",
+        "model.n_positions=512",
+        "model.d_model=512",
+        "model.n_layers=8",
+        "model.n_heads=8",
+        "model.d_ff=2048",
+        "model.dropout=0.1",
+        "max_length=512",
+        "limit=none",
+        "steps=20000",
+        "batch_size=32",
+        "lr=3e-4",
+        "warmup_steps=1000",
+        "eval_every=2000",
+        "eval_batches=20",
+        "device=cuda",
+    ],
+}
+#: blocks of the longest length scored per length (ci, paper): the same tokens at every length
+EVAL_BLOCKS = {"ci": 24, "paper": 16}
+
+
+def block_perplexity(
+    model: Any, stream: np.ndarray, length: int, n_tokens: int, device: Any, batch_size: int = 8
+) -> float:
+    r"""exp of the mean next-token NLL over stream[: n_tokens + 1] cut into blocks of ``length``.
+
+    Every block is scored from its own start (no carried context), so shorter blocks see less
+    context; ``n_tokens`` must be a multiple of ``length``.
+    """
+    import torch
+    from torch.nn import functional as F  # noqa: N812
+
+    from ..train.tasks import lm_batch
+
+    if n_tokens % length or len(stream) < n_tokens + 1:
+        raise InputError(
+            f"cannot cut {n_tokens} tokens into blocks of {length} from a stream of {len(stream)}; "
+            "lower the number of evaluation blocks"
+        )
+    starts = np.arange(n_tokens // length) * length
+    total, count = 0.0, 0
+    model.eval()
+    with torch.no_grad():
+        for first in range(0, len(starts), batch_size):
+            batch = lm_batch(stream, starts[first : first + batch_size], length)
+            ids = torch.as_tensor(batch.input_ids, device=device)
+            labels = torch.as_tensor(batch.labels, device=device)
+            logits = model(ids)["logits"].float()  # (B, T, V)
+            total += float(F.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="sum"))
+            count += labels.numel()
+    return math.exp(total / count)
+
+
+def length_generalization(options: ExperimentOptions) -> ExperimentResult:
+    """Train RoPE / JoFormer-fixed / JoFormer-projected LMs at L and score them at L, 2L, 4L, 8L."""
+    from ..models import Transformer
+    from ..train import resolve_config, train
+    from ..train.loop import select_device
+    from ..train.tasks import build_task
+
+    watch = Stopwatch()
+    preset = options.preset
+    base = [*LM_PRESETS[preset], f"seed={options.seed}"]
+    if options.device != "auto" or preset == "ci":
+        base.append(f"device={'cpu' if options.device == 'auto' else options.device}")
+    if options.data_dir is not None:
+        base.append(f"data_dir={options.data_dir}")
+    ratios: dict[str, list[float]] = {}
+    perplexities: dict[str, list[float]] = {}
+    runs: dict[str, Any] = {}
+    held_out: np.ndarray | None = None
+    for name, settings in LM_VARIANTS.items():
+        config = resolve_config(preset, [*base, *settings, *options.overrides])
+        out = Path(options.work_dir) / f"lm-{name}"
+        metrics = train(config, out, progress=options.progress)
+        if held_out is None:  # the same stream the runs held out (the tokenization is deterministic)
+            held_out = build_task(config).held_out  # type: ignore[attr-defined]
+        device = select_device(config.device)
+        model = Transformer.load(out / "checkpoint", device=device)
+        L = config.max_length
+        n_tokens = EVAL_BLOCKS[preset] * MULTIPLIERS[-1] * L
+        n_tokens = min(n_tokens, (len(held_out) - 1) // (MULTIPLIERS[-1] * L) * MULTIPLIERS[-1] * L)
+        if n_tokens < MULTIPLIERS[-1] * L:
+            raise InputError(
+                f"the held-out stream has {len(held_out)} tokens, fewer than one block of {MULTIPLIERS[-1] * L}; "
+                "lower max_length or use a larger corpus"
+            )
+        perplexities[name] = [block_perplexity(model, held_out, m * L, n_tokens, device) for m in MULTIPLIERS]
+        ratios[name] = [p / perplexities[name][0] for p in perplexities[name]]
+        runs[name] = {"train": metrics, "config": config.to_dict(), "eval_tokens": n_tokens}
+    L = int(runs["rope"]["config"]["max_length"])
+    longest = f"{MULTIPLIERS[-1]}L"
+    finite = all(math.isfinite(p) for values in perplexities.values() for p in values)
+    worst = max(max(r) for r in ratios.values())
+    checks = [
+        check(
+            "finite",
+            "every perplexity at L, 2L, 4L, 8L is finite (the model runs past its training length)",
+            worst,
+            finite,
+            detail="value: the largest ratio",
+        ),
+        check(
+            "projected-vs-rope",
+            f"JoFormer-projected's ppl ratio at {longest} < RoPE's",
+            ratios["joformer-projected"][-1],
+            ratios["joformer-projected"][-1] < ratios["rope"][-1],
+            paper="1.02x vs 6.29x (512 -> 4096)",
+            detail=f"RoPE {ratios['rope'][-1]:.3f}x",
+        ),
+        check(
+            "fixed-vs-rope",
+            f"JoFormer-fixed's ppl ratio at {longest} < RoPE's",
+            ratios["joformer-fixed"][-1],
+            ratios["joformer-fixed"][-1] < ratios["rope"][-1],
+            paper="4.41x vs 6.29x (512 -> 4096)",
+            detail=f"RoPE {ratios['rope'][-1]:.3f}x",
+        ),
+    ]
+    header = ["model", *(f"ppl {m}L" for m in MULTIPLIERS), *(f"ratio {m}L" for m in MULTIPLIERS[1:]), "paper 8L"]
+    rows = [[name, *perplexities[name], *ratios[name][1:], f"{PAPER_RATIOS[name]}x"] for name in LM_VARIANTS]
+    section = (
+        f"### Perplexity by evaluation length (trained at L = {L})\n\n"
+        + markdown_table(header, rows)
+        + "\n\nratio = ppl(kL) / ppl(L) on the same held-out tokens; paper: train 512, test 4096."
+    )
+    figure = "length_generalization.png"
+    _ratio_figure(ratios, L, Path(options.work_dir) / figure)
+    return ExperimentResult(
+        name="length-generalization",
+        title="LMs with RoPE, JoFormer-fixed and JoFormer-projected trained at L and evaluated at 2L, 4L, 8L",
+        checks=checks,
+        data={"L": L, "multipliers": list(MULTIPLIERS), "perplexity": perplexities, "ratio": ratios, "runs": runs},
+        sections=[section],
+        figures={figure: f"perplexity ratio ppl(kL) / ppl(L), trained at L = {L}"},
+        preset=preset,
+        seconds=watch(),
+    )
+
+
+def _ratio_figure(ratios: dict[str, list[float]], L: int, path: Path) -> None:
+    from ..report.figures import _pyplot, _save
+
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(5.5, 3.8), layout="constrained")
+    for name, values in ratios.items():
+        axis.plot([m * L for m in MULTIPLIERS], values, marker="o", label=name)
+    axis.set_xscale("log", base=2)
+    axis.axhline(1.0, color="grey", lw=0.8, ls="--")
+    axis.set_xlabel("evaluation block length")
+    axis.set_ylabel("ppl(length) / ppl(L)")
+    axis.set_title(f"length generalization, trained at L = {L}")
+    axis.legend(fontsize=8)
+    _save(figure, path)
+
+
+# --- vision ---------------------------------------------------------------------------------------
+
+VISION_ROTATIONS = ("none", "rope2d", "joformer-fixed", "joformer-learned", "dense")
+VISION_PRESETS: dict[str, dict[str, Any]] = {
+    "ci": {
+        "dataset": "digits",
+        "seeds": 2,
+        "steps": 400,
+        "batch_size": 64,
+        "lr": 3e-3,
+        "weight_decay": 0.05,
+        "model": {"image_size": 8, "patch": 2, "channels": 1, "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 128},
+    },
+    "paper": {
+        # The paper's CIFAR-100 ViT: D = 256, 5 layers, 8 heads, patch 4 (~4M parameters), 300 epochs.
+        "dataset": "cifar100",
+        "seeds": 1,
+        "steps": 117_300,  # 300 epochs of 50,000 images at batch 128
+        "batch_size": 128,
+        "lr": 1e-3,
+        "weight_decay": 0.05,
+        "model": {
+            "image_size": 32,
+            "patch": 4,
+            "channels": 3,
+            "d_model": 256,
+            "n_layers": 5,
+            "n_heads": 8,
+            "d_ff": 1024,
+            "dropout": 0.1,
+            "n_classes": 100,
+            "rope_base": 100.0,
+        },
+    },
+}
+#: the accuracy every position-aware variant must reach on 8x8 digits (chance 0.10)
+DIGITS_FLOOR = 0.85
+
+
+def load_digits_split(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """scikit-learn's 8x8 digits as (x_train, y_train, x_test, y_test): images (N, 1, 8, 8) in [0, 1], a
+    stratified 75 / 25 split fixed by ``seed``."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    digits = load_digits()
+    images = (digits.images / 16.0).astype(np.float32)[:, None]  # (1797, 1, 8, 8)
+    x_train, x_test, y_train, y_test = train_test_split(
+        images, digits.target, test_size=0.25, stratify=digits.target, random_state=seed
+    )
+    return x_train, y_train.astype(np.int64), x_test, y_test.astype(np.int64)
+
+
+def load_cifar100(data_dir: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """CIFAR-100 from ``<data_dir>/cifar100/{train,test}.npz`` as (N, 3, 32, 32) floats in [0, 1]."""
+    import os
+
+    root = Path(data_dir or os.environ.get("GEOANALYZE_DATA_DIR", "")) / "cifar100"
+    arrays = []
+    for split in ("train", "test"):
+        path = root / f"{split}.npz"
+        if not path.is_file():
+            raise InputError(
+                f"CIFAR-100 not found at {path}; put train.npz and test.npz (images (N, 32, 32, 3) uint8, labels) "
+                "there and pass --data-dir, or run the ci preset (8x8 digits)"
+            )
+        with np.load(path, allow_pickle=False) as file:
+            images = file["images"].astype(np.float32).transpose(0, 3, 1, 2) / 255.0
+            arrays += [images, file["labels"].astype(np.int64)]
+    return arrays[0], arrays[1], arrays[2], arrays[3]
+
+
+def train_vit(
+    rotation: str,
+    data: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    settings: dict[str, Any],
+    seed: int,
+    device: str = "cpu",
+) -> dict[str, float]:
+    """Train one ViT with AdamW (warm-up then cosine, the loop's :func:`lr_at`) and return its test accuracy."""
+    import torch
+    from torch.nn import functional as F  # noqa: N812
+
+    from ..models.vit import ViT, ViTConfig
+    from ..train import TrainConfig
+    from ..train.loop import lr_at, seed_everything, select_device
+
+    x_train, y_train, x_test, y_test = data
+    seed_everything(seed)
+    target = select_device(device)
+    model = ViT(ViTConfig(rotation=rotation, **settings["model"])).to(target)
+    schedule = TrainConfig(
+        steps=settings["steps"], lr=settings["lr"], warmup_steps=max(1, settings["steps"] // 20), min_lr_ratio=0.05
+    )
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings["lr"], weight_decay=settings["weight_decay"])
+    images, labels = torch.as_tensor(x_train, device=target), torch.as_tensor(y_train, device=target)
+    rng = np.random.default_rng([seed, 7])
+    model.train()
+    for step in range(1, settings["steps"] + 1):
+        rows = torch.as_tensor(rng.integers(len(images), size=settings["batch_size"]), device=target)
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step, schedule)
+        loss = F.cross_entropy(model(images[rows]), labels[rows])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for first in range(0, len(x_test), 512):
+            batch = torch.as_tensor(x_test[first : first + 512], device=target)
+            predicted = model(batch).argmax(dim=1).cpu().numpy()
+            correct += int((predicted == y_test[first : first + 512]).sum())
+    return {"accuracy": correct / len(x_test), "final_loss": float(loss.detach())}
+
+
+def vision_2d(options: ExperimentOptions) -> ExperimentResult:
+    """Train the ViT with each rotation over several seeds; compare test accuracies."""
+    watch = Stopwatch()
+    settings = _vision_settings(options.preset, options.overrides)
+    if settings["dataset"] == "digits":
+        data = load_digits_split(options.seed)
+    else:
+        data = load_cifar100(options.data_dir)
+    device = "cpu" if options.preset == "ci" and options.device == "auto" else options.device
+    seeds = [options.seed + s for s in range(settings["seeds"])]
+    accuracy: dict[str, list[float]] = {}
+    for rotation in VISION_ROTATIONS:
+        accuracy[rotation] = [train_vit(rotation, data, settings, seed, device)["accuracy"] for seed in seeds]
+    mean = {name: float(np.mean(values)) for name, values in accuracy.items()}
+    std = {name: float(np.std(values)) for name, values in accuracy.items()}
+    journeys = ["joformer-fixed", "joformer-learned", "dense"]  # the value-transporting variants
+    lowest = min(mean[name] for name in journeys)
+    blind = mean["none"]
+    v_gain = 100 * (mean["joformer-learned"] - mean["rope2d"])
+    dense_gap = 100 * (mean["dense"] - max(mean["joformer-fixed"], mean["joformer-learned"]))
+    noise = 100 * max(std.values())
+    floor = DIGITS_FLOOR if settings["dataset"] == "digits" else 0.0
+    checks = [
+        check(
+            "learns",
+            f"every JoFormer ViT (fixed, learned, dense; values transported) reaches test accuracy >= {floor:g} "
+            f"(mean over {len(seeds)} seeds; chance 0.1)",
+            lowest,
+            lowest >= floor,
+            detail=", ".join(f"{n} {mean[n]:.3f}" for n in VISION_ROTATIONS),
+        ),
+        check(
+            "positions-matter",
+            "the position-blind ViT (no rotation, mean pooling) is below every rotated one",
+            blind,
+            blind < min(mean[name] for name in VISION_ROTATIONS if name != "none"),
+        ),
+        check(
+            "v-rotation-vs-2d-rope",
+            "JoFormer axial (learned freqs + value transport) minus 2D-RoPE, points: reported, "
+            f"passes when not below -2x the largest seed std ({2 * noise:.2f})",
+            v_gain,
+            v_gain >= -2 * noise,
+            paper="+1.88 (CIFAR-100: 63.27 vs 61.39)",
+        ),
+        check(
+            "dense-vs-axial",
+            "dense (curved) minus the better axial JoFormer, points: reported, "
+            f"passes when not above +2x the largest seed std ({2 * noise:.2f}) (paper: dense worse)",
+            dense_gap,
+            dense_gap <= 2 * noise,
+            paper="dense worse",
+        ),
+    ]
+    rows = [[name, mean[name], std[name], ", ".join(fmt(a) for a in accuracy[name])] for name in VISION_ROTATIONS]
+    title = "8x8 digits" if settings["dataset"] == "digits" else "CIFAR-100"
+    section = f"### Test accuracy on {title} ({len(seeds)} seeds)\n\n" + markdown_table(
+        ["rotation", "mean", "std", "per seed"], rows
+    )
+    figure = "vision_2d.png"
+    _accuracy_figure(mean, std, Path(options.work_dir) / figure, title)
+    return ExperimentResult(
+        name="vision-2d",
+        title=f"a small ViT on {title}: 2D-RoPE vs JoFormer axial with value rotation vs dense rotations",
+        checks=checks,
+        data={"accuracy": accuracy, "mean": mean, "std": std, "settings": settings, "seeds": seeds},
+        sections=[section],
+        figures={figure: f"test accuracy on {title}, mean and std over seeds"},
+        preset=options.preset,
+        seconds=watch(),
+    )
+
+
+def _vision_settings(preset: str, overrides: Sequence[str]) -> dict[str, Any]:
+    """The preset's settings with ``key=value`` overrides (steps, seeds, batch_size, lr, weight_decay, model.<field>)."""
+    settings = {**VISION_PRESETS[preset], "model": dict(VISION_PRESETS[preset]["model"])}
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        key, raw = key.strip(), raw.strip()
+        target, field = (settings["model"], key[6:]) if key.startswith("model.") else (settings, key)
+        if not sep or field not in target or field in ("dataset", "model"):
+            known = [k for k in settings if k not in ("dataset", "model")] + [f"model.{k}" for k in settings["model"]]
+            raise InputError(f"vision-2d: unknown setting {item!r}; known keys: {', '.join(known)}")
+        kind = type(target[field])
+        try:
+            target[field] = kind(float(raw)) if kind is int else kind(raw)
+        except ValueError:
+            raise InputError(f"vision-2d: {key} must be {kind.__name__}, got {raw!r}") from None
+    return settings
+
+
+def _accuracy_figure(mean: dict[str, float], std: dict[str, float], path: Path, title: str) -> None:
+    from ..report.figures import _pyplot, _save
+
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(6, 3.6), layout="constrained")
+    names = list(mean)
+    axis.bar(names, [mean[n] for n in names], yerr=[std[n] for n in names], capsize=4)
+    axis.set_ylim(min(mean.values()) - 0.05, 1.0)
+    axis.set_ylabel("test accuracy")
+    axis.set_title(f"ViT on {title}")
+    axis.tick_params(axis="x", labelrotation=20)
+    _save(figure, path)

@@ -1,0 +1,113 @@
+"""JoFormer's experiments: the algebra checks, length generalization and the digits ViT (smoke and CI scale)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from geoanalyze.errors import InputError
+from geoanalyze.experiments import ExperimentOptions, run_experiment, write_result
+from geoanalyze.experiments.joformer import MULTIPLIERS, _vision_settings, block_perplexity, load_digits_split
+
+TINY_LM = [
+    "model.d_model=16",
+    "model.n_heads=2",
+    "model.n_layers=1",
+    "model.d_ff=32",
+    "max_length=8",
+    "model.n_positions=8",
+    "steps=3",
+    "eval_every=3",
+    "eval_batches=1",
+    "batch_size=4",
+    "split=train",
+]
+
+
+def options(tmp_path: Path, **extra: object) -> ExperimentOptions:
+    work = tmp_path / "work"
+    work.mkdir()
+    return ExperimentOptions(work_dir=work, progress=False, device="cpu", **extra)  # type: ignore[arg-type]
+
+
+def test_journey_checks_all_pass(tmp_path: Path) -> None:
+    result = run_experiment("journey", options(tmp_path))
+    names = {c.name for c in result.checks}
+    assert {
+        "associativity",
+        "path-independence",
+        "path-dependence",
+        "flat-regime",
+        "equivariance",
+        "dft",
+        "norms",
+    } <= names
+    assert result.passed, [c for c in result.checks if not c.passed]
+    assert all((tmp_path / "work" / name).is_file() for name in result.figures)
+    paths = write_result(result, tmp_path / "work")
+    assert json.loads(paths["json"].read_text())["passed"] is True
+
+
+def test_length_generalization_smoke(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.txt"
+    rng = np.random.default_rng(0)
+    corpus.write_text("\n".join("".join(rng.choice(list("abcd "), 50)) for _ in range(60)), encoding="utf-8")
+    result = run_experiment("length-generalization", options(tmp_path, overrides=[f"dataset={corpus}", *TINY_LM]))
+    ratios = result.data["ratio"]
+    assert set(ratios) == {"rope", "joformer-fixed", "joformer-projected"}
+    assert all(len(r) == len(MULTIPLIERS) and r[0] == 1.0 and all(math.isfinite(x) for x in r) for r in ratios.values())
+    assert {c.name for c in result.checks} == {"finite", "projected-vs-rope", "fixed-vs-rope"}
+    assert result.checks[0].passed
+    assert (tmp_path / "work" / "length_generalization.png").is_file()
+
+
+def test_block_perplexity_of_a_uniform_model_is_the_vocabulary() -> None:
+    import torch
+
+    class Uniform(torch.nn.Module):
+        def forward(self, ids: torch.Tensor) -> dict[str, torch.Tensor]:
+            return {"logits": torch.zeros(*ids.shape, 7)}
+
+    stream = np.arange(100) % 7
+    assert block_perplexity(Uniform(), stream, 8, 64, "cpu") == pytest.approx(7.0)
+    with pytest.raises(InputError, match="cannot cut"):
+        block_perplexity(Uniform(), stream, 8, 60, "cpu")
+
+
+def test_vision_smoke(tmp_path: Path) -> None:
+    overrides = ["steps=3", "seeds=1", "model.d_model=16", "model.n_layers=1", "model.d_ff=16"]
+    result = run_experiment("vision-2d", options(tmp_path, overrides=overrides))
+    assert set(result.data["mean"]) == {"none", "rope2d", "joformer-fixed", "joformer-learned", "dense"}
+    assert all(0.0 <= a <= 1.0 for a in result.data["mean"].values())
+    assert {c.name for c in result.checks} == {"learns", "positions-matter", "v-rotation-vs-2d-rope", "dense-vs-axial"}
+    assert (tmp_path / "work" / "vision_2d.png").is_file()
+
+
+def test_vision_data_and_settings() -> None:
+    x_train, _, x_test, y_test = load_digits_split(0)
+    assert x_train.shape[1:] == (1, 8, 8) and len(x_train) + len(x_test) == 1797
+    assert x_train.min() >= 0.0 and x_train.max() <= 1.0
+    assert set(np.unique(y_test)) == set(range(10))
+    assert _vision_settings("ci", ["steps=7", "model.d_model=32"])["steps"] == 7
+    with pytest.raises(InputError, match="unknown setting"):
+        _vision_settings("ci", ["colour=red"])
+    with pytest.raises(InputError, match="CIFAR-100 not found"):
+        from geoanalyze.experiments.joformer import load_cifar100
+
+        load_cifar100("/nonexistent")
+
+
+@pytest.mark.slow
+def test_length_generalization_ci(tmp_path: Path, shared_data: Path) -> None:
+    result = run_experiment("length-generalization", options(tmp_path, data_dir=str(shared_data)))
+    assert result.passed, [(c.name, c.value, c.detail) for c in result.checks]
+
+
+@pytest.mark.slow
+def test_vision_2d_ci(tmp_path: Path) -> None:
+    result = run_experiment("vision-2d", options(tmp_path))
+    assert result.passed, [(c.name, c.value, c.detail) for c in result.checks]
