@@ -89,9 +89,22 @@ def train(
         resume is True and there is no checkpoint; batch_size not divisible by the world size.
     IncompatibleError : the checkpoint is of another model or task.
     """
-    out = Path(output_dir).expanduser()
-    metrics_path = out / METRICS_FILE
     group = init_distributed(config)
+    try:
+        return _train(config, Path(output_dir).expanduser(), resume, progress, observe, group)
+    finally:
+        group.close()
+
+
+def _train(
+    config: TrainConfig,
+    out: Path,
+    resume: bool,
+    progress: bool,
+    observe: Callable[[Transformer], dict[str, float]] | None,
+    group: ProcessGroup,
+) -> dict[str, Any]:
+    metrics_path = out / METRICS_FILE
     device = select_device(config.device, group.local_rank)
     # Checked before the data is read and tokenized, so a wrong folder fails at once.
     checkpoint = _read_checkpoint(out, config) if resume else None
@@ -165,8 +178,14 @@ class ProcessGroup:
     Every method is a no-op for a single process, so the loop reads the same either way.
     """
 
-    def __init__(self, rank: int = 0, world: int = 1, local_rank: int = 0) -> None:
+    def __init__(self, rank: int = 0, world: int = 1, local_rank: int = 0, owned: bool = False) -> None:
         self.rank, self.world, self.local_rank = rank, world, local_rank
+        self.owned = owned  # this process group was created by init_distributed, which must destroy it
+
+    def close(self) -> None:
+        """Leave the process group if :func:`init_distributed` created it (gloo aborts at exit otherwise)."""
+        if self.owned and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
 
     @property
     def is_main(self) -> bool:
@@ -217,10 +236,11 @@ def init_distributed(config: TrainConfig) -> ProcessGroup:
         )
     rank, local_rank = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
     dist = torch.distributed
-    if not dist.is_initialized():
+    owned = not dist.is_initialized()
+    if owned:
         use_cuda = config.device != "cpu" and torch.cuda.is_available()
         dist.init_process_group(backend="nccl" if use_cuda else "gloo")
-    return ProcessGroup(rank, world, local_rank)
+    return ProcessGroup(rank, world, local_rank, owned)
 
 
 # --- the pieces ---------------------------------------------------------------------------------
@@ -361,7 +381,8 @@ def loss_terms(
     full logits with ignore_index, without the (B T, V) product for the unlabelled tokens.
     """
     if sequence_level:
-        logits = model(ids, mask)["cls_logits"].float()  # (B, C)
+        no_tokens = torch.zeros_like(ids, dtype=torch.bool)  # skip the (B T, V) token head: unused here
+        logits = model(ids, mask, logits_at=no_tokens)["cls_logits"].float()  # (B, C)
     else:
         at = labels != IGNORE  # (B, T)
         logits = model(ids, mask, logits_at=at)["logits"].float()  # (N, V)

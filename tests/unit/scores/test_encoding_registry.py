@@ -216,7 +216,7 @@ def test_listing_and_spec_detection() -> None:
     records = list_encodings()
     assert [r["name"] for r in records] == list(REGISTRY)
     assert all(r["summary"] for r in records)
-    assert {r["name"] for r in records if r["takes_path"]} == {"mds", "learned", "file"}
+    assert {r["name"] for r in records if r["takes_path"]} == {"mds", "learned", "file", "model"}
     assert is_encoding_spec("rope:d=64,base=500000")
     assert is_encoding_spec("mds:pe.safetensors")
     assert is_encoding_spec("sinusoidal")
