@@ -24,7 +24,16 @@ import torch
 
 from ..errors import InputError
 from ..report.progress import ProgressBars
-from .record import Check, ExperimentOptions, ExperimentResult, Stopwatch, check, fmt, markdown_table
+from .record import (
+    Check,
+    ExperimentOptions,
+    ExperimentResult,
+    Stopwatch,
+    apply_overrides,
+    check,
+    fmt,
+    markdown_table,
+)
 
 PAPER_SEEDS = (42, 123, 456)
 
@@ -317,18 +326,7 @@ def _deep_norms(seed: int, depth: int = 48, d: int = 128) -> dict[str, float]:
 
 def resolve_settings(preset: str, overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
     """The preset's settings with ``key=value`` overrides (typed like the default); InputError on unknown keys."""
-    settings = dict(SETTINGS[preset])
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or key not in settings:
-            raise InputError(f"unknown edelta-benchmarks setting {item!r}; valid keys: {', '.join(sorted(settings))}")
-        default = settings[key]
-        try:
-            settings[key] = type(default)(value) if not isinstance(default, str) else value.strip()
-        except ValueError as exc:
-            raise InputError(f"setting {key} must be a {type(default).__name__}, got {value!r}") from exc
-    return settings
+    return apply_overrides(SETTINGS[preset], overrides, "edelta-benchmarks")
 
 
 def _names(value: str, choices: tuple[str, ...] | list[str], what: str) -> list[str]:

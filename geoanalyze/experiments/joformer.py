@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .record import ExperimentOptions, ExperimentResult, Stopwatch, check, fmt, markdown_table
+from .record import ExperimentOptions, ExperimentResult, Stopwatch, apply_overrides, check, fmt, markdown_table
 
 # --- length generalization ------------------------------------------------------------------------
 
@@ -420,20 +420,11 @@ def vision_2d(options: ExperimentOptions) -> ExperimentResult:
 
 def _vision_settings(preset: str, overrides: Sequence[str]) -> dict[str, Any]:
     """The preset's settings with ``key=value`` overrides (steps, seeds, batch_size, lr, weight_decay, model.<field>)."""
-    settings = {**VISION_PRESETS[preset], "model": dict(VISION_PRESETS[preset]["model"])}
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        key, raw = key.strip(), raw.strip()
-        target, field = (settings["model"], key[6:]) if key.startswith("model.") else (settings, key)
-        if not sep or field not in target or field in ("dataset", "model"):
-            known = [k for k in settings if k not in ("dataset", "model")] + [f"model.{k}" for k in settings["model"]]
-            raise InputError(f"vision-2d: unknown setting {item!r}; known keys: {', '.join(known)}")
-        kind = type(target[field])
-        try:
-            target[field] = kind(float(raw)) if kind is int else kind(raw)
-        except ValueError:
-            raise InputError(f"vision-2d: {key} must be {kind.__name__}, got {raw!r}") from None
-    return settings
+    fixed = {"dataset": VISION_PRESETS[preset]["dataset"]}
+    if any(item.partition("=")[0].strip() == "dataset" for item in overrides):
+        raise InputError("vision-2d: unknown setting 'dataset'; the dataset follows the preset (ci: digits)")
+    adjustable = {k: v for k, v in VISION_PRESETS[preset].items() if k != "dataset"}
+    return {**apply_overrides(adjustable, overrides, "vision-2d"), **fixed}
 
 
 def _accuracy_figure(mean: dict[str, float], std: dict[str, float], path: Path, title: str) -> None:
