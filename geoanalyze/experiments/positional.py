@@ -213,22 +213,22 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
         "learned (trained)": model.pe.position_vectors(int(positions.max()) + 1)[positions],
         "learned (initial)": _initial_table(model, config.seed, positions),
     }
+    from ..report.figures import shepard_diagram
+
     rows: list[list[Any]] = []
     scores: dict[str, dict[str, Any]] = {}
+    tables: dict[str, dict[str, np.ndarray]] = {}
     for which in ("corrected", "naive"):
         distances = geometry.matrix(which)
-        encodings_here = dict(encodings, mds=classical_mds(distances).embedding_)
-        for name, vectors in encodings_here.items():
+        tables[which] = dict(encodings, mds=classical_mds(distances).embedding_)
+        for name, vectors in tables[which].items():
             violation = monotonicity_violation(vectors, distances)
             anchored = monotonicity_violation(vectors, distances, anchored=True)
             null = null_calibration(vectors, distances, draws=16, seed=options.seed)["monotonicity_violation"]
             scores[f"{name}, {which}"] = {"violation": violation, "anchored": anchored, "null": null}
             rows.append([name, which, violation, anchored, null["mean"], null["sd"], null["z"]])
-    from ..report.figures import shepard_diagram
-
     figure = "monotonicity-shepard.png"
-    corrected = geometry.matrix("corrected")
-    shepard_diagram(dict(encodings, mds=classical_mds(corrected).embedding_), corrected, options.work_dir / figure)
+    shepard_diagram(tables["corrected"], geometry.matrix("corrected"), options.work_dir / figure)
     learned = scores["learned (trained), corrected"]
     mds = scores["mds, corrected"]
     checks = [
