@@ -55,6 +55,8 @@ class StressOptions:
     cache: bool = True
     trust_remote_code: bool = False
     bootstrap: int = 0
+    device: str = "auto"
+    dtype: str = "auto"
 
 
 def parse_layers(spec: str, n_layers: int) -> list[int]:
@@ -96,7 +98,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
     else:
         from .checkpoints import load_checkpoint
 
-        checkpoint = load_checkpoint(target)
+        checkpoint = load_checkpoint(target, options.trust_remote_code)
         if options.tokenizer is not None:
             _check_tokenizer_fits(options.tokenizer, checkpoint)
         tokenizer = options.tokenizer or checkpoint.tokenizer_spec()
@@ -130,7 +132,8 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
 
     vectors = {}
     if checkpoint is not None:
-        vectors[target] = checkpoint.position_vectors(positions)
+        if checkpoint_has_position_vectors(checkpoint):
+            vectors[target] = checkpoint.position_vectors(positions)
     else:
         vectors[target] = encoding.vectors(positions, context)
     for spec, compared_encoding in compared.items():
@@ -144,7 +147,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
         )
         scores[name] = dict(observed, dim=int(table.shape[1]), null=observed_null)
 
-    if options.bootstrap:
+    if options.bootstrap and target in scores:
         scores[target]["bootstrap"] = bootstrap_intervals(
             vectors[target], scores[target], source, tokenizer, max_length, positions, options
         )
@@ -162,21 +165,46 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
         "peaks": {},
     }
     if checkpoint is not None:
+        mechanism = checkpoint.mechanism
+        rows: dict[str, str] = {}
         result["checkpoint"] = {
-            "path": str(checkpoint.path),
+            "path": str(checkpoint.path) if checkpoint.origin == "local folder" else checkpoint.name,
             "origin": checkpoint.origin,
-            "architecture": checkpoint.adapter.architecture,
-            "position_kind": checkpoint.adapter.kind,
+            "architecture": mechanism.architecture,
+            "model_type": mechanism.model_type,
+            "position_kind": mechanism.kind,
+            "position_mechanism": mechanism.summary(),
             "hidden_size": width,
             "layers": checkpoint.n_layers,
+            "parameters": mechanism.parameters,
+            "rows": rows,
+            "notes": list(mechanism.notes),
         }
+        rows["position"] = (
+            f"measured ({mechanism.kind})"
+            if target in vectors
+            else f"skipped: no absolute position vectors; positions are {mechanism.describe_kind()}"
+        )
         if chosen:
-            layers = projected_layers(checkpoint, vectors[target], target_distances, chosen)
-            layers += hidden_layers(
-                checkpoint, source, tokenizer, geometry, target_distances, chosen, max_length, options, progress
+            layers, measured = checkpoint_layers(
+                checkpoint,
+                vectors.get(target),
+                source,
+                tokenizer,
+                geometry,
+                target_distances,
+                chosen,
+                max_length,
+                options,
+                progress,
             )
+            rows.update(measured)
             result["layers"] = layers
             result["peaks"] = layer_peaks(layers)
+        else:
+            rows.update({name: "skipped: --layers none" for name in ("projected", "query_key", "hidden")})
+        for line in result["checkpoint"]["notes"]:
+            note(f"{target}: {line}")
     result["_geometry"] = geometry  # for figures; dropped from JSON
     result["_vectors"] = vectors
     return result
@@ -251,31 +279,14 @@ def bootstrap_intervals(
     return intervals
 
 
-def projected_layers(
-    checkpoint: Any, table: np.ndarray, distances: np.ndarray, chosen: list[int]
-) -> list[dict[str, Any]]:
-    """Scores of P W_Q^(l) and P W_K^(l) for the chosen layers (1-based: layer l's attention)."""
-    rows: list[dict[str, Any]] = []
-    maps = checkpoint.query_key_maps()
-    if maps and maps[0][0].shape[0] != table.shape[1]:
-        # ELECTRA-style checkpoints project narrower embeddings up before the first layer.
-        note(
-            f"{checkpoint.name}: position vectors of width {table.shape[1]} do not enter W_Q "
-            f"(width {maps[0][0].shape[0]}) directly; projected stress is left out"
-        )
-        return rows
-    for layer in chosen:
-        if layer == 0 or layer > len(maps):
-            continue
-        w_q, w_k = maps[layer - 1]
-        for projection, matrix in (("query", w_q), ("key", w_k)):
-            scores = all_scores(table @ matrix, distances, anchored=False)
-            rows.append({"layer": layer, "projection": projection, **{k: scores[k] for k in LAYER_SCORES}})
-    return rows
+def checkpoint_has_position_vectors(checkpoint: Any) -> bool:
+    """Whether the checkpoint's position row exists: a table, RoPE or ALiBi (not relative, not none)."""
+    return checkpoint.mechanism.kind in ("learned", "fixed", "rope", "alibi")
 
 
-def hidden_layers(
+def checkpoint_layers(
     checkpoint: Any,
+    table: np.ndarray | None,
     source: Any,
     tokenizer: str,
     geometry: PositionGeometry,
@@ -284,45 +295,95 @@ def hidden_layers(
     max_length: int,
     options: StressOptions,
     progress: ProgressFactory | None,
-) -> list[dict[str, Any]]:
-    """Scores of the per-position hidden-state centroids of each chosen layer."""
-    centroids, reach = cached_centroids(checkpoint, source, tokenizer, max_length, options, progress)
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Every per-layer row of a checkpoint, and what was measured or skipped (and why) per row kind."""
+    measured: dict[str, str] = {}
+    layers, measured["projected"] = projected_layers(checkpoint, table, distances, chosen)
+    forward = cached_forward(checkpoint, source, tokenizer, max_length, options, progress)
     positions = geometry.positions
+    reach = forward.reach
     usable = (positions < reach.shape[0]) & (reach[np.minimum(positions, reach.shape[0] - 1)] >= MIN_CENTROID_SEQUENCES)
-    if usable.sum() < 3:
-        return []
     index = np.flatnonzero(usable)
+    if index.size < 3:
+        reason = f"skipped: fewer than 3 kept positions are reached by {MIN_CENTROID_SEQUENCES} sampled sequences"
+        measured["query_key"] = measured["hidden"] = reason
+        return layers, measured
     sub = distances[np.ix_(index, index)]
-    rows = []
-    for layer in chosen:
-        if layer >= centroids.shape[0]:
-            continue
-        vectors = centroids[layer][positions[index]]
+    kept = positions[index]
+
+    def row(layer: int, projection: str, vectors: np.ndarray) -> dict[str, Any]:
         scores = all_scores(vectors, sub, anchored=False)
-        rows.append(
-            {
-                "layer": layer,
-                "projection": "hidden",
-                "positions_used": int(index.size),
-                **{k: scores[k] for k in LAYER_SCORES},
-            }
+        return {
+            "layer": layer,
+            "projection": projection,
+            "positions_used": int(index.size),
+            **{k: scores[k] for k in LAYER_SCORES},
+        }
+
+    captured = 0
+    for layer in chosen:
+        for projection, store in (("query", forward.queries), ("key", forward.keys)):
+            if layer in store and store[layer].shape[0] > int(kept.max()):
+                layers.append(row(layer, projection, store[layer][kept]))
+                captured += 1
+    if captured:
+        measured["query_key"] = f"measured ({forward.capture})"
+    elif forward.notes:
+        measured["query_key"] = "skipped: " + "; ".join(forward.notes)
+    else:
+        measured["query_key"] = "skipped: no chosen layer holds an attention module"
+    for layer in chosen:
+        if layer < forward.centroids.shape[0]:
+            layers.append(row(layer, "hidden", forward.centroids[layer][kept]))
+    measured["hidden"] = "measured"
+    layers.sort(key=lambda item: (item["layer"], _PROJECTION_ORDER.get(item["projection"], 9)))
+    return layers, measured
+
+
+_PROJECTION_ORDER = {"P·W_Q": 0, "P·W_K": 1, "query": 2, "key": 3, "hidden": 4}
+
+
+def projected_layers(
+    checkpoint: Any, table: np.ndarray | None, distances: np.ndarray, chosen: list[int]
+) -> tuple[list[dict[str, Any]], str]:
+    """Scores of P W_Q^(l) and P W_K^(l) for the chosen layers (1-based: layer l's attention): the stored
+    table pushed through each layer's query and key maps, bias left out."""
+    rows: list[dict[str, Any]] = []
+    if table is None or not checkpoint.mechanism.has_table:
+        return rows, "skipped: only an absolute table enters the query/key maps as a vector"
+    maps = checkpoint.query_key_maps()
+    if not maps:
+        return rows, "skipped: the query/key maps are fused in a layout not split here"
+    if maps[0][0].shape[0] != table.shape[1]:
+        # ALBERT/ELECTRA-style checkpoints project narrower embeddings up before the first layer.
+        return rows, (
+            f"skipped: position vectors of width {table.shape[1]} do not enter W_Q (width {maps[0][0].shape[0]}) directly"
         )
-    return rows
+    for layer in chosen:
+        if layer == 0 or layer > len(maps):
+            continue
+        w_q, w_k = maps[layer - 1]
+        for projection, matrix in (("P·W_Q", w_q), ("P·W_K", w_k)):
+            scores = all_scores(table @ matrix, distances, anchored=False)
+            rows.append({"layer": layer, "projection": projection, **{k: scores[k] for k in LAYER_SCORES}})
+    return rows, "measured"
 
 
-def cached_centroids(
+def cached_forward(
     checkpoint: Any,
     source: Any,
     tokenizer: str,
     max_length: int,
     options: StressOptions,
     progress: ProgressFactory | None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Hidden-state centroids, cached by checkpoint fingerprint, tokenizer, corpus and options.
+) -> Any:
+    """The forward pass's centroids (hidden, query, key), cached by checkpoint fingerprint, tokenizer,
+    corpus and options.
 
     The forward pass tokenizes with the same tokenizer as the counts, so centroid i and
     marginal i are the same position.
     """
+    from .checkpoints.hidden import ForwardResult
     from .corpus.marginals import tokenizer_fingerprint
 
     key_parts = {
@@ -334,22 +395,30 @@ def cached_centroids(
         "max_sequences": options.max_sequences,
         "limit": options.limit,
         "seed": options.seed,
-        "version": 2,
+        "dtype": options.dtype,
+        "version": 3,
     }
     path = cache_entry("centroids", key_parts)
     if options.cache and path.is_file():
         try:
-            arrays, _ = load_arrays(path, kind="centroids")
-            return arrays["centroids"], arrays["reach"]
-        except (FormatError, KeyError):
+            arrays, metadata = load_arrays(path, kind="centroids")
+            return ForwardResult(
+                arrays["centroids"],
+                arrays["reach"],
+                {int(k[2:]): v for k, v in arrays.items() if k.startswith("q_")},
+                {int(k[2:]): v for k, v in arrays.items() if k.startswith("k_")},
+                str(metadata.get("capture", "none")),
+                list(metadata.get("notes", [])),
+            )
+        except (FormatError, KeyError, ValueError):
             path.unlink(missing_ok=True)
-    from .checkpoints.hidden import hidden_centroids, sample_indices
+    from .checkpoints.hidden import forward_pass, sample_indices
 
     texts = source.read(options.limit)
     chosen = sample_indices(len(texts), options.max_sequences, options.seed)
     sample = [texts[i] for i in chosen]
     callback = progress("forward pass", len(sample)) if progress else None
-    centroids, reach = hidden_centroids(
+    forward = forward_pass(
         checkpoint,
         sample,
         max_length,
@@ -357,11 +426,18 @@ def cached_centroids(
         batch_size=options.batch_size,
         progress=callback,
         trust_remote_code=options.trust_remote_code,
+        device=options.device,
+        dtype=options.dtype,
     )
+    arrays = {"centroids": forward.centroids, "reach": forward.reach}
+    arrays.update({f"q_{k}": v for k, v in forward.queries.items()})
+    arrays.update({f"k_{k}": v for k, v in forward.keys.items()})
     # --no-cache recomputes and refreshes the entry (as for counts); an unwritable cache never fails the job.
     with contextlib.suppress(OSError, InputError):
-        save_arrays(path, {"centroids": centroids, "reach": reach}, kind="centroids", metadata=key_parts)
-    return centroids, reach
+        save_arrays(
+            path, arrays, kind="centroids", metadata={**key_parts, "capture": forward.capture, "notes": forward.notes}
+        )
+    return forward
 
 
 def layer_peaks(layers: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

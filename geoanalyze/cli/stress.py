@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from ..corpus.marginals import DEFAULT_MIN_COUNT
-from ..errors import InputError, ThresholdError
+from ..errors import DataNotFoundError, GeoanalyzeError, InputError, ThresholdError, first_line
 from ..report.render import grid_table, print_json, stdout_console
 from . import options as opt
 from .common import check_output_place, check_output_suffix, handles_errors
@@ -38,8 +38,21 @@ Dataset = Annotated[
 ]
 MaxPositions = Annotated[
     int | None,
-    typer.Option("--max-positions", min=3, help="Analyse positions 0..N-1 (default: the model's, at most 512)."),
+    typer.Option(
+        "--max-length",
+        "--max-positions",
+        min=3,
+        help="Analyse positions 0..N-1 (default: the model's, at most 512); --max-positions is an alias.",
+    ),
 ]
+Device = Annotated[str, typer.Option("--device", help="Forward pass on auto, cpu or cuda (auto: cuda when present).")]
+DType = Annotated[
+    str,
+    typer.Option(
+        "--dtype", help="Weights in auto, float32, bfloat16 or float16 (auto: float32 on CPU, the model's on CUDA)."
+    ),
+]
+BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="Sequences per forward batch.")]
 Layers = Annotated[str, typer.Option("--layers", help="all, none, or a list such as 0,3,6 (0 = embedding output).")]
 Compare = Annotated[
     str,
@@ -100,10 +113,10 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
 
 def crossed(result: dict[str, Any], thresholds: dict[str, float]) -> list[str]:
     """The thresholds the target crosses, as readable lines."""
-    scores = result["scores"][result["target"]]
+    scores = result["scores"].get(result["target"], {})
     lines = []
     for metric, limit in thresholds.items():
-        value = result["noise"][metric] if metric == "noise_fraction" else scores[metric]
+        value = result["noise"][metric] if metric == "noise_fraction" else scores.get(metric, float("nan"))
         if not value <= limit:  # NaN fails closed: a gate that cannot be evaluated does not pass
             lines.append(f"{metric} {value:.6g} > {limit:g}")
     return lines
@@ -139,6 +152,9 @@ def stress(
     bootstrap: Annotated[
         int, typer.Option("--bootstrap", min=0, help="Resample sequences this many times for 95% intervals (0: off).")
     ] = 0,
+    device: Device = "auto",
+    dtype: DType = "auto",
+    batch_size: BatchSize = 32,
     format: Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")] = "table",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Also write the JSON result here.")] = None,
     plot_dir: Annotated[Path | None, typer.Option("--plot-dir", help="Write PNG figures into this folder.")] = None,
@@ -181,6 +197,9 @@ def stress(
         no_cache=no_cache,
         trust_remote_code=trust_remote_code,
         bootstrap=bootstrap,
+        device=device,
+        dtype=dtype,
+        batch_size=batch_size,
     )
     with _progress_bars() as bars:
         result = analyze(target, options, progress=bars.track)
@@ -217,10 +236,15 @@ def report(
     compare: Compare = "sinusoidal,rope,alibi,mds,random",
     max_sequences: MaxSequences = 1024,
     no_cache: opt.NoCache = False,
+    device: Device = "auto",
+    dtype: DType = "auto",
+    batch_size: BatchSize = 32,
+    trust_remote_code: TrustRemoteCode = False,
 ) -> None:
     """A Markdown report (tables and figures) of several checkpoints side by side, for a CI job summary.
 
-    Figures go to a folder beside the page (<name>_files/).
+    Figures go to a folder beside the page (<name>_files/). A target that cannot be analysed
+    gets a section saying why, the page is still written, and the exit code is 1.
     """
     from ..analysis import analyze
     from ..io import write_text
@@ -229,12 +253,13 @@ def report(
     check_output_suffix(output, ".md", "reports")
     figure_dir = output.parent / f"{output.stem}_files"
     check_output_place(figure_dir, folder=True)
-    _check_targets(checkpoints)
+    _check_targets(checkpoints, trust_remote_code)
     # Figures are drawn into a staging folder that replaces <name>_files only once the page is written.
     output.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{output.stem}_files.", dir=output.parent))
-    sections = []
-    summary_rows = []
+    sections: list[str] = []
+    summary_rows: list[list[Any]] = []
+    failed: list[str] = []
     with _progress_bars() as bars, _cleaned_up(staging):
         for index, target in enumerate(checkpoints):
             options = _options(
@@ -253,22 +278,33 @@ def report(
                 max_sequences=max_sequences,
                 seed=0,
                 no_cache=no_cache,
-                trust_remote_code=False,
+                trust_remote_code=trust_remote_code,
+                device=device,
+                dtype=dtype,
+                batch_size=batch_size,
             )
-            result = analyze(target, options, progress=bars.track)
+            try:
+                result = analyze(target, options, progress=bars.track)
+            except GeoanalyzeError as exc:
+                if isinstance(exc, ThresholdError):
+                    raise
+                failed.append(target)
+                sections.append(f"## {target}\n\nnot analysed: {first_line(exc, 1000)}\n")
+                summary_rows.append([target, "-", "-", "-", "-", "-", "not analysed"])
+                continue
             figures = write_figures(result, staging, prefix=f"{index}-")
             links = {title: f"{figure_dir.name}/{Path(path).name}" for title, path in figures.items()}
             sections.append(markdown(result, links, level=2))
-            scores = result["scores"][target]
+            scores = result["scores"].get(target, {})
             peak = result["peaks"].get("query", {}).get("peak_stress_layer")
             summary_rows.append(
                 [
                     target,
                     len(result["positions"]),
-                    scores["stress"],
-                    scores["scaled_stress"],
-                    scores["monotonicity_violation"],
-                    scores["separation"],
+                    scores.get("stress", "-"),
+                    scores.get("scaled_stress", "-"),
+                    scores.get("monotonicity_violation", "-"),
+                    scores.get("separation", "-"),
                     peak,
                 ]
             )
@@ -280,10 +316,12 @@ def report(
         if figure_dir.exists():
             shutil.rmtree(figure_dir)
         os.replace(staging, figure_dir)
-    print(f"wrote {output} and {len(checkpoints)} sets of figures in {figure_dir}")
+    print(f"wrote {output} and {len(checkpoints) - len(failed)} sets of figures in {figure_dir}")
+    if failed:
+        raise ThresholdError(f"{len(failed)} of {len(checkpoints)} targets could not be analysed: {', '.join(failed)}")
 
 
-def _check_targets(targets: list[str]) -> None:
+def _check_targets(targets: list[str], trust_remote_code: bool = False) -> None:
     """Resolve every target before the first analysis, so a typo in the last one fails at once."""
     from ..checkpoints import load_checkpoint
     from ..encodings import get_encoding, is_encoding_spec
@@ -292,7 +330,12 @@ def _check_targets(targets: list[str]) -> None:
         if is_encoding_spec(target):
             get_encoding(target).check()
         else:
-            load_checkpoint(target)
+            try:
+                load_checkpoint(target, trust_remote_code)
+            except DataNotFoundError:
+                raise  # a typo: fail at once
+            except GeoanalyzeError:
+                pass  # an unreadable checkpoint gets its own section of the page
 
 
 @contextlib.contextmanager

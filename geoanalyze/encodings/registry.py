@@ -198,10 +198,10 @@ def _path_encoding(spec: str, name: str, arg: str) -> Encoding:
 
         def learned(positions: np.ndarray, _: EncodingContext) -> np.ndarray:
             checkpoint = load_checkpoint(arg)
-            if checkpoint.adapter.kind != "absolute":
+            if not checkpoint.mechanism.has_table:
                 raise InputError(
-                    f"{arg} has no learned position table (its positions are {checkpoint.adapter.kind}); "
-                    f"compare {checkpoint.adapter.implied} instead, or pass it as the stress target"
+                    f"{arg} has no position table (its positions are {checkpoint.mechanism.describe_kind()}); "
+                    "pass it as the stress target instead"
                 )
             return checkpoint.position_vectors(positions)
 

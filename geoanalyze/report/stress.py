@@ -84,7 +84,7 @@ def print_tables(result: dict[str, Any]) -> None:
 
 def bootstrap_line(result: dict[str, Any]) -> str:
     """The target's bootstrap intervals in one line ('' when --bootstrap was not asked for)."""
-    intervals = result["scores"][result["target"]].get("bootstrap")
+    intervals = result["scores"].get(result["target"], {}).get("bootstrap")
     if not intervals:
         return ""
     parts = [
