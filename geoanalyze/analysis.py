@@ -83,6 +83,12 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
     # Every option is checked before the corpus is read: bad input fails in a second, not after the counting.
     if options.bootstrap and options.bootstrap < 2:
         raise InputError(f"--bootstrap needs at least 2 resamples, got {options.bootstrap}")
+    from .checkpoints.hidden import DEVICES, DTYPES
+
+    if options.device.lower() not in DEVICES:
+        raise InputError(f"unknown --device {options.device!r}; choose one of {', '.join(DEVICES)}")
+    if options.dtype.lower() not in DTYPES:
+        raise InputError(f"unknown --dtype {options.dtype!r}; choose one of {', '.join(DTYPES)}")
     if options.bootstrap and options.distance != "naive":
         raise InputError("--bootstrap resamples the naive Hellinger matrix; use --distance naive")
     compared = {spec: get_encoding(spec) for spec in options.compare if spec}

@@ -122,7 +122,7 @@ def memory_estimate(checkpoint: Checkpoint, dtype: Any, batch_size: int, max_len
 
 
 def _gib(value: float) -> str:
-    return f"{value / 2**30:.1f} GiB"
+    return f"{value / 2**30:.1f} GiB" if value >= 2**30 else f"{value / 2**20:.1f} MiB"
 
 
 def check_fits(checkpoint: Checkpoint, device: str, dtype: Any, batch_size: int, max_length: int) -> bool:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..corpus.tokenize import PACKAGED_MINILM_NAMES, hub_offline, packaged_minilm_path
-from ..errors import DataNotFoundError, FormatError, InputError, first_line
+from ..errors import DataNotFoundError, FormatError, IncompatibleError, InputError, first_line
 from ..notes import note
 from .adapters import find_tensor, query_key_maps
 from .mechanism import Mechanism
@@ -153,17 +153,34 @@ def build_skeleton(config: Any, trust_remote_code: bool = False) -> tuple[Any, s
     of an encoder-decoder), and the prefix of its tensor names in the whole model ('encoder.')."""
     import warnings
 
+    import torch
     from accelerate import init_empty_weights
     from transformers import AutoModel
 
-    try:
-        with warnings.catch_warnings(), init_empty_weights():
-            warnings.simplefilter("ignore")
-            model = AutoModel.from_config(config, trust_remote_code=trust_remote_code)
-    except Exception as exc:  # inconsistent sizes, a config transformers accepts but cannot build
-        raise FormatError(
-            f"transformers cannot build {type(config).__name__} from this config ({first_line(exc)})"
-        ) from exc
+    def build() -> Any:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return AutoModel.from_config(config, trust_remote_code=trust_remote_code)
+        except Exception as exc:  # inconsistent sizes, a config transformers accepts but cannot build
+            raise FormatError(
+                f"transformers cannot build {type(config).__name__} from this config ({first_line(exc)})"
+            ) from exc
+
+    # First wholly on the meta device (nothing allocated) to size the largest tensor: the skeleton
+    # proper creates each parameter on the host for a moment before moving it to meta.
+    with torch.device("meta"):
+        largest = max((p.numel() * p.element_size() for p in build().parameters()), default=0)
+    from .hidden import available_memory
+
+    free = available_memory("cpu")
+    if largest > free / 2:
+        raise InputError(
+            f"this model's largest tensor alone needs {largest / 2**30:.1f} GiB, more than half of the "
+            f"{free / 2**30:.1f} GiB this machine has free; it cannot be analysed here (check the config's sizes)"
+        )
+    with init_empty_weights():
+        model = build()
     prefix = ""
     if getattr(config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
         encoder = model.get_encoder()
@@ -288,7 +305,7 @@ class Checkpoint:
         if mechanism.kind == "fixed" and mechanism.table_values is not None:
             return np.asarray(mechanism.table_values, dtype=np.float64)
         if mechanism.kind != "learned":
-            raise InputError(
+            raise IncompatibleError(
                 f"{self.name} ({mechanism.architecture}) has no position table: its positions are {mechanism.describe_kind()}"
             )
         table = self.tensor(find_tensor(self.tensor_names, mechanism.table))
@@ -318,6 +335,8 @@ class Checkpoint:
     def query_key_maps(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """[(W_Q, W_K)] per block, each (hidden, out) so that q = p @ W_Q (bias left out); [] when the
         projections are fused in a layout we do not split (the captured query/key rows still come)."""
+        if not self.mechanism.has_table:
+            return []
         return query_key_maps(self.mechanism.qk_weights, self.tensor_names, self.tensor)
 
     def tokenizer_spec(self) -> str:
@@ -333,7 +352,7 @@ def load_checkpoint(name: str, trust_remote_code: bool = False) -> Checkpoint:
     checkpoint = Checkpoint(name, path, origin, config, Mechanism("none", "", "", 0, 0))
     checkpoint.mechanism = mechanism_of(checkpoint, trust_remote_code)
     # Read the weights' index now, so a corrupt or empty file fails before any corpus work.
-    if not checkpoint.tensor_names:
+    if checkpoint.mechanism.kind == "learned" and not checkpoint.tensor_names:
         raise FormatError(f"{path} holds no tensors; re-download the checkpoint")
     return checkpoint
 

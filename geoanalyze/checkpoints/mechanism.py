@@ -185,7 +185,7 @@ def implied_base(inv_freq: list[float]) -> float | None:
     expected = frequencies[0] * base ** (-2.0 * np.arange(frequencies.size) / d)
     if not np.allclose(frequencies, expected, rtol=1e-4):
         return None  # scaled (llama3, yarn): no single base
-    return float(np.format_float_positional(base, precision=6, unique=False, trim="-"))
+    return float(f"{base:.6g}")  # float32 frequencies carry ~7 significant digits
 
 
 # --- detection on a skeleton ------------------------------------------------------------------------

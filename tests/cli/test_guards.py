@@ -172,8 +172,20 @@ def test_non_finite_numpy_values_become_null() -> None:
     assert to_jsonable({"a": np.float64("nan"), "b": [np.float32("inf")]}) == {"a": None, "b": [None]}
 
 
-def test_alibi_heads_come_from_any_config_spelling() -> None:
-    from geoanalyze.checkpoints.adapters import adapter_for
+def test_alibi_heads_come_from_any_config_spelling(tmp_path: Path) -> None:
+    """MPT names its heads n_heads and its ALiBi switch attn_config.alibi: 32 slopes 2^(-8h/32)."""
+    from geoanalyze.checkpoints import load_checkpoint
 
-    mpt = {"model_type": "mpt", "architectures": ["MPTForCausalLM"], "n_heads": 32, "attn_config": {"alibi": True}}
-    assert adapter_for(mpt).implied == "alibi:heads=32"
+    mpt = {
+        "model_type": "mpt",
+        "architectures": ["MPTForCausalLM"],
+        "n_heads": 32,
+        "d_model": 64,
+        "n_layers": 1,
+        "attn_config": {"alibi": True},
+    }
+    (tmp_path / "mpt").mkdir()
+    (tmp_path / "mpt" / "config.json").write_text(json.dumps(mpt))
+    mechanism = load_checkpoint(str(tmp_path / "mpt")).mechanism
+    assert mechanism.kind == "alibi"
+    np.testing.assert_allclose(sorted(mechanism.alibi_slopes), sorted(2.0 ** (-8.0 * np.arange(1, 33) / 32)), rtol=1e-6)

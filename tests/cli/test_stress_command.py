@@ -275,11 +275,12 @@ def test_layer_selection_and_the_warm_run(minilm_path: Path, tmp_path: Path) -> 
     assert list(cold["scores"]) == [str(minilm_path), *COMPARED]
     assert cold["scores"][str(minilm_path)]["dim"] == 384
     rows = sorted((row["layer"], row["projection"]) for row in cold["layers"])
-    assert rows == [(0, "hidden"), (2, "hidden"), (2, "key"), (2, "query")]  # layer 0 has no attention
-    assert set(cold["peaks"]) == {"query", "key", "hidden"}
+    # layer 0 has no attention; P·W_Q is the table through W_Q, query the captured queries
+    assert rows == [(0, "hidden"), (2, "P·W_K"), (2, "P·W_Q"), (2, "hidden"), (2, "key"), (2, "query")]
+    assert set(cold["peaks"]) == {"P·W_Q", "P·W_K", "query", "key", "hidden"}
 
     cached = {path: path.stat().st_mtime_ns for path in cache.rglob("*") if path.is_file()}
-    assert {path.parent.name for path in cached} == {"counts", "centroids"}
+    assert {path.parent.name for path in cached} == {"counts", "centroids", "mechanisms"}
     warm = ok(geoanalyze(*args, "-f", "json", cwd=work, env=env))
     assert json.loads(warm.stdout) == cold
     after = {path: path.stat().st_mtime_ns for path in cache.rglob("*") if path.is_file()}

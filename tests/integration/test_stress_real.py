@@ -306,18 +306,18 @@ def test_layers_hold_query_key_and_hidden_rows(
     rows = document["layers"]
     keys = [(row["layer"], row["projection"]) for row in rows]
     assert len(keys) == len(set(keys))
-    assert sorted(k for k in keys if k[1] == "query") == [(layer, "query") for layer in range(1, 7)]
-    assert sorted(k for k in keys if k[1] == "key") == [(layer, "key") for layer in range(1, 7)]
+    for projection in ("P·W_Q", "P·W_K", "query", "key"):  # the table through W_Q/W_K; the captured q/k
+        assert sorted(k for k in keys if k[1] == projection) == [(layer, projection) for layer in range(1, 7)]
     assert sorted(k for k in keys if k[1] == "hidden") == [(layer, "hidden") for layer in range(7)]
-    assert len(rows) == 6 + 6 + 7
+    assert len(rows) == 4 * 6 + 7
     for row in rows:
         assert set(row) >= {"layer", "projection", *LAYER_SCORES}
         assert row["stress"] > 0 and 0.0 <= row["scaled_stress"] <= 1.0
         assert 0.0 <= row["monotonicity_violation"] <= 1.0
-        if row["projection"] == "hidden":
+        if row["projection"] in ("hidden", "query", "key"):
             assert 3 <= row["positions_used"] <= len(validation_reference.kept)
     # Peaks: the layer of highest stress and of lowest scaled stress, per projection.
-    for projection in ("query", "key", "hidden"):
+    for projection in ("P·W_Q", "P·W_K", "query", "key", "hidden"):
         chosen = [row for row in rows if row["projection"] == projection]
         peak = document["peaks"][projection]
         assert peak["peak_stress"] == max(row["stress"] for row in chosen)
@@ -333,9 +333,9 @@ def test_projected_stress_equals_p_times_w_transposed(
     _, document, _ = validation_run
     ref = validation_reference
     rows = {(row["layer"], row["projection"]): row for row in document["layers"]}
-    for projection in ("query", "key"):
+    for projection, label in (("query", "P·W_Q"), ("key", "P·W_K")):
         expected = reference_scores(ref.projected(layer, projection), ref.distances)
-        assert_scores_match(rows[(layer, projection)], expected, LAYER_SCORES)
+        assert_scores_match(rows[(layer, label)], expected, LAYER_SCORES)
 
 
 def test_figures_are_pngs(validation_run: tuple[Path, dict[str, Any], str]) -> None:

@@ -80,7 +80,13 @@ ZOO: list[Entry] = [
     Entry("RoBERTa", "roberta", "encoder", "learned", offset=1, positions=63),  # pad 0 -> positions from 1
     Entry("XLM-R", "xlm-roberta", "encoder", "learned", offset=1, positions=63),
     Entry("CamemBERT", "camembert", "encoder", "learned", offset=1, positions=63),
-    Entry("DistilBERT", "distilbert", "encoder", "learned", {"dim": WIDTH, "n_layers": BLOCKS, "n_heads": HEADS, "hidden_dim": 64}),
+    Entry(
+        "DistilBERT",
+        "distilbert",
+        "encoder",
+        "learned",
+        {"dim": WIDTH, "n_layers": BLOCKS, "n_heads": HEADS, "hidden_dim": 64},
+    ),
     Entry("ELECTRA", "electra", "encoder", "learned", {"embedding_size": 16}),
     Entry("ALBERT", "albert", "encoder", "learned", {"embedding_size": 16}),
     Entry("ERNIE", "ernie", "encoder", "learned"),
@@ -88,7 +94,14 @@ ZOO: list[Entry] = [
     Entry("MPNet", "mpnet", "encoder", "learned", offset=2, relative=True, positions=62),  # padding index fixed at 1
     # DeBERTa's fused in_proj interleaves heads in a layout only its own code splits: no query/key rows.
     Entry("DeBERTa", "deberta", "encoder", "learned", {"relative_attention": True}, relative=True, captured=False),
-    Entry("DeBERTa-v2", "deberta-v2", "encoder", "relative", {"relative_attention": True, "position_biased_input": False}, relative=True),
+    Entry(
+        "DeBERTa-v2",
+        "deberta-v2",
+        "encoder",
+        "relative",
+        {"relative_attention": True, "position_biased_input": False},
+        relative=True,
+    ),
     _rope(
         "ModernBERT",
         "modernbert",
@@ -102,12 +115,33 @@ ZOO: list[Entry] = [
     ),
     _rope("RoFormer", "roformer", "encoder", embedding_size=WIDTH, captured=False),
     # --- decoders with a learned or fixed table
-    Entry("GPT-2", "gpt2", "decoder", "learned", {"n_embd": WIDTH, "n_layer": BLOCKS, "n_head": HEADS, "n_positions": 64}),
-    Entry("GPT-Neo", "gpt_neo", "decoder", "learned", {"attention_types": [[["global", "local"], 1]], "num_layers": BLOCKS, "window_size": 16}),
-    Entry("GPTBigCode", "gpt_bigcode", "decoder", "learned", {"n_embd": WIDTH, "n_layer": BLOCKS, "n_head": HEADS, "n_positions": 64}),
+    Entry(
+        "GPT-2", "gpt2", "decoder", "learned", {"n_embd": WIDTH, "n_layer": BLOCKS, "n_head": HEADS, "n_positions": 64}
+    ),
+    Entry(
+        "GPT-Neo",
+        "gpt_neo",
+        "decoder",
+        "learned",
+        {"attention_types": [[["global", "local"], 1]], "num_layers": BLOCKS, "window_size": 16},
+    ),
+    Entry(
+        "GPTBigCode",
+        "gpt_bigcode",
+        "decoder",
+        "learned",
+        {"n_embd": WIDTH, "n_layer": BLOCKS, "n_head": HEADS, "n_positions": 64},
+    ),
     Entry("OPT", "opt", "decoder", "learned", {"ffn_dim": 64, "word_embed_proj_dim": WIDTH}, offset=2),
     Entry("BioGPT", "biogpt", "decoder", "learned", offset=2),
-    Entry("XGLM", "xglm", "decoder", "fixed", {"d_model": WIDTH, "num_layers": BLOCKS, "attention_heads": HEADS, "ffn_dim": 64}, offset=2),
+    Entry(
+        "XGLM",
+        "xglm",
+        "decoder",
+        "fixed",
+        {"d_model": WIDTH, "num_layers": BLOCKS, "attention_heads": HEADS, "ffn_dim": 64},
+        offset=2,
+    ),
     # --- RoPE decoders: full, partial, scaled, per layer type, NoPE layers
     _rope("Llama", "llama", num_key_value_heads=2),
     _rope("Llama (llama3 scaling)", "llama", num_key_value_heads=2, rope_scaling=LLAMA3, rope_base=None),
@@ -141,7 +175,17 @@ ZOO: list[Entry] = [
     _rope("StableLM (partial 0.5)", "stablelm", num_key_value_heads=HEADS, partial_rotary_factor=0.5, rope_dims=4),
     _rope("GPT-NeoX (rotary_pct 0.5)", "gpt_neox", rotary_pct=0.5, rotary_emb_base=5000, rope_dims=4, rope_base=5000.0),
     _rope("GPT-J", "gptj", n_embd=WIDTH, n_layer=BLOCKS, n_head=HEADS, n_positions=64, rotary_dim=4, rope_dims=4),
-    _rope("CodeGen", "codegen", n_embd=WIDTH, n_layer=BLOCKS, n_head=HEADS, n_positions=64, n_ctx=64, rotary_dim=4, rope_dims=4),
+    _rope(
+        "CodeGen",
+        "codegen",
+        n_embd=WIDTH,
+        n_layer=BLOCKS,
+        n_head=HEADS,
+        n_positions=64,
+        n_ctx=64,
+        rotary_dim=4,
+        rope_dims=4,
+    ),
     _rope("GLM-4 (partial 0.5)", "glm4", num_key_value_heads=2, head_dim=8, partial_rotary_factor=0.5, rope_dims=4),
     _rope("OLMo", "olmo"),
     _rope("OLMo-2", "olmo2"),
@@ -186,14 +230,28 @@ ZOO: list[Entry] = [
         {"d_model": WIDTH, "n_heads": HEADS, "n_layers": BLOCKS, "expansion_ratio": 2, "max_seq_len": 64},
         heads=HEADS,
     ),
-    Entry("Falcon (ALiBi)", "falcon", "decoder", "alibi", {"alibi": True, "num_kv_heads": HEADS, "new_decoder_architecture": True}, heads=HEADS),
+    Entry(
+        "Falcon (ALiBi)",
+        "falcon",
+        "decoder",
+        "alibi",
+        {"alibi": True, "num_kv_heads": HEADS, "new_decoder_architecture": True},
+        heads=HEADS,
+    ),
     # --- encoder-decoders (their encoder)
     Entry(
         "T5",
         "t5",
         "encoder-decoder",
         "relative",
-        {"d_model": WIDTH, "d_kv": 8, "d_ff": 64, "num_layers": BLOCKS, "num_heads": HEADS, "decoder_start_token_id": 0},
+        {
+            "d_model": WIDTH,
+            "d_kv": 8,
+            "d_ff": 64,
+            "num_layers": BLOCKS,
+            "num_heads": HEADS,
+            "decoder_start_token_id": 0,
+        },
         relative=True,
     ),
     Entry(
@@ -280,3 +338,42 @@ def corpus_tokenizer(corpus: Path) -> Any:
     )
     core.train([str(corpus)], trainer)
     return PreTrainedTokenizerFast(tokenizer_object=core, pad_token="[PAD]", bos_token="[BOS]", eos_token="[EOS]")
+
+
+def describe(entry: Entry) -> str:
+    """The mechanism with its parameters, as the docs table states it."""
+    if entry.kind == "rope":
+        parts = [f"{entry.rope_dims} of {entry.config.get('head_dim', HEAD_DIM)} dims"]
+        scaling = (entry.config.get("rope_scaling") or {}).get("rope_type")
+        if scaling:
+            parts.append(f"{scaling} scaling")
+        elif entry.rope_base:
+            parts.append(f"base {entry.rope_base:g}")
+        if entry.rope_sets > 1:
+            parts.append(f"{entry.rope_sets} sets by layer type")
+        if entry.nope:
+            parts.append(f"NoPE in block {', '.join(map(str, entry.nope))}")
+        return "RoPE (" + ", ".join(parts) + ")"
+    if entry.kind in ("learned", "fixed"):
+        text = f"{entry.kind} table" + (f", offset {entry.offset}" if entry.offset else "")
+        return text + (", + relative bias" if entry.relative else "")
+    if entry.kind == "alibi":
+        return f"ALiBi ({entry.heads} heads)"
+    if entry.kind == "relative":
+        return "relative only"
+    return "none"
+
+
+def markdown_table() -> str:
+    """The zoo as docs/checkpoints.md shows it (checked against the file by a test)."""
+    lines = [
+        "| architecture | model_type | family | positions (detected) | position row | query/key rows |",
+        "|---|---|---|---|---|---|",
+    ]
+    for entry in ZOO:
+        position = "yes" if entry.kind in ("learned", "fixed", "rope", "alibi") else "no (note)"
+        captured = "yes" if entry.captured else "no (note)"
+        lines.append(
+            f"| {entry.name} | `{entry.model_type}` | {entry.family} | {describe(entry)} | {position} | {captured} |"
+        )
+    return "\n".join(lines)

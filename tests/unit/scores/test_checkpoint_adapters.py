@@ -18,7 +18,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file as save_torch_file
 
-from geoanalyze.checkpoints import Checkpoint, adapter_for, load_checkpoint, resolve_checkpoint
+from geoanalyze.checkpoints import Checkpoint, load_checkpoint, resolve_checkpoint
 from geoanalyze.checkpoints.hidden import hidden_centroids, sample_indices
 from geoanalyze.errors import DataNotFoundError, FormatError, IncompatibleError, InputError
 
@@ -66,8 +66,8 @@ def test_minilm_from_a_local_folder(minilm_path: Path) -> None:
     assert checkpoint.origin == "local folder"
     assert checkpoint.path == minilm_path.resolve()
     assert (checkpoint.hidden_size, checkpoint.n_layers, checkpoint.max_positions) == (384, 6, 512)
-    assert checkpoint.adapter.kind == "absolute"
-    assert checkpoint.adapter.offset == 0
+    assert checkpoint.mechanism.kind == "learned"
+    assert checkpoint.mechanism.offset == 0
     assert checkpoint.tokenizer_spec() == str(minilm_path.resolve())
 
 
@@ -80,7 +80,7 @@ def test_minilm_position_table_is_the_stored_tensor(minilm_path: Path) -> None:
     np.testing.assert_array_equal(table, expected)
     np.testing.assert_array_equal(checkpoint.position_vectors(range(512)), expected)
     np.testing.assert_array_equal(checkpoint.position_vectors([7, 3]), expected[[7, 3]])
-    with pytest.raises(InputError, match="lower --max-positions"):
+    with pytest.raises(InputError, match="lower --max-length"):
         checkpoint.position_vectors([0, 512])
 
 
@@ -148,7 +148,13 @@ def test_folder_without_config_or_weights(tmp_path: Path) -> None:
     (bad / "config.json").write_text("{not json")
     with pytest.raises(FormatError, match=r"config\.json"):
         load_checkpoint(str(bad))
-    config = {"model_type": "bert", "architectures": ["BertModel"], "hidden_size": 8, "num_hidden_layers": 1}
+    config = {
+        "model_type": "bert",
+        "architectures": ["BertModel"],
+        "hidden_size": 8,
+        "num_attention_heads": 2,
+        "num_hidden_layers": 1,
+    }
     weightless = write_config(tmp_path / "weightless", config)
     with pytest.raises(FormatError, match="safetensors"):
         load_checkpoint(str(weightless)).position_table()
@@ -161,7 +167,7 @@ def test_folder_without_config_or_weights(tmp_path: Path) -> None:
 def test_roberta_positions_start_after_the_padding_index(tiny_roberta: dict[int, Any], pad: int) -> None:
     saved = tiny_roberta[pad]
     checkpoint = load_checkpoint(str(saved.path))
-    assert checkpoint.adapter.offset == pad + 1
+    assert checkpoint.mechanism.offset == pad + 1
     assert checkpoint.max_positions == 40 - (pad + 1)
     embeddings = saved.model.embeddings
     # The model's own position ids for an unpadded sequence of 12 tokens.
@@ -193,7 +199,7 @@ def test_roberta_query_key_maps(tiny_roberta: dict[int, Any]) -> None:
 
 def test_distilbert(tiny_distilbert: Any) -> None:
     checkpoint = load_checkpoint(str(tiny_distilbert.path))
-    assert checkpoint.adapter.offset == 0
+    assert checkpoint.mechanism.offset == 0
     assert (checkpoint.hidden_size, checkpoint.n_layers, checkpoint.max_positions) == (32, 2, 40)
     model = tiny_distilbert.model
     with torch.no_grad():
@@ -211,7 +217,7 @@ def test_distilbert(tiny_distilbert: Any) -> None:
 
 def test_gpt2_fused_query_key_value(tiny_gpt2: Any) -> None:
     checkpoint = load_checkpoint(str(tiny_gpt2.path))
-    assert checkpoint.adapter.fused
+    assert checkpoint.mechanism.qk_weights[0][2] == "fused-conv1d"
     assert (checkpoint.hidden_size, checkpoint.n_layers, checkpoint.max_positions) == (32, 2, 40)
     model = tiny_gpt2.model
     with torch.no_grad():
@@ -311,9 +317,11 @@ LLAMA = {
 def test_llama_like_config_implies_rope_vectors(tmp_path: Path, extra: dict[str, Any], d: int, base: float) -> None:
     folder = write_config(tmp_path / "llama", {**LLAMA, **extra})
     checkpoint = load_checkpoint(str(folder))
-    assert checkpoint.adapter.kind == "rope"
+    assert checkpoint.mechanism.kind == "rope"
     positions = [0, 1, 2, 50, 127]
-    np.testing.assert_allclose(checkpoint.position_vectors(positions), rope_reference(positions, d, base), atol=1e-12)
+    # The vectors are the model's own: its float32 inv_freq and float32 angles, so at position 127 they sit
+    # ~1e-5 from the float64 formula (test_capture.py checks them against the model's cos/sin to 1e-6).
+    np.testing.assert_allclose(checkpoint.position_vectors(positions), rope_reference(positions, d, base), atol=5e-5)
     assert checkpoint.query_key_maps() == []
     with pytest.raises(IncompatibleError, match="rope"):
         checkpoint.position_table()
@@ -322,20 +330,20 @@ def test_llama_like_config_implies_rope_vectors(tmp_path: Path, extra: dict[str,
 def test_bloom_config_implies_alibi_vectors(tmp_path: Path) -> None:
     config = {"model_type": "bloom", "architectures": ["BloomForCausalLM"], "n_head": 8, "hidden_size": 64}
     checkpoint = load_checkpoint(str(write_config(tmp_path / "bloom", config)))
-    assert checkpoint.adapter.kind == "alibi"
+    assert checkpoint.mechanism.kind == "alibi"
     vectors = checkpoint.position_vectors([0, 1, 5])
     expected = [[i * 2.0 ** (-8 * h / 8) for h in range(1, 9)] for i in (0, 1, 5)]
     np.testing.assert_allclose(vectors, expected, rtol=1e-15)
 
 
-def test_unsupported_architecture(tmp_path: Path) -> None:
+def test_relative_positions_are_described_not_refused(tmp_path: Path) -> None:
+    """T5 was refused before; its bucketed relative bias is now named, and the position row explained."""
     config = {"model_type": "t5", "architectures": ["T5ForConditionalGeneration"], "d_model": 64, "num_layers": 2}
-    folder = write_config(tmp_path / "t5", config)
-    with pytest.raises(IncompatibleError, match="not supported yet") as info:
-        load_checkpoint(str(folder))
-    assert "T5ForConditionalGeneration" in str(info.value)
-    with pytest.raises(IncompatibleError, match="not supported yet"):
-        adapter_for({"model_type": "t5"})
+    checkpoint = load_checkpoint(str(write_config(tmp_path / "t5", config)))
+    assert checkpoint.mechanism.kind == "relative"
+    assert "bucketed relative attention bias" in checkpoint.mechanism.relative
+    with pytest.raises(InputError, match="relative"):
+        checkpoint.position_vectors([0, 1])
 
 
 # --- hidden-state centroids ---------------------------------------------------------------------------------
