@@ -193,3 +193,33 @@ def test_a_model_larger_than_free_memory_but_sane_tensors(
 def test_bad_device_and_dtype(zoo: dict[str, Path], tmp_path: Path) -> None:
     refused(geoanalyze("stress", zoo["Llama"], "--dataset", CORPUS, "--dtype", "float8", cwd=tmp_path), "--dtype")
     refused(geoanalyze("stress", zoo["Llama"], "--dataset", CORPUS, "--device", "tpu", cwd=tmp_path), "--device")
+
+
+def test_report_writes_the_page_past_an_unanalysable_target(zoo: dict[str, Path], tmp_path: Path) -> None:
+    """One broken target gets its own section; the page and the others' figures are written; exit 1."""
+    broken = copy_with(zoo["Llama"], tmp_path / "broken", rope_theta="abc")
+    page = tmp_path / "out" / "report.md"
+    result = geoanalyze(
+        "report",
+        zoo["Qwen3"],
+        broken,
+        "--dataset",
+        CORPUS,
+        "--max-length",
+        "16",
+        "--max-sequences",
+        "64",
+        "--compare",
+        "sinusoidal",
+        "-o",
+        page,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "1 of 2 targets could not be analysed" in result.stderr
+    text = page.read_text()
+    assert f"## {broken}\n\nnot analysed: " in text and "rope_theta" in text
+    assert f"| {broken} | - |" in text
+    assert f"## {zoo['Qwen3']} on drift-words.txt" in text
+    figures = sorted(p.name for p in (tmp_path / "out" / "report_files").iterdir())
+    assert figures == ["0-hellinger.png", "0-layers.png", "0-mds.png", "0-shepard.png"]
