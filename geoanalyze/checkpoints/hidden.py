@@ -172,7 +172,7 @@ class _Capture:
         """states: (B, H, T, d) if heads_first else (B, T, width); summed over the batch where they are."""
         import torch
 
-        mask = self.mask
+        mask = self.mask if self.mask.device == states.device else self.mask.to(states.device)  # sharded models
         if heads_first:
             _, heads, length, dim = states.shape
             sums = torch.einsum("bhtd,bt->thd", states.float(), mask[:, :length].float()).reshape(length, heads * dim)

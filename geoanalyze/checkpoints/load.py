@@ -359,9 +359,12 @@ def load_checkpoint(name: str, trust_remote_code: bool = False) -> Checkpoint:
 
 def mechanism_of(checkpoint: Checkpoint, trust_remote_code: bool = False) -> Mechanism:
     """The position mechanism, detected on a skeleton of the model once and cached by fingerprint."""
+    from importlib.metadata import version
+
     from ..corpus.marginals import cache_entry
 
-    key = {"checkpoint": checkpoint.fingerprint(), "kind": "mechanism", "version": 1}
+    # Detection reads what transformers builds: another transformers version may build it otherwise.
+    key = {"checkpoint": checkpoint.fingerprint(), "transformers": version("transformers"), "version": 1}
     entry = cache_entry("mechanisms", key).with_suffix(".json")
     try:
         record = json.loads(entry.read_text(encoding="utf-8"))
