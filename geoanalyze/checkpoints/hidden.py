@@ -151,9 +151,11 @@ def check_fits(checkpoint: Checkpoint, device: str, dtype: Any, batch_size: int,
 class _Capture:
     """Per-position sums of queries and keys per block, for the padding mask of the current batch."""
 
-    def __init__(self, block_of: dict[int, int]) -> None:
+    def __init__(self, block_of: dict[int, int], length: int) -> None:
         self.block_of = block_of
+        self.length = length  # the longest sequence: the sums' rows
         self.mask: Any = None
+        self.weights: dict[Any, Any] = {}  # the mask as float32, per device
         self.queries: dict[int, Any] = {}
         self.keys: dict[int, Any] = {}
         self.calls = 0
@@ -169,25 +171,23 @@ class _Capture:
         return self.block_of.get(id(module))
 
     def add(self, store: dict[int, Any], block: int, states: Any, heads_first: bool) -> None:
-        """states: (B, H, T, d) if heads_first else (B, T, width); summed over the batch where they are."""
+        """states: (B, H, T, d) if heads_first else (B, T, width); summed over the batch where they are,
+        into float64 running sums on the same device (few, large operations: this runs in every layer)."""
         import torch
 
-        mask = self.mask if self.mask.device == states.device else self.mask.to(states.device)  # sharded models
+        weights = self.weights.get(states.device)
+        if weights is None:  # a sharded model's layer on another device
+            weights = self.weights[states.device] = self.mask.to(states.device, torch.float32)
+        if states.dtype != torch.float32:
+            states = states.float()
+        length = states.shape[2] if heads_first else states.shape[1]
         if heads_first:
-            _, heads, length, dim = states.shape
-            sums = torch.einsum("bhtd,bt->thd", states.float(), mask[:, :length].float()).reshape(length, heads * dim)
+            sums = torch.einsum("bhtd,bt->thd", states, weights[:, :length]).flatten(1)
         else:
-            length = states.shape[1]
-            sums = torch.einsum("btw,bt->tw", states.float(), mask[:, :length].float())
-        sums = sums.to("cpu", torch.float64)
+            sums = torch.einsum("btw,bt->tw", states, weights[:, :length])
         total = store.get(block)
-        if total is None or total.shape[0] < length:
-            grown = torch.zeros(
-                (max(length, 0 if total is None else total.shape[0]), sums.shape[1]), dtype=torch.float64
-            )
-            if total is not None:
-                grown[: total.shape[0]] = total
-            total = store[block] = grown
+        if total is None:
+            total = store[block] = torch.zeros((self.length, sums.shape[1]), dtype=torch.float64, device=sums.device)
         total[:length] += sums
 
     def attention(self, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -350,12 +350,12 @@ def forward_pass(
     input_device = next(model.parameters()).device
     blocks = layer_list(model, model.config)
     block_of = {id(module): index + 1 for index, block in enumerate(blocks) for module in block.modules()}
-    recorder = _Capture(block_of)
     notes: list[str] = []
 
     encoded = tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
     order = np.argsort([len(ids) for ids in encoded], kind="stable")
     n = max((len(ids) for ids in encoded), default=0)
+    recorder = _Capture(block_of, max(n, 4))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
     sums: torch.Tensor | None = None
     counts = torch.zeros(n, dtype=torch.float64)
@@ -364,6 +364,7 @@ def forward_pass(
 
     def run(ids: torch.Tensor, mask: torch.Tensor) -> Any:
         recorder.mask = mask.to(input_device)
+        recorder.weights = {recorder.mask.device: recorder.mask.float()}
         recorder.seen.clear()
         recorder.ordinal = 0
         try:
@@ -413,7 +414,7 @@ def forward_pass(
         centroids = sums.numpy() / reach[None, :, None]
 
         def mean(store: dict[int, Any]) -> dict[int, np.ndarray]:
-            return {block: total.numpy() / reach[: total.shape[0], None] for block, total in store.items()}
+            return {block: total[:n].cpu().numpy() / reach[:n, None] for block, total in store.items()}
 
         queries, keys = mean(recorder.queries), mean(recorder.keys)
     rope_inside = checkpoint.mechanism.kind == "rope"
