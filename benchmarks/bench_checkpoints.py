@@ -64,7 +64,8 @@ def tiny_llama(folder: Path) -> Path:
 
 
 def plain_loop(folder: str, sample: list[str]) -> Any:
-    """What a user would write with transformers alone: load, tokenize, sort, pad, forward, keep the states."""
+    """What a user would write with transformers alone for the same centroids: load, tokenize, sort, pad,
+    forward with every hidden state, masked per-position sums of all layers accumulated in float64."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -73,7 +74,9 @@ def plain_loop(folder: str, sample: list[str]) -> Any:
     encoded = tokenizer(sample, truncation=True, max_length=MAX_LENGTH)["input_ids"]
     order = np.argsort([len(ids) for ids in encoded], kind="stable")
     pad = tokenizer.pad_token_id or 0
+    n = max(len(ids) for ids in encoded)
     total = None
+    counts = torch.zeros(n, dtype=torch.float64)
     with torch.no_grad():
         for start in range(0, len(order), BATCH):
             batch = [encoded[k] for k in order[start : start + BATCH]]
@@ -83,9 +86,13 @@ def plain_loop(folder: str, sample: list[str]) -> Any:
             for row, sequence in enumerate(batch):
                 ids[row, : len(sequence)] = torch.tensor(sequence)
                 mask[row, : len(sequence)] = 1
-            states = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
-            total = states[-1].sum() if total is None else total + states[-1].sum()
-    return total
+            states = torch.stack(model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states)
+            sums = torch.einsum("lbth,bt->lth", states, mask.float()).double()
+            if total is None:
+                total = torch.zeros((states.shape[0], n, states.shape[-1]), dtype=torch.float64)
+            total[:, :width] += sums
+            counts[:width] += mask.sum(0)
+    return total / counts[None, :, None]
 
 
 def ours(folder: str, sample: list[str], capture: bool) -> Any:
