@@ -1,4 +1,4 @@
-"""The zoo, built once per session into one folder (a few seconds for 60 tiny models)."""
+"""The zoo, built once per session into one folder (seconds for its 59 tiny models)."""
 
 from __future__ import annotations
 
