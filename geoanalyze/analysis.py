@@ -25,7 +25,7 @@ from .io import load_arrays, save_arrays
 from .notes import note
 
 DEFAULT_COMPARE = ("sinusoidal", "rope", "alibi", "mds", "random")
-LAYER_SCORES = ("stress", "scaled_stress", "monotonicity_violation")
+LAYER_SCORES = ("stress", "scaled_stress", "monotonicity_violation", "lag_violation")
 DEFAULT_MAX_POSITIONS = 512
 #: a centroid is used only when this many sampled sequences reach its position
 MIN_CENTROID_SEQUENCES = 20
@@ -138,9 +138,9 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
             vectors[spec] = compared_encoding.vectors(positions, context)
     scores: dict[str, dict[str, Any]] = {}
     for index, (name, table) in enumerate(vectors.items()):
-        observed = all_scores(table, target_distances)
+        observed = all_scores(table, target_distances, index=positions)
         observed_null = null_calibration(
-            table, target_distances, draws=options.null_draws, seed=options.seed + index, scores=observed
+            table, target_distances, draws=options.null_draws, seed=options.seed + index, scores=observed, index=positions
         )
         scores[name] = dict(observed, dim=int(table.shape[1]), null=observed_null)
 
@@ -171,7 +171,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
             "layers": checkpoint.n_layers,
         }
         if chosen:
-            layers = projected_layers(checkpoint, vectors[target], target_distances, chosen)
+            layers = projected_layers(checkpoint, vectors[target], target_distances, chosen, positions)
             layers += hidden_layers(
                 checkpoint, source, tokenizer, geometry, target_distances, chosen, max_length, options, progress
             )
@@ -231,7 +231,7 @@ def bootstrap_intervals(
             skipped += 1  # a resample that misses a rare position entirely: no distance there
             continue
         distances = hellinger_distances(normalise_rows(rows))
-        scores = all_scores(table, distances, anchored=False)
+        scores = all_scores(table, distances, anchored=False, index=positions)
         for name in LAYER_SCORES:
             values[name].append(scores[name])
     if len(values[LAYER_SCORES[0]]) < 2:
@@ -252,7 +252,7 @@ def bootstrap_intervals(
 
 
 def projected_layers(
-    checkpoint: Any, table: np.ndarray, distances: np.ndarray, chosen: list[int]
+    checkpoint: Any, table: np.ndarray, distances: np.ndarray, chosen: list[int], index: Any = None
 ) -> list[dict[str, Any]]:
     """Scores of P W_Q^(l) and P W_K^(l) for the chosen layers (1-based: layer l's attention)."""
     rows: list[dict[str, Any]] = []
@@ -269,7 +269,7 @@ def projected_layers(
             continue
         w_q, w_k = maps[layer - 1]
         for projection, matrix in (("query", w_q), ("key", w_k)):
-            scores = all_scores(table @ matrix, distances, anchored=False)
+            scores = all_scores(table @ matrix, distances, anchored=False, index=index)
             rows.append({"layer": layer, "projection": projection, **{k: scores[k] for k in LAYER_SCORES}})
     return rows
 
@@ -298,7 +298,7 @@ def hidden_layers(
         if layer >= centroids.shape[0]:
             continue
         vectors = centroids[layer][positions[index]]
-        scores = all_scores(vectors, sub, anchored=False)
+        scores = all_scores(vectors, sub, anchored=False, index=positions[index])
         rows.append(
             {
                 "layer": layer,
