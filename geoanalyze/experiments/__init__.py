@@ -67,6 +67,27 @@ EXPERIMENTS: dict[str, Experiment] = {
             6.0,
         ),
         Experiment(
+            "sinusoidal-optimality",
+            "sinusoidal (best base, width, scale) against the exact MDS from smooth to rough corpora, and SST-2",
+            "PAPERS.md §1",
+            "optimality:sinusoidal_optimality",
+            0.5,
+        ),
+        Experiment(
+            "alibi-rank1",
+            "ALiBi's line against the rank-1 and exact MDS on shift corpora from short to long, others, SST-2",
+            "PAPERS.md §1",
+            "optimality:alibi_rank1",
+            0.5,
+        ),
+        Experiment(
+            "mds-parameters",
+            "r (n + d) vs n d at the MDS rank within 0.01 scaled stress of full rank: samples, SST-2, IMDB",
+            "PAPERS.md §1",
+            "optimality:mds_parameters",
+            1.0,
+        ),
+        Experiment(
             "journey",
             "JoFormer algebra: associativity, path (in)dependence, flat regime, equivariance, DFT, norms",
             "PAPERS.md §2",
