@@ -140,7 +140,12 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
     for index, (name, table) in enumerate(vectors.items()):
         observed = all_scores(table, target_distances, index=positions)
         observed_null = null_calibration(
-            table, target_distances, draws=options.null_draws, seed=options.seed + index, scores=observed, index=positions
+            table,
+            target_distances,
+            draws=options.null_draws,
+            seed=options.seed + index,
+            scores=observed,
+            index=positions,
         )
         scores[name] = dict(observed, dim=int(table.shape[1]), null=observed_null)
 

@@ -58,7 +58,7 @@ def test_length_generalization_smoke(tmp_path: Path) -> None:
     corpus.write_text("\n".join("".join(rng.choice(list("abcd "), 50)) for _ in range(60)), encoding="utf-8")
     result = run_experiment("length-generalization", options(tmp_path, overrides=[f"dataset={corpus}", *TINY_LM]))
     ratios = result.data["ratio"]
-    assert set(ratios) == {"rope", "joformer-fixed", "joformer-projected"}
+    assert set(ratios) == {"rope", "joformer-fixed", "joformer-learned", "joformer-projected"}
     assert all(len(r) == len(MULTIPLIERS) and r[0] == 1.0 and all(math.isfinite(x) for x in r) for r in ratios.values())
     assert {c.name for c in result.checks} == {"finite", "projected-vs-rope", "fixed-vs-rope"}
     assert result.checks[0].passed
@@ -83,7 +83,14 @@ def test_vision_smoke(tmp_path: Path) -> None:
     result = run_experiment("vision-2d", options(tmp_path, overrides=overrides))
     assert set(result.data["mean"]) == {"none", "rope2d", "joformer-fixed", "joformer-learned", "dense"}
     assert all(0.0 <= a <= 1.0 for a in result.data["mean"].values())
-    assert {c.name for c in result.checks} == {"learns", "positions-matter", "v-rotation-vs-2d-rope", "dense-vs-axial"}
+    assert {c.name for c in result.checks} == {
+        "learns",
+        "positions-matter",
+        "v-rotation-vs-2d-rope",
+        "synergy",
+        "dense-vs-axial",
+    }
+    assert set(result.data["gains"]) == {"learned frequencies alone", "value rotation alone", "both"}
     assert (tmp_path / "work" / "vision_2d.png").is_file()
 
 
@@ -110,4 +117,6 @@ def test_length_generalization_ci(tmp_path: Path, shared_data: Path) -> None:
 @pytest.mark.slow
 def test_vision_2d_ci(tmp_path: Path) -> None:
     result = run_experiment("vision-2d", options(tmp_path))
-    assert result.passed, [(c.name, c.value, c.detail) for c in result.checks]
+    # the synergy check states the paper's claim; its verdict is a finding, not a requirement
+    failed = [(c.name, c.value, c.detail) for c in result.checks if not c.passed and c.name != "synergy"]
+    assert not failed, failed

@@ -62,7 +62,9 @@ def test_reference_attention_matches_the_loop(normalisation: str, transport_valu
     q, k, v, a = random_case(seed)
     frames = suffix_sum(a)
     ours = reference_attention(q, k, v, frames, normalisation=normalisation, transport_values=transport_values)
-    oracle = loop_reference(q[0].numpy(), k[0].numpy(), v[0].numpy(), frames[0].numpy(), normalisation, transport_values)
+    oracle = loop_reference(
+        q[0].numpy(), k[0].numpy(), v[0].numpy(), frames[0].numpy(), normalisation, transport_values
+    )
     np.testing.assert_allclose(ours[0].numpy(), oracle, atol=1e-12)
 
 
