@@ -81,7 +81,14 @@ def test_block_perplexity_of_a_uniform_model_is_the_vocabulary() -> None:
 def test_vision_smoke(tmp_path: Path) -> None:
     overrides = ["steps=3", "seeds=1", "model.d_model=16", "model.n_layers=1", "model.d_ff=16"]
     result = run_experiment("vision-2d", options(tmp_path, overrides=overrides))
-    assert set(result.data["mean"]) == {"none", "rope2d", "joformer-fixed", "joformer-learned", "dense"}
+    assert set(result.data["mean"]) == {
+        "none",
+        "rope2d",
+        "rope2d-learned",
+        "joformer-fixed",
+        "joformer-learned",
+        "dense",
+    }
     assert all(0.0 <= a <= 1.0 for a in result.data["mean"].values())
     assert {c.name for c in result.checks} == {
         "learns",
