@@ -102,6 +102,13 @@ EXPERIMENTS: dict[str, Experiment] = {
             8.0,
         ),
         Experiment(
+            "joformer-reference",
+            "the value-path formula (attention, SSM, JoFormer) numerically; the published variants beside ours",
+            "PAPERS.md §2",
+            "joformer:joformer_reference",
+            2.0,
+        ),
+        Experiment(
             "vision-2d",
             "a small ViT on 8x8 digits: 2D-RoPE vs JoFormer axial with value rotation vs dense rotations",
             "PAPERS.md §2",
