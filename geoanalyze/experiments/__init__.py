@@ -109,6 +109,13 @@ EXPERIMENTS: dict[str, Experiment] = {
             2.0,
         ),
         Experiment(
+            "lm-vocab",
+            "JoFormer-projected / -learned vs RoFormer LMs at 8k/16k/32k BPE (IMDB train -> WikiText-2 validation)",
+            "PAPERS.md §2",
+            "joformer:lm_vocab",
+            6.0,
+        ),
+        Experiment(
             "vision-2d",
             "a small ViT on 8x8 digits: 2D-RoPE vs JoFormer axial with value rotation vs dense rotations",
             "PAPERS.md §2",

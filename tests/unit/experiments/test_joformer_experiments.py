@@ -127,3 +127,42 @@ def test_vision_2d_ci(tmp_path: Path) -> None:
     # the synergy check states the paper's claim; its verdict is a finding, not a requirement
     failed = [(c.name, c.value, c.detail) for c in result.checks if not c.passed and c.name != "synergy"]
     assert not failed, failed
+
+
+# --- JoFormer as published, and the vocabulary table ------------------------------------------------
+
+
+def test_value_path_deviations_are_round_off() -> None:
+    from geoanalyze.experiments.joformer import value_path_deviations
+
+    deviations = value_path_deviations(seed=4)
+    assert set(deviations) == {"attention", "ssm", "joformer", "reference per-token", "reference fixed"}
+    assert max(deviations.values()) < 1e-12
+
+
+def test_joformer_reference_smoke(tmp_path: Path, shared_data: Path) -> None:
+    overrides = ["steps=3", "eval_blocks=4", "n_embed=16", "n_layers=1"]
+    result = run_experiment("joformer-reference", options(tmp_path, overrides=overrides, data_dir=str(shared_data)))
+    assert [c.name for c in result.checks][:2] == ["value-path formula", "finite"]
+    assert result.checks[0].passed and result.checks[1].passed
+    assert len(result.data["results"]) == 8
+
+
+def test_a_trained_bpe_loads_as_the_project_tokenizer(tmp_path: Path) -> None:
+    from geoanalyze.corpus.tokenize import get_tokenizer
+    from geoanalyze.experiments.joformer import train_bpe
+
+    texts = ["the movie was good", "the film was bad", "a good film, a bad movie"] * 20
+    folder = train_bpe(texts, 300, tmp_path / "bpe")
+    tokenizer = get_tokenizer(str(folder), add_special_tokens=False)
+    ids = tokenizer.encode_batch(["the film was good"])[0]
+    assert 0 < len(ids) < 18 and tokenizer.vocab_size <= 300
+
+
+@pytest.mark.slow
+def test_lm_vocab_smoke(tmp_path: Path, shared_data: Path) -> None:
+    overrides = ["vocabs=300,600", "tokenizer_texts=200", "train_texts=200", "eval_blocks=4", "steps=3", "eval_every=3"]
+    result = run_experiment("lm-vocab", options(tmp_path, overrides=overrides, data_dir=str(shared_data)))
+    assert {c.name for c in result.checks} == {"finite", "projected below RoFormer"}
+    assert result.checks[0].passed
+    assert set(result.data["perplexity"]) == {300, 600}
