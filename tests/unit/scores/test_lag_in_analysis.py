@@ -41,3 +41,24 @@ def test_tables_and_markdown_carry_a_column(result: dict) -> None:
     layered = dict(result, layers=[{"layer": 1, "projection": "query", **dict.fromkeys(LAYER_SCORES, 0.25)}])
     header, rows = layer_rows(layered)
     assert rows[0][header.index("lag viol.")] == 0.25
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_the_results_page_numbers_on_sst2(shared_data: Path, tmp_path: Path) -> None:
+    """docs/results.md, "the paper's 22% and 25.4% in two readings": the command and its figures."""
+    import json
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).parent / "geoanalyze"
+    assert script.is_file(), "the geoanalyze console script is not installed; run pip install -e ."
+    command = [str(script), "stress", "sentence-transformers/all-MiniLM-L6-v2", "--dataset", "sst2"]
+    command += ["--data-dir", str(shared_data), "--layers", "none", "-f", "json"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr
+    scores = json.loads(done.stdout)["scores"]
+    assert scores["mds"]["lag_violation"] == pytest.approx(0.2410, abs=5e-4)
+    assert scores["sentence-transformers/all-MiniLM-L6-v2"]["lag_violation"] == pytest.approx(0.2738, abs=5e-4)
+    assert scores["sinusoidal"]["lag_violation"] == pytest.approx(0.0029, abs=5e-4)
+    assert scores["random"]["lag_violation"] == pytest.approx(0.5074, abs=5e-4)
