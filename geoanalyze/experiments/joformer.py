@@ -480,27 +480,19 @@ def _accuracy_figure(mean: dict[str, float], std: dict[str, float], path: Path, 
 # --- JoFormer as published ------------------------------------------------------------------------
 
 #: the reference scripts' recipe (journey_transformer_per_token_angles.py), shared by every model here
+_REFERENCE_CI = {
+    "steps": 600,
+    "batch_size": 32,
+    "block": 20,
+    "lr": 5e-4,
+    "n_embed": 90,
+    "n_layers": 3,
+    "dropout": 0.2,
+    "eval_blocks": 400,
+}
 REFERENCE_RECIPE: dict[str, dict[str, Any]] = {
-    "ci": {
-        "steps": 600,
-        "batch_size": 32,
-        "block": 20,
-        "lr": 5e-4,
-        "n_embed": 90,
-        "n_layers": 3,
-        "dropout": 0.2,
-        "eval_blocks": 400,
-    },
-    "paper": {
-        "steps": 10000,
-        "batch_size": 32,
-        "block": 20,
-        "lr": 5e-4,
-        "n_embed": 90,
-        "n_layers": 3,
-        "dropout": 0.2,
-        "eval_blocks": 2000,
-    },
+    "ci": _REFERENCE_CI,
+    "paper": {**_REFERENCE_CI, "steps": 10000, "eval_blocks": 2000},
 }
 #: name -> (reference variant, normalisation) or our ModelConfig settings
 REFERENCE_MODELS: dict[str, tuple[str, str]] = {

@@ -239,36 +239,8 @@ def sinusoidal_optimality(options: ExperimentOptions) -> ExperimentResult:
             max(row["sinusoidal"]["relative"] for row in smooth_half) < 1,
         ),
     ]
-    rows = [
-        [
-            fmt(row["roughness"]),
-            row["length_scale"],
-            row["shift_equivariance"],
-            row["sinusoidal"]["scaled_stress"],
-            row["sinusoidal"]["relative"],
-            f"{row['sinusoidal_setting']['base']:.3g} / {row['sinusoidal_setting']['width']}",
-            row["mds rank 2"]["scaled_stress"],
-            row["null"],
-            row["mds"]["lag_violation"],
-            row["sinusoidal"]["lag_violation"],
-        ]
-        for row in family
-    ]
-    named_rows = [
-        [
-            name,
-            fit["positions"],
-            fit["shift_equivariance"],
-            fit["sinusoidal"]["scaled_stress"],
-            fit["sinusoidal"]["relative"],
-            f"{fit['sinusoidal_setting']['base']:.3g} / {fit['sinusoidal_setting']['width']}",
-            fit["mds rank 2"]["scaled_stress"],
-            fit["null"],
-            fit["mds"]["lag_violation"],
-            fit["sinusoidal"]["lag_violation"],
-        ]
-        for name, fit in named.items()
-    ]
+    rows = [[fmt(row["roughness"]), *_sinusoidal_row(row, row["length_scale"])] for row in family]
+    named_rows = [[name, *_sinusoidal_row(fit, fit["positions"])] for name, fit in named.items()]
     header = [
         "corpus",
         "n",
@@ -304,6 +276,22 @@ def sinusoidal_optimality(options: ExperimentOptions) -> ExperimentResult:
         preset=options.preset,
         seconds=watch(),
     )
+
+
+def _sinusoidal_row(fit: dict[str, Any], size: float) -> list[Any]:
+    """The table columns after the corpus name: size, shift-equivariance, sinusoidal's fit, the references."""
+    setting = fit["sinusoidal_setting"]
+    return [
+        size,
+        fit["shift_equivariance"],
+        fit["sinusoidal"]["scaled_stress"],
+        fit["sinusoidal"]["relative"],
+        f"{setting['base']:.3g} / {setting['width']}",
+        fit["mds rank 2"]["scaled_stress"],
+        fit["null"],
+        fit["mds"]["lag_violation"],
+        fit["sinusoidal"]["lag_violation"],
+    ]
 
 
 # --- alibi-rank1 -------------------------------------------------------------------------------------

@@ -246,35 +246,30 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
     learned = scores["learned (trained), corrected"]
     mds = scores["mds, corrected"]
     checks = [
-        check(
+        _beats_null(
             "learned beats random",
-            "violation rate of the trained table < random null mean - 3 sd (corrected Hellinger)",
-            learned["violation"],
-            learned["violation"] < learned["null"]["mean"] - 3 * learned["null"]["sd"],
-            paper=f"{PAPER_BERT_VIOLATION} (BERT-base)",
-            detail=f"null {fmt(learned['null']['mean'])} ± {fmt(learned['null']['sd'])}",
+            "the trained table (corrected Hellinger)",
+            learned,
+            "violation",
+            "null",
+            f"{PAPER_BERT_VIOLATION} (BERT-base)",
         ),
-        check(
-            "MDS beats random",
-            "violation rate of the MDS encoding < random null mean - 3 sd",
-            mds["violation"],
-            mds["violation"] < mds["null"]["mean"] - 3 * mds["null"]["sd"],
-            paper=PAPER_MDS_VIOLATION,
-        ),
-        check(
+        _beats_null("MDS beats random", "the MDS encoding", mds, "violation", "null", PAPER_MDS_VIOLATION),
+        _beats_null(
             "learned beats random by lag",
-            "lag violation of the trained table < random null mean - 3 sd",
-            learned["lag_violation"],
-            learned["lag_violation"] < learned["lag_null"]["mean"] - 3 * learned["lag_null"]["sd"],
-            paper=f"{PAPER_BERT_VIOLATION} (BERT-base; lag reading inferred)",
-            detail=f"null {fmt(learned['lag_null']['mean'])} ± {fmt(learned['lag_null']['sd'])}",
+            "the trained table",
+            learned,
+            "lag_violation",
+            "lag_null",
+            f"{PAPER_BERT_VIOLATION} (BERT-base; lag reading inferred)",
         ),
-        check(
+        _beats_null(
             "MDS beats random by lag",
-            "lag violation of the MDS encoding (corrected Hellinger) < random null mean - 3 sd",
-            mds["lag_violation"],
-            mds["lag_violation"] < mds["lag_null"]["mean"] - 3 * mds["lag_null"]["sd"],
-            paper=f"{PAPER_MDS_VIOLATION} (lag reading inferred)",
+            "the MDS encoding (corrected Hellinger)",
+            mds,
+            "lag_violation",
+            "lag_null",
+            f"{PAPER_MDS_VIOLATION} (lag reading inferred)",
         ),
     ]
     header = ["encoding", "distance", "violation", "anchored", "null mean", "z", "lag violation", "lag null", "lag z"]
@@ -302,6 +297,20 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
         figures={figure: "Pairwise distances of each encoding against the corpus's corrected Hellinger distances"},
         preset=options.preset,
         seconds=watch(),
+    )
+
+
+def _beats_null(name: str, what: str, readings: dict[str, Any], key: str, null_key: str, paper: str) -> Any:
+    """The check "``what``'s rate ``key`` < its random null's mean - 3 sd"."""
+    null = readings[null_key]
+    rate = "lag violation" if key == "lag_violation" else "violation rate"
+    return check(
+        name,
+        f"{rate} of {what} < random null mean - 3 sd",
+        readings[key],
+        readings[key] < null["mean"] - 3 * null["sd"],
+        paper=paper,
+        detail=f"null {fmt(null['mean'])} ± {fmt(null['sd'])}",
     )
 
 

@@ -92,3 +92,7 @@ def test_monotonicity_readings_of_a_line_and_of_noise() -> None:
     assert readings["line"]["lag_null"]["beats"] == 1.0
     assert set(readings["noise"]) == {"violation", "anchored", "null", "lag_violation", "lag_null"}
     assert 0.2 < readings["noise"]["lag_violation"] < 0.8
+    from geoanalyze.experiments.positional import _beats_null
+
+    verdict = _beats_null("x", "the line", readings["line"], "lag_violation", "lag_null", "22%")
+    assert verdict.passed and verdict.value == 0.0 and verdict.claim.startswith("lag violation of the line")
