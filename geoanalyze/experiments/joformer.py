@@ -670,21 +670,21 @@ def joformer_reference(options: ExperimentOptions) -> ExperimentResult:
             detail=", ".join(f"{k} {v:.1e}" for k, v in deviations.items()),
         ),
         check("finite", "every model's held-out perplexity is finite", float(finite), finite),
-        check(
-            "per-token beats RoFormer (reference)",
-            "held-out perplexity of the published per-token JoFormer / the published RoFormer < 1 (same recipe)",
-            ppl["reference per-token (softplus)"] / ppl["reference RoFormer (softplus)"],
-            ppl["reference per-token (softplus)"] < ppl["reference RoFormer (softplus)"],
-            paper="projected below RoFormer (Wikipedia LM)",
-        ),
-        check(
-            "projected beats RoPE (ours)",
-            "held-out perplexity of our JoFormer-projected / our RoPE model < 1 (same recipe)",
-            ppl["ours projected"] / ppl["ours RoPE"],
-            ppl["ours projected"] < ppl["ours RoPE"],
-            paper="projected below RoFormer (Wikipedia LM)",
-        ),
     ]
+    # the paper's LM claim (content-driven journeys below RoFormer), once per design
+    for name, better, worse in (
+        ("per-token beats RoFormer (reference)", "reference per-token (softplus)", "reference RoFormer (softplus)"),
+        ("projected beats RoPE (ours)", "ours projected", "ours RoPE"),
+    ):
+        checks.append(
+            check(
+                name,
+                f"held-out perplexity of {better} / {worse} < 1 (same recipe)",
+                ppl[better] / ppl[worse],
+                ppl[better] < ppl[worse],
+                paper="projected below RoFormer (Wikipedia LM)",
+            )
+        )
     rows = [[name, r["parameters"], r["final_train_loss"], r["held_out_perplexity"]] for name, r in results.items()]
     section = (
         f"### The published variants beside ours (WikiText-2 validation characters, {vocab} symbols, 90/10 split; "
