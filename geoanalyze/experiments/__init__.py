@@ -106,14 +106,14 @@ EXPERIMENTS: dict[str, Experiment] = {
             "the value-path formula (attention, SSM, JoFormer) numerically; the published variants beside ours",
             "PAPERS.md §2",
             "joformer:joformer_reference",
-            2.0,
+            4.0,
         ),
         Experiment(
             "lm-vocab",
             "JoFormer-projected / -learned vs RoFormer LMs at 8k/16k/32k BPE (IMDB train -> WikiText-2 validation)",
             "PAPERS.md §2",
             "joformer:lm_vocab",
-            6.0,
+            10.0,
         ),
         Experiment(
             "vision-2d",
