@@ -130,7 +130,7 @@ def block_perplexity(
 
 
 def length_generalization(options: ExperimentOptions) -> ExperimentResult:
-    """Train RoPE / JoFormer-fixed / JoFormer-projected LMs at L and score them at L, 2L, 4L, 8L."""
+    """Train RoPE / JoFormer-fixed / -learned / -projected LMs at L and score them at L, 2L, 4L, 8L."""
     from ..models import Transformer
     from ..train import resolve_config, train
     from ..train.loop import select_device
@@ -209,7 +209,7 @@ def length_generalization(options: ExperimentOptions) -> ExperimentResult:
     _ratio_figure(ratios, L, Path(options.work_dir) / figure)
     return ExperimentResult(
         name="length-generalization",
-        title="LMs with RoPE, JoFormer-fixed and JoFormer-projected trained at L and evaluated at 2L, 4L, 8L",
+        title="LMs with RoPE and JoFormer-fixed, -learned and -projected trained at L and evaluated at 2L, 4L, 8L",
         checks=checks,
         data={"L": L, "multipliers": list(MULTIPLIERS), "perplexity": perplexities, "ratio": ratios, "runs": runs},
         sections=[section],
