@@ -25,7 +25,7 @@ from .io import load_arrays, save_arrays
 from .notes import note
 
 DEFAULT_COMPARE = ("sinusoidal", "rope", "alibi", "mds", "random")
-LAYER_SCORES = ("stress", "scaled_stress", "monotonicity_violation")
+LAYER_SCORES = ("stress", "scaled_stress", "monotonicity_violation", "lag_violation")
 DEFAULT_MAX_POSITIONS = 512
 #: a centroid is used only when this many sampled sequences reach its position
 MIN_CENTROID_SEQUENCES = 20
@@ -147,9 +147,14 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
             vectors[spec] = compared_encoding.vectors(positions, context)
     scores: dict[str, dict[str, Any]] = {}
     for index, (name, table) in enumerate(vectors.items()):
-        observed = all_scores(table, target_distances)
+        observed = all_scores(table, target_distances, index=positions)
         observed_null = null_calibration(
-            table, target_distances, draws=options.null_draws, seed=options.seed + index, scores=observed
+            table,
+            target_distances,
+            draws=options.null_draws,
+            seed=options.seed + index,
+            scores=observed,
+            index=positions,
         )
         scores[name] = dict(observed, dim=int(table.shape[1]), null=observed_null)
 
@@ -195,6 +200,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
             layers, measured = checkpoint_layers(
                 checkpoint,
                 vectors.get(target),
+                positions,
                 source,
                 tokenizer,
                 geometry,
@@ -265,7 +271,7 @@ def bootstrap_intervals(
             skipped += 1  # a resample that misses a rare position entirely: no distance there
             continue
         distances = hellinger_distances(normalise_rows(rows))
-        scores = all_scores(table, distances, anchored=False)
+        scores = all_scores(table, distances, anchored=False, index=positions)
         for name in LAYER_SCORES:
             values[name].append(scores[name])
     if len(values[LAYER_SCORES[0]]) < 2:
@@ -293,6 +299,7 @@ def checkpoint_has_position_vectors(checkpoint: Any) -> bool:
 def checkpoint_layers(
     checkpoint: Any,
     table: np.ndarray | None,
+    kept_positions: np.ndarray,
     source: Any,
     tokenizer: str,
     geometry: PositionGeometry,
@@ -304,7 +311,7 @@ def checkpoint_layers(
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Every per-layer row of a checkpoint, and what was measured or skipped (and why) per row kind."""
     measured: dict[str, str] = {}
-    layers, measured["projected"] = projected_layers(checkpoint, table, distances, chosen)
+    layers, measured["projected"] = projected_layers(checkpoint, table, distances, chosen, kept_positions)
     forward = cached_forward(checkpoint, source, tokenizer, max_length, options, progress)
     positions = geometry.positions
     reach = forward.reach
@@ -318,7 +325,7 @@ def checkpoint_layers(
     kept = positions[index]
 
     def row(layer: int, projection: str, vectors: np.ndarray) -> dict[str, Any]:
-        scores = all_scores(vectors, sub, anchored=False)
+        scores = all_scores(vectors, sub, anchored=False, index=kept)
         return {
             "layer": layer,
             "projection": projection,
@@ -350,7 +357,7 @@ _PROJECTION_ORDER = {"P·W_Q": 0, "P·W_K": 1, "query": 2, "key": 3, "hidden": 4
 
 
 def projected_layers(
-    checkpoint: Any, table: np.ndarray | None, distances: np.ndarray, chosen: list[int]
+    checkpoint: Any, table: np.ndarray | None, distances: np.ndarray, chosen: list[int], index: Any = None
 ) -> tuple[list[dict[str, Any]], str]:
     """Scores of P W_Q^(l) and P W_K^(l) for the chosen layers (1-based: layer l's attention): the stored
     table pushed through each layer's query and key maps, bias left out."""
@@ -370,7 +377,7 @@ def projected_layers(
             continue
         w_q, w_k = maps[layer - 1]
         for projection, matrix in (("P·W_Q", w_q), ("P·W_K", w_k)):
-            scores = all_scores(table @ matrix, distances, anchored=False)
+            scores = all_scores(table @ matrix, distances, anchored=False, index=index)
             rows.append({"layer": layer, "projection": projection, **{k: scores[k] for k in LAYER_SCORES}})
     return rows, "measured"
 

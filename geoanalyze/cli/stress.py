@@ -26,6 +26,7 @@ THRESHOLD_METRICS = (
     "scaled_stress",
     "monotonicity_violation",
     "anchored_monotonicity_violation",
+    "lag_violation",
     "noise_fraction",
 )
 STRESS_FORMATS = ("table", "json", "markdown")

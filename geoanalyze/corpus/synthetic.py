@@ -17,6 +17,15 @@ shift
     mu_i(t) = b((t - step * i) mod V) with b a wrapped bump (von Mises shaped) on the
     vocabulary circle: the distance between positions i and j depends only on j - i, the
     shift-equivariant case where a rank-1 (ALiBi-like) geometry is nearly optimal.
+rough
+    A family that moves continuously from smooth to rough: mu_i proportional to
+    z * exp(amplitude * g_i), z a Zipf law over a permuted vocabulary and g a Gaussian process
+    along the positions (each token its own independent draw) with the squared-exponential
+    kernel exp(-(i - j)^2 / (2 l^2)). ``roughness`` r in [0, 1] sets the length scale
+    l = (n / 4)^(1 - r) (1 / 4)^r: r = 0 varies smoothly over the whole sequence, r = 1 draws
+    every position independently. The process is stationary, so the expected distance between
+    positions depends only on |i - j|; with one seed the same white noise is coloured by every
+    l, so the corpus moves continuously with r.
 
 Tokens are written ``w<index>`` and texts join them with single spaces, so the
 ``whitespace`` tokenizer recovers exactly the drawn tokens.
@@ -32,7 +41,7 @@ import numpy as np
 
 from ..errors import InputError
 
-KINDS = ("stationary", "drift", "shift")
+KINDS = ("stationary", "drift", "shift", "rough")
 
 
 @dataclass(frozen=True)
@@ -104,10 +113,39 @@ def shift_marginals(
     return bump[(t[None, :] - shifts[:, None]) % vocab_size]
 
 
+def rough_length_scale(length: int, roughness: float) -> float:
+    """l = (n / 4)^(1 - r) (1 / 4)^r: from a quarter of the sequence (r = 0) to a quarter position (r = 1)."""
+    return float(max(length / 4.0, 0.25) ** (1.0 - roughness) * 0.25**roughness)
+
+
+def rough_marginals(
+    length: int, vocab_size: int, rng: np.random.Generator, roughness: float = 0.5, amplitude: float = 2.0
+) -> np.ndarray:
+    """mu_i proportional to z * exp(amplitude * g_i), g a Gaussian process of length scale set by ``roughness``."""
+    if not 0.0 <= roughness <= 1.0:
+        raise InputError(f"rough needs roughness in [0, 1], got {roughness}")
+    if not amplitude >= 0:
+        raise InputError(f"rough needs amplitude >= 0, got {amplitude}")
+    base = zipf(vocab_size)[rng.permutation(vocab_size)]
+    noise = rng.standard_normal((length, vocab_size))
+    scale = rough_length_scale(length, roughness)
+    lag = np.arange(length, dtype=np.float64)
+    kernel = np.exp(-np.square(lag[:, None] - lag[None, :]) / (2.0 * scale**2))
+    # A square root of the kernel through its eigenpairs: Cholesky fails on a smooth kernel
+    # (numerically rank deficient), and clipping the round-off negatives keeps it real.
+    values, vectors = np.linalg.eigh(kernel)
+    process = (vectors * np.sqrt(np.clip(values, 0.0, None))) @ vectors.T @ noise  # (n, V)
+    logits = np.log(base)[None, :] + amplitude * process
+    logits -= logits.max(axis=1, keepdims=True)
+    weights = np.exp(logits)
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
 _GENERATORS: dict[str, Callable[..., np.ndarray]] = {
     "stationary": stationary_marginals,
     "drift": drift_marginals,
     "shift": shift_marginals,
+    "rough": rough_marginals,
 }
 
 
@@ -139,7 +177,7 @@ def synthetic_corpus(
 
     Parameters
     ----------
-    kind : "stationary", "drift" or "shift" (see the module docstring).
+    kind : "stationary", "drift", "shift" or "rough" (see the module docstring).
     n_sequences : number of texts; every position then has N_i = n_sequences.
     length : tokens per text (= number of positions n).
     vocab_size : V, the size of the vocabulary the marginals live on.
@@ -148,7 +186,8 @@ def synthetic_corpus(
         no whitespace); a seeded sample of them becomes the vocabulary. With whole words of a
         model's vocabulary (:func:`tokenizer_words`) each token is one model token, so the known
         geometry survives the model's tokenizer (shifted by one position after [CLS]).
-    options : kind-specific: ``anchors`` (drift), ``step``, ``kappa`` (shift).
+    options : kind-specific: ``anchors`` (drift), ``step``, ``kappa`` (shift), ``roughness``,
+        ``amplitude`` (rough).
 
     Returns
     -------

@@ -67,6 +67,27 @@ EXPERIMENTS: dict[str, Experiment] = {
             6.0,
         ),
         Experiment(
+            "sinusoidal-optimality",
+            "sinusoidal (best base, width, scale) against the exact MDS from smooth to rough corpora, and SST-2",
+            "PAPERS.md §1",
+            "optimality:sinusoidal_optimality",
+            0.5,
+        ),
+        Experiment(
+            "alibi-rank1",
+            "ALiBi's line against the rank-1 and exact MDS on shift corpora from short to long, others, SST-2",
+            "PAPERS.md §1",
+            "optimality:alibi_rank1",
+            0.5,
+        ),
+        Experiment(
+            "mds-parameters",
+            "r (n + d) vs n d at the MDS rank within 0.01 scaled stress of full rank: samples, SST-2, IMDB",
+            "PAPERS.md §1",
+            "optimality:mds_parameters",
+            1.0,
+        ),
+        Experiment(
             "journey",
             "JoFormer algebra: associativity, path (in)dependence, flat regime, equivariance, DFT, norms",
             "PAPERS.md §2",
@@ -79,6 +100,20 @@ EXPERIMENTS: dict[str, Experiment] = {
             "PAPERS.md §2",
             "joformer:length_generalization",
             8.0,
+        ),
+        Experiment(
+            "joformer-reference",
+            "the value-path formula (attention, SSM, JoFormer) numerically; the published variants beside ours",
+            "PAPERS.md §2",
+            "joformer:joformer_reference",
+            4.0,
+        ),
+        Experiment(
+            "lm-vocab",
+            "JoFormer-projected / -learned vs RoFormer LMs at 8k/16k/32k BPE (IMDB train -> WikiText-2 validation)",
+            "PAPERS.md §2",
+            "joformer:lm_vocab",
+            10.0,
         ),
         Experiment(
             "vision-2d",

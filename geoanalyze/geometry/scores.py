@@ -13,6 +13,12 @@ monotonicity violation over pairs of pairs ((i,j),(k,l)) not tied in D nor in E 
                        = (1 - tau)/2 with tau Kendall's tau over untied pairs. 0: monotone,
                        0.5: random. O(m log m) through scipy's Kendall tau-b and tie counts.
 anchored variant       the same over pairs (i,j), (i,l) sharing an anchor i; mean over anchors.
+lag violation          monotonicity in position distance, D not needed: for each anchor i, over
+                       ordered pairs (j, l) of other kept positions with |t_i - t_j| < |t_i - t_l|
+                       (t: the positions' indices, which may have gaps), the share with
+                       E_ij > E_il, ties in E counted one half; the mean over anchors. 0: vectors
+                       drift away monotonically with lag, 0.5: random. O(n^2 log n), vectorised
+                       over anchors (a batched merge count of inversions).
 separation             min_{i != j} E_ij; relative separation = that / median E_ij.
 null calibration       each score for K i.i.d. Gaussian encodings of the same shape: mean, sd,
                        z-score and the share of null draws the encoding beats.
@@ -28,13 +34,21 @@ from scipy.stats import kendalltau
 
 from ..errors import InputError
 
-SCORES = ("stress", "scaled_stress", "monotonicity_violation", "anchored_monotonicity_violation", "separation")
+SCORES = (
+    "stress",
+    "scaled_stress",
+    "monotonicity_violation",
+    "anchored_monotonicity_violation",
+    "lag_violation",
+    "separation",
+)
 #: scores where smaller is better (separation: larger is better)
 LOWER_IS_BETTER = {
     "stress": True,
     "scaled_stress": True,
     "monotonicity_violation": True,
     "anchored_monotonicity_violation": True,
+    "lag_violation": True,
     "separation": False,
     "relative_separation": False,
 }
@@ -213,6 +227,108 @@ def _anchored_violation(e: np.ndarray, d: np.ndarray, n: int) -> float:
     return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
 
 
+def check_index(index: Any, n: int) -> np.ndarray:
+    """The position indices t of n rows as float64; ``None`` means 0..n-1. Distinct and finite."""
+    if index is None:
+        return np.arange(n, dtype=np.float64)
+    t = np.asarray(index, dtype=np.float64).ravel()
+    if t.shape != (n,):
+        raise InputError(f"{n} position vectors but {t.size} position indices; pass one index per row")
+    if not np.all(np.isfinite(t)):
+        raise InputError("the position indices contain NaN or infinity")
+    if np.unique(t).size != n:
+        raise InputError("the position indices repeat; each row must be a distinct position")
+    return t
+
+
+def lag_violation(positions: Any, index: Any = None) -> float:
+    r"""Monotonicity of the vectors in position distance (GEOMETRY.md, "lag violation").
+
+    .. math::
+        \frac{1}{n} \sum_i \frac{\#\{(j,l): |t_i-t_j| < |t_i-t_l|,\ E_{ij} > E_{il}\}
+        + \tfrac12 \#\{(j,l): |t_i-t_j| < |t_i-t_l|,\ E_{ij} = E_{il}\}}
+        {\#\{(j,l): |t_i-t_j| < |t_i-t_l|\}}
+
+    over j, l != i; anchors with no such pair are left out of the mean.
+
+    Parameters
+    ----------
+    positions : (n, k) position vectors, one row per kept position.
+    index : the n position indices t (kept positions may have gaps); default 0..n-1.
+    """
+    p = np.asarray(positions, dtype=np.float64)
+    if p.ndim == 1:
+        p = p[:, None]
+    if p.ndim != 2 or p.shape[0] < 3:
+        raise InputError(f"lag violation needs an (n, k) array of at least 3 positions, got shape {p.shape}")
+    if not np.all(np.isfinite(p)):
+        raise InputError("the position vectors contain NaN or infinity; check the encoding")
+    return _lag_violation(pdist(p), check_index(index, p.shape[0]))
+
+
+def _lag_violation(e: np.ndarray, t: np.ndarray) -> float:
+    from scipy.spatial.distance import squareform
+
+    n = t.size
+    others = ~np.eye(n, dtype=bool)
+    # Integer ranks, ties within tie_ranks' tolerance merged (the same E ties as every other score).
+    e_rank = squareform(tie_ranks(e)).astype(np.int64)[others].reshape(n, n - 1)
+    lag = np.abs(t[:, None] - t[None, :])
+    lag_rank = squareform(tie_ranks(squareform(lag, checks=False))).astype(np.int64)[others].reshape(n, n - 1)
+    # Sorted by (lag, E) within each anchor's row, a strict inversion of E is a pair j, l with
+    # lag_j < lag_l and E_j > E_l: pairs of equal lag sit in ascending E and never count.
+    span = int(e_rank.max()) + 1
+    order = np.argsort(lag_rank * span + e_rank, axis=1, kind="stable")
+    greater = _row_inversions(np.take_along_axis(e_rank, order, axis=1))
+    # E ties between different lags: all E-tied pairs minus those tied in lag as well.
+    tied = _row_tied_pairs(e_rank) - _row_tied_pairs(lag_rank * span + e_rank)
+    m = n - 1
+    comparable = m * (m - 1) // 2 - _row_tied_pairs(lag_rank)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rates = np.where(comparable > 0, (greater + 0.5 * tied) / np.maximum(comparable, 1), np.nan)
+    return float(np.nanmean(rates)) if np.isfinite(rates).any() else float("nan")
+
+
+def _row_tied_pairs(values: np.ndarray) -> np.ndarray:
+    """Per row, the number of unordered pairs of equal entries: sum over runs of C(size, 2)."""
+    ordered = np.sort(values, axis=1)
+    columns = np.arange(values.shape[1])
+    starts = np.where(
+        np.concatenate([np.ones((values.shape[0], 1), bool), np.diff(ordered, axis=1) != 0], axis=1), columns, 0
+    )
+    # Each entry is tied with the entries of its run before it.
+    return (columns - np.maximum.accumulate(starts, axis=1)).sum(axis=1)
+
+
+def _row_inversions(values: np.ndarray) -> np.ndarray:
+    """Per row of non-negative integers, #{j < l: x_j > x_l}, by a bottom-up merge count.
+
+    All rows and blocks at once: at each level the sorted left halves of every block lie in one
+    increasing array (block b's values shifted by b times the value span), so one searchsorted
+    counts, for every entry of a right half, the left-half entries above it. O(m log^2 m) per row
+    in log2(m) numpy passes.
+    """
+    rows, m = values.shape
+    size = 1 << max(0, (m - 1).bit_length())
+    top = int(values.max()) + 1 if values.size else 1
+    # Padding above every value, at the end of each row, adds no inversion.
+    x = np.full((rows, size), top, dtype=np.int64)
+    x[:, :m] = values
+    counts = np.zeros(rows, dtype=np.int64)
+    width = 1
+    while width < size:
+        blocks = size // (2 * width)
+        halves = x.reshape(rows * blocks, 2, width)
+        shift = (np.arange(rows * blocks, dtype=np.int64) * (top + 1))[:, None]
+        left = (halves[:, 0, :] + shift).ravel()
+        right = (halves[:, 1, :] + shift).ravel()
+        at_most = np.searchsorted(left, right, side="right") - np.repeat(np.arange(rows * blocks) * width, width)
+        counts += (width - at_most).reshape(rows, -1).sum(axis=1)
+        x = np.sort(halves.reshape(rows, blocks, 2 * width), axis=2).reshape(rows, size)
+        width *= 2
+    return counts
+
+
 def separation(positions: Any, relative: bool = False) -> float:
     """min_{i != j} ||p_i - p_j|| (``relative``: divided by the median pairwise distance)."""
     p = np.asarray(positions, dtype=np.float64)
@@ -230,15 +346,21 @@ def separation(positions: Any, relative: bool = False) -> float:
     return smallest / median if median > 0 else 0.0
 
 
-def all_scores(positions: Any, distances: Any, anchored: bool = True) -> dict[str, float]:
-    """Every score of one encoding, sharing one pdist."""
+def all_scores(positions: Any, distances: Any, anchored: bool = True, index: Any = None) -> dict[str, float]:
+    """Every score of one encoding, sharing one pdist.
+
+    ``index``: the position indices of the rows (kept positions may have gaps), which the lag
+    violation measures lags with; default 0..n-1.
+    """
     p, d = check_inputs(positions, distances)
+    t = check_index(index, p.shape[0])
     e = pdist(p)
     median = float(np.median(e))
     result = {
         "stress": _stress(e, d),
         "scaled_stress": _scaled_stress(e, d),
         "monotonicity_violation": _violation(e, d),
+        "lag_violation": _lag_violation(e, t),
         "separation": float(e.min()),
         "relative_separation": float(e.min()) / median if median > 0 else 0.0,
     }
@@ -254,20 +376,21 @@ def null_calibration(
     seed: int = 0,
     scores: dict[str, float] | None = None,
     anchored: bool = False,
+    index: Any = None,
 ) -> dict[str, dict[str, float]]:
     """Scores of ``draws`` i.i.d. N(0, 1) encodings of the same shape, and where ``positions`` falls.
 
     Returns, per score: ``mean`` and ``sd`` of the null, ``z`` ((score - mean) / sd) and
     ``beats``: the share of null draws the encoding does better than (lower for stress and
-    violation, higher for separation).
+    violation, higher for separation). ``index`` as in :func:`all_scores`.
     """
     p, d = check_inputs(positions, distances)
     if draws < 2:
         raise InputError(f"null calibration needs at least 2 draws, got {draws}")
-    observed = scores if scores is not None else all_scores(p, d, anchored=anchored)
+    observed = scores if scores is not None else all_scores(p, d, anchored=anchored, index=index)
     # A stream of its own, so no null draw equals the `random` encoding of the same seed.
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x6E756C6C]))
-    null = [all_scores(rng.standard_normal(p.shape), d, anchored=anchored) for _ in range(draws)]
+    null = [all_scores(rng.standard_normal(p.shape), d, anchored=anchored, index=index) for _ in range(draws)]
     summary: dict[str, dict[str, float]] = {}
     for name in null[0]:
         values = np.array([draw[name] for draw in null])

@@ -79,6 +79,17 @@ def journey_attention(
     return rotate_by(y, turn) if transport_values else y  # A_k sum_j alpha_kj A_j^{-1} v_j
 
 
+def transport(weights: torch.Tensor, v: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
+    r"""The value-path formula c_k = \sum_j w_{kj} P_{j->k} v_j for given weights, flat toral journeys.
+
+    P_{j->k} = R(\phi_k - \phi_j), factored as rotate v by -\phi_j, weigh, rotate by +\phi_k. weights:
+    (..., T, T) (any: softmax, softplus, a decay kernel, uniform); v: (..., T, hs); angles (..., T, hs/2).
+    Attention (angles 0), a diagonal rotation SSM (w_kj = rho^{k-j}, j <= k) and JoFormer are its cases.
+    """
+    turn = rotor(angles)
+    return rotate_by(weights @ rotate_by(v, turn.conj()), turn)
+
+
 def dense_journey_attention(
     q: torch.Tensor,
     k: torch.Tensor,

@@ -8,6 +8,7 @@
 
 none              plain attention: with mean pooling the model is blind to the patch layout
 rope2d            2D-RoPE: axial rotations of queries and keys (rows on half the pairs, columns on the other)
+rope2d-learned    2D-RoPE with learned axial frequency vectors per layer, values not transported
 joformer-fixed    the same rotations, and values transported (rotate by -phi_j, attend, rotate by +phi_k)
 joformer-learned  learned axial frequency vectors per layer, values transported (the paper's ViT variant)
 dense             curved: dense frames exp(r S_1 + c S_2) with learned non-commuting S_a, values transported
@@ -26,10 +27,11 @@ from .config import ModelConfig
 from .joformer import JoFormerAttention
 from .transformer import MLP, _init_weights
 
-ROTATIONS = ("none", "rope2d", "joformer-fixed", "joformer-learned", "dense")
+ROTATIONS = ("none", "rope2d", "rope2d-learned", "joformer-fixed", "joformer-learned", "dense")
 #: rotation -> (JoFormer variant, values transported)
 _ATTENTION = {
     "rope2d": ("fixed", False),
+    "rope2d-learned": ("learned", False),
     "joformer-fixed": ("fixed", True),
     "joformer-learned": ("learned", True),
     "dense": ("dense", True),

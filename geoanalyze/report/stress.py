@@ -13,6 +13,7 @@ SCORE_COLUMNS = (
     ("scaled_stress", "scaled"),
     ("monotonicity_violation", "violation"),
     ("anchored_monotonicity_violation", "anchored"),
+    ("lag_violation", "lag viol."),
     ("separation", "separation"),
     ("relative_separation", "rel. sep."),
 )
@@ -40,9 +41,16 @@ def score_rows(result: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
 
 
 def layer_rows(result: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
-    header = ["layer", "projection", "stress", "scaled", "violation"]
+    header = ["layer", "projection", "stress", "scaled", "violation", "lag viol."]
     rows = [
-        [row["layer"], row["projection"], row["stress"], row["scaled_stress"], row["monotonicity_violation"]]
+        [
+            row["layer"],
+            row["projection"],
+            row["stress"],
+            row["scaled_stress"],
+            row["monotonicity_violation"],
+            row["lag_violation"],
+        ]
         for row in result["layers"]
     ]
     return header, rows

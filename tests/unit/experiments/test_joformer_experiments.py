@@ -58,7 +58,7 @@ def test_length_generalization_smoke(tmp_path: Path) -> None:
     corpus.write_text("\n".join("".join(rng.choice(list("abcd "), 50)) for _ in range(60)), encoding="utf-8")
     result = run_experiment("length-generalization", options(tmp_path, overrides=[f"dataset={corpus}", *TINY_LM]))
     ratios = result.data["ratio"]
-    assert set(ratios) == {"rope", "joformer-fixed", "joformer-projected"}
+    assert set(ratios) == {"rope", "joformer-fixed", "joformer-learned", "joformer-projected"}
     assert all(len(r) == len(MULTIPLIERS) and r[0] == 1.0 and all(math.isfinite(x) for x in r) for r in ratios.values())
     assert {c.name for c in result.checks} == {"finite", "projected-vs-rope", "fixed-vs-rope"}
     assert result.checks[0].passed
@@ -81,9 +81,23 @@ def test_block_perplexity_of_a_uniform_model_is_the_vocabulary() -> None:
 def test_vision_smoke(tmp_path: Path) -> None:
     overrides = ["steps=3", "seeds=1", "model.d_model=16", "model.n_layers=1", "model.d_ff=16"]
     result = run_experiment("vision-2d", options(tmp_path, overrides=overrides))
-    assert set(result.data["mean"]) == {"none", "rope2d", "joformer-fixed", "joformer-learned", "dense"}
+    assert set(result.data["mean"]) == {
+        "none",
+        "rope2d",
+        "rope2d-learned",
+        "joformer-fixed",
+        "joformer-learned",
+        "dense",
+    }
     assert all(0.0 <= a <= 1.0 for a in result.data["mean"].values())
-    assert {c.name for c in result.checks} == {"learns", "positions-matter", "v-rotation-vs-2d-rope", "dense-vs-axial"}
+    assert {c.name for c in result.checks} == {
+        "learns",
+        "positions-matter",
+        "v-rotation-vs-2d-rope",
+        "synergy",
+        "dense-vs-axial",
+    }
+    assert set(result.data["gains"]) == {"learned frequencies alone", "value rotation alone", "both"}
     assert (tmp_path / "work" / "vision_2d.png").is_file()
 
 
@@ -110,4 +124,45 @@ def test_length_generalization_ci(tmp_path: Path, shared_data: Path) -> None:
 @pytest.mark.slow
 def test_vision_2d_ci(tmp_path: Path) -> None:
     result = run_experiment("vision-2d", options(tmp_path))
-    assert result.passed, [(c.name, c.value, c.detail) for c in result.checks]
+    # the synergy check states the paper's claim; its verdict is a finding, not a requirement
+    failed = [(c.name, c.value, c.detail) for c in result.checks if not c.passed and c.name != "synergy"]
+    assert not failed, failed
+
+
+# --- JoFormer as published, and the vocabulary table ------------------------------------------------
+
+
+def test_value_path_deviations_are_round_off() -> None:
+    from geoanalyze.experiments.joformer import value_path_deviations
+
+    deviations = value_path_deviations(seed=4)
+    assert set(deviations) == {"attention", "ssm", "joformer", "reference per-token", "reference fixed"}
+    assert max(deviations.values()) < 1e-12
+
+
+def test_joformer_reference_smoke(tmp_path: Path, shared_data: Path) -> None:
+    overrides = ["steps=3", "eval_blocks=4", "n_embed=16", "n_layers=1"]
+    result = run_experiment("joformer-reference", options(tmp_path, overrides=overrides, data_dir=str(shared_data)))
+    assert [c.name for c in result.checks][:2] == ["value-path formula", "finite"]
+    assert result.checks[0].passed and result.checks[1].passed
+    assert len(result.data["results"]) == 8
+
+
+def test_a_trained_bpe_loads_as_the_project_tokenizer(tmp_path: Path) -> None:
+    from geoanalyze.corpus.tokenize import get_tokenizer
+    from geoanalyze.experiments.joformer import train_bpe
+
+    texts = ["the movie was good", "the film was bad", "a good film, a bad movie"] * 20
+    folder = train_bpe(texts, 300, tmp_path / "bpe")
+    tokenizer = get_tokenizer(str(folder), add_special_tokens=False)
+    ids = tokenizer.encode_batch(["the film was good"])[0]
+    assert 0 < len(ids) < 18 and tokenizer.vocab_size <= 300
+
+
+@pytest.mark.slow
+def test_lm_vocab_smoke(tmp_path: Path, shared_data: Path) -> None:
+    overrides = ["vocabs=300,600", "tokenizer_texts=200", "train_texts=200", "eval_blocks=4", "steps=3", "eval_every=3"]
+    result = run_experiment("lm-vocab", options(tmp_path, overrides=overrides, data_dir=str(shared_data)))
+    assert {c.name for c in result.checks} == {"finite", "projected below RoFormer"}
+    assert result.checks[0].passed
+    assert set(result.data["perplexity"]) == {300, 600}

@@ -58,7 +58,12 @@ def test_every_registered_experiment_names_a_function_that_exists() -> None:
 SLOW_EXPECTED = {
     "necessity": {"equivariance without PE", "every PE breaks it", "no PE at chance", "every PE solves the task"},
     "separation": {"min distance > 0", "relative separation > 0"},
-    "monotonicity": {"learned beats random", "MDS beats random"},
+    "monotonicity": {
+        "learned beats random",
+        "MDS beats random",
+        "learned beats random by lag",
+        "MDS beats random by lag",
+    },
     "mds-training": {"all runs finite", "MDS as good as learned", "low-rank saving"},
 }
 
@@ -73,3 +78,21 @@ def test_the_pe_experiments_pass_at_ci_scale(name: str, tmp_path: Path, shared_d
     assert not failed, failed
     for figure in result.figures:
         assert (tmp_path / figure).stat().st_size > 1000
+
+
+def test_monotonicity_readings_of_a_line_and_of_noise() -> None:
+    from geoanalyze.experiments.positional import monotonicity_readings
+
+    positions = np.array([0, 1, 2, 4, 5, 9, 10, 11])
+    line = positions[:, None].astype(np.float64)
+    distances = np.abs(line - line.T)
+    noise = np.random.default_rng(0).standard_normal((8, 4))
+    readings = monotonicity_readings({"line": line, "noise": noise}, distances, positions, seed=0, draws=4)
+    assert readings["line"]["violation"] == 0.0 and readings["line"]["lag_violation"] == 0.0
+    assert readings["line"]["lag_null"]["beats"] == 1.0
+    assert set(readings["noise"]) == {"violation", "anchored", "null", "lag_violation", "lag_null"}
+    assert 0.2 < readings["noise"]["lag_violation"] < 0.8
+    from geoanalyze.experiments.positional import _beats_null
+
+    verdict = _beats_null("x", "the line", readings["line"], "lag_violation", "lag_null", "22%")
+    assert verdict.passed and verdict.value == 0.0 and verdict.claim.startswith("lag violation of the line")

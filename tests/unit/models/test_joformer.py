@@ -213,7 +213,7 @@ def test_dense_grid_frames_are_orthogonal_and_curved() -> None:
 
 def test_vit_shapes_and_every_rotation() -> None:
     images = torch.rand(3, 1, 8, 8)
-    for rotation in ("none", "rope2d", "joformer-fixed", "joformer-learned", "dense"):
+    for rotation in ("none", "rope2d", "rope2d-learned", "joformer-fixed", "joformer-learned", "dense"):
         model = ViT(ViTConfig(rotation=rotation, d_model=32, n_heads=4, n_layers=1, d_ff=32))
         logits = model(images)
         assert logits.shape == (3, 10)

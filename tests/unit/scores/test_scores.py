@@ -342,7 +342,8 @@ def test_permuting_positions_consistently_changes_nothing(
     p, d = case
     order = data.draw(st.permutations(range(p.shape[0])))
     permuted_p, permuted_d = p[order], d[np.ix_(order, order)]
-    before, after = all_scores(p, d), all_scores(permuted_p, permuted_d)
+    # The rows keep their position indices: the lag violation measures lags with them.
+    before, after = all_scores(p, d), all_scores(permuted_p, permuted_d, index=np.array(order))
     assert before.keys() == after.keys()
     for name, value in before.items():
         if math.isnan(value):
@@ -445,6 +446,7 @@ def test_all_scores_agrees_with_each_score() -> None:
     assert result["scaled_stress"] == pytest.approx(scaled_stress(p, d), rel=1e-12)
     assert result["monotonicity_violation"] == pytest.approx(loop_violation(p, d), abs=1e-12)
     assert result["anchored_monotonicity_violation"] == pytest.approx(loop_anchored(p, d), abs=1e-12)
+    assert result["lag_violation"] == pytest.approx(scores.lag_violation(p), abs=1e-12)
     assert "anchored_monotonicity_violation" not in all_scores(p, d, anchored=False)
     assert set(scores.LOWER_IS_BETTER) == set(result)
 
@@ -452,7 +454,7 @@ def test_all_scores_agrees_with_each_score() -> None:
 # --- null calibration ---------------------------------------------------------------------------------
 
 
-NULL_KEYS = {"stress", "scaled_stress", "monotonicity_violation", "separation", "relative_separation"}
+NULL_KEYS = {"stress", "scaled_stress", "monotonicity_violation", "lag_violation", "separation", "relative_separation"}
 
 
 def test_null_calibration_keys_and_ranges() -> None:

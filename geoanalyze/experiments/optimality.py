@@ -1,0 +1,588 @@
+r"""The geometry paper's optimality claims (PAPERS.md §1) against the exact optimum, the MDS.
+
+sinusoidal-optimality  "Sinusoidal encoding is an optimal approximation for corpora whose positional
+                       statistics vary smoothly (approximately stationary)."
+alibi-rank1            "ALiBi is a near-optimal rank-1 parametrisation for near shift-equivariant
+                       corpora (short sentences)."
+mds-parameters         "Up to 88% fewer parameters": r (n + d) against n d at the smallest rank r
+                       whose MDS keeps scaled stress within 0.01 of full rank.
+
+The corpora are the synthetic kinds with their *true* Hellinger distances (no sampling noise):
+the ``rough`` family from smooth (roughness 0) to independent positions (roughness 1), ``drift``,
+``shift`` at growing lengths, and ``stationary``, whose true distances are all 0, so it enters
+through a sample of it (its naive distances are pure sampling noise). SST-2 (naive and bias-
+corrected Hellinger, bert-base-uncased tokens, positions with N_i >= 100) is the real data point.
+
+The optimum of every corpus is its exact classical MDS (scaled stress 0 on a Euclidean matrix).
+Each encoding is scored by scaled stress (the best global scale fitted, so sinusoidal's norm does
+not count) and by the lag violation; beside it, ``relative``: scaled stress divided by the mean
+scaled stress of i.i.d. Gaussian tables of width 768 (1 = no better than random vectors), since
+scaled stress alone is small for *every* encoding when the distances are nearly constant.
+
+- best sinusoidal: min over frequency bases b (log grid from 1.26 to 10^5) and widths d of
+  PE(i, 2k) = sin(i b^{-2k/d}), PE(i, 2k+1) = cos(i b^{-2k/d}).
+- rank 1: ALiBi's line p_i = i (any slope: the scale is fitted) and the rank-1 MDS.
+- shift-equivariance of a corpus: 1 - sum (D_ij - mean_{|k-l| = |i-j|} D_kl)^2 / sum (D_ij - mean D)^2,
+  the share of the distances' variance that the lag |i - j| explains (1: D is a function of the lag).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.spatial.distance import pdist
+from scipy.stats import spearmanr
+
+from .record import ExperimentOptions, ExperimentResult, Stopwatch, apply_overrides, check, fmt, markdown_table
+
+#: the claims' tolerance: "optimal" read as within 0.01 scaled stress of the exact optimum (the
+#: same 1% the parameter claim is measured at)
+OPTIMAL_WITHIN = 0.01
+WIDTHS = (2, 8, 32, 128, 384, 768)
+NULL_WIDTH = 768
+
+SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
+    "sinusoidal-optimality": {
+        "ci": {"positions": 48, "vocab": 300, "steps": 6, "bases": 15, "null_draws": 4, "sst2": True},
+        "paper": {"positions": 128, "vocab": 2000, "steps": 11, "bases": 30, "null_draws": 8, "sst2": True},
+    },
+    "alibi-rank1": {
+        "ci": {"longest": 256, "vocab": 300, "step": 2, "kappa": 8.0, "steps": 6, "null_draws": 4, "sst2": True},
+        "paper": {"longest": 512, "vocab": 2000, "step": 8, "kappa": 8.0, "steps": 11, "null_draws": 8, "sst2": True},
+    },
+    "mds-parameters": {
+        "ci": {"real": True, "tolerance": OPTIMAL_WITHIN},
+        "paper": {"real": True, "tolerance": OPTIMAL_WITHIN},
+    },
+}
+#: ``--set`` overrides that shrink each experiment to a seconds-long smoke run (no real corpus)
+SMOKE: dict[str, tuple[str, ...]] = {
+    "sinusoidal-optimality": ("positions=16", "vocab=60", "steps=3", "bases=4", "null_draws=2", "sst2=false"),
+    "alibi-rank1": ("longest=32", "vocab=60", "step=1", "steps=3", "null_draws=2", "sst2=false"),
+    "mds-parameters": ("real=false",),
+}
+#: model widths of the parameter claim
+MODEL_WIDTHS = {"BERT-base": 768, "MiniLM-L6": 384}
+PAPER_SAVING = "up to 88% fewer"
+
+
+# --- measurements ------------------------------------------------------------------------------------
+
+
+def shift_equivariance(distances: np.ndarray, index: np.ndarray | None = None) -> float:
+    """Share of the variance of D_ij (i < j) explained by the lag |t_i - t_j| (1: D depends on the lag alone)."""
+    n = distances.shape[0]
+    t = np.arange(n) if index is None else np.asarray(index)
+    upper = np.triu_indices(n, k=1)
+    d = distances[upper]
+    lag = np.abs(t[upper[0]] - t[upper[1]]).astype(np.int64)
+    means = np.bincount(lag, d) / np.maximum(np.bincount(lag), 1)
+    total = float(np.sum(np.square(d - d.mean())))
+    return 1.0 - float(np.sum(np.square(d - means[lag]))) / total if total > 0 else float("nan")
+
+
+def null_scaled_stress(distances: np.ndarray, draws: int, seed: int) -> float:
+    """Mean scaled stress of ``draws`` i.i.d. N(0, 1) tables of width 768 (the random encoding's)."""
+    from ..geometry.scores import _scaled_stress
+
+    d = distances[np.triu_indices(distances.shape[0], k=1)]
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x6E756C6C]))
+    shape = (distances.shape[0], NULL_WIDTH)
+    return float(np.mean([_scaled_stress(pdist(rng.standard_normal(shape)), d) for _ in range(draws)]))
+
+
+def best_sinusoidal(distances: np.ndarray, index: np.ndarray, bases: np.ndarray) -> dict[str, Any]:
+    """The sinusoidal table of least scaled stress over the frequency bases and the widths in WIDTHS."""
+    from ..encodings.standard import sinusoidal
+    from ..geometry.scores import _scaled_stress
+
+    d = distances[np.triu_indices(distances.shape[0], k=1)]
+    best: dict[str, Any] = {"scaled_stress": np.inf}
+    for base in bases:
+        for width in WIDTHS:
+            value = _scaled_stress(pdist(sinusoidal(index, d=width, base=float(base))), d)
+            if value < best["scaled_stress"]:
+                best = {"scaled_stress": value, "base": float(base), "width": width}
+    return best
+
+
+def corpus_fit(
+    distances: np.ndarray,
+    index: np.ndarray | None = None,
+    bases: np.ndarray | None = None,
+    null_draws: int = 4,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """How close each encoding comes to the exact MDS of ``distances``: scaled stress, relative, lag violation.
+
+    ``bases``: the sinusoidal grid (None: sinusoidal left out).
+    """
+    from ..encodings.standard import sinusoidal
+    from ..geometry.mds import classical_mds
+    from ..geometry.scores import _scaled_stress, lag_violation
+
+    n = distances.shape[0]
+    t = np.arange(n) if index is None else np.asarray(index)
+    d = distances[np.triu_indices(n, k=1)]
+    null = null_scaled_stress(distances, null_draws, seed)
+    mds = classical_mds(distances).embedding_
+    tables = {"mds": mds, "mds rank 1": mds[:, :1], "mds rank 2": mds[:, :2], "alibi": t[:, None].astype(np.float64)}
+    fit: dict[str, Any] = {"positions": n, "shift_equivariance": shift_equivariance(distances, t), "null": null}
+    if bases is not None:
+        best = best_sinusoidal(distances, t, bases)
+        tables["sinusoidal"] = sinusoidal(t, d=best["width"], base=best["base"])
+        fit["sinusoidal_setting"] = {"base": best["base"], "width": best["width"]}
+    for name, table in tables.items():
+        scaled = _scaled_stress(pdist(table), d)
+        fit[name] = {
+            "scaled_stress": scaled,
+            "relative": scaled / null if null > 0 else float("nan"),
+            "lag_violation": lag_violation(table, t),
+        }
+    return fit
+
+
+def sampled_stationary(length: int, vocab: int, sequences: int, seed: int) -> np.ndarray:
+    """Naive Hellinger distances of a sample of the stationary kind (true distances are all 0)."""
+    from ..corpus.synthetic import sample_tokens, stationary_marginals
+    from ..geometry.distances import hellinger_distances
+
+    rng = np.random.default_rng(seed)
+    tokens = sample_tokens(stationary_marginals(length, vocab, rng), sequences, rng)
+    flat = (np.arange(length)[None, :] * vocab + tokens).ravel()
+    counts = np.bincount(flat, minlength=length * vocab).reshape(length, vocab)
+    return hellinger_distances(counts / counts.sum(axis=1, keepdims=True))
+
+
+def sst2_geometry(options: ExperimentOptions) -> dict[str, Any]:
+    """SST-2 train's Hellinger geometry as `geoanalyze stress` measures it (bert-base-uncased, N_i >= 100)."""
+    from ..corpus.marginals import compute_counts
+    from ..corpus.sources import resolve_source
+    from ..geometry.distances import position_geometry
+
+    source = resolve_source("sst2", data_dir=options.data_dir)
+    counts, _ = compute_counts(source, tokenizer="bert-base-uncased", max_length=512)
+    geometry = position_geometry(counts, min_count=100)
+    return {"positions": geometry.positions, "naive": geometry.naive, "corrected": geometry.corrected}
+
+
+def _bases(count: int) -> np.ndarray:
+    return np.logspace(0.1, 5.0, count)
+
+
+def _settings(options: ExperimentOptions, name: str) -> dict[str, Any]:
+    return apply_overrides(SETTINGS[name][options.preset], options.overrides, name)
+
+
+# --- sinusoidal-optimality ----------------------------------------------------------------------------
+
+
+def sinusoidal_optimality(options: ExperimentOptions) -> ExperimentResult:
+    """Best sinusoidal (base, width, fitted scale) against the exact MDS, from smooth to rough corpora."""
+    from ..corpus.synthetic import drift_marginals, rough_length_scale, rough_marginals, shift_marginals
+    from ..geometry.distances import hellinger_distances
+
+    watch = Stopwatch()
+    settings = _settings(options, "sinusoidal-optimality")
+    n, vocab, seed = settings["positions"], settings["vocab"], options.seed
+    bases = _bases(settings["bases"])
+    draws = settings["null_draws"]
+    roughness = np.linspace(0.0, 1.0, settings["steps"])
+    family = []
+    for r in roughness:
+        truth = hellinger_distances(rough_marginals(n, vocab, np.random.default_rng(seed), roughness=float(r)))
+        fit = corpus_fit(truth, bases=bases, null_draws=draws, seed=seed)
+        family.append({"roughness": float(r), "length_scale": rough_length_scale(n, float(r)), **fit})
+    named = {
+        "drift": corpus_fit(
+            hellinger_distances(drift_marginals(n, vocab, np.random.default_rng(seed))), bases=bases, null_draws=draws
+        ),
+        "shift": corpus_fit(
+            hellinger_distances(shift_marginals(n, vocab, np.random.default_rng(seed))), bases=bases, null_draws=draws
+        ),
+        "stationary (sampled)": corpus_fit(
+            sampled_stationary(n, vocab, 2000, seed), bases=bases, null_draws=draws, seed=seed
+        ),
+    }
+    if settings["sst2"]:
+        sst2 = sst2_geometry(options)
+        for which in ("naive", "corrected"):
+            named[f"SST-2 ({which})"] = corpus_fit(sst2[which], sst2["positions"], bases, draws, seed)
+
+    smooth = family[0]["sinusoidal"]["scaled_stress"]
+    closest = min(family, key=lambda row: row["sinusoidal"]["scaled_stress"])
+    relative = [row["sinusoidal"]["relative"] for row in family]
+    trend = float(spearmanr(roughness, relative).statistic) if len(family) > 2 else float("nan")
+    smooth_half = [row for row in family if row["roughness"] <= 0.5]
+    checks = [
+        check(
+            "optimal on smooth stationary corpora",
+            f"best sinusoidal's scaled stress on the smoothest corpus (roughness 0) <= {OPTIMAL_WITHIN} "
+            "(the exact MDS: 0)",
+            smooth,
+            smooth <= OPTIMAL_WITHIN,
+            paper="optimal approximation",
+            detail=f"closest anywhere in the family: {fmt(closest['sinusoidal']['scaled_stress'])} at roughness "
+            f"{fmt(closest['roughness'])}",
+        ),
+        check(
+            "better on smooth than on rough",
+            "Spearman correlation between roughness and sinusoidal's scaled stress relative to the null > 0",
+            trend,
+            trend > 0,
+        ),
+        check(
+            "beats random on smooth corpora",
+            "max over roughness <= 0.5 of sinusoidal's scaled stress relative to the random null < 1",
+            max(row["sinusoidal"]["relative"] for row in smooth_half),
+            max(row["sinusoidal"]["relative"] for row in smooth_half) < 1,
+        ),
+    ]
+    rows = [[fmt(row["roughness"]), *_sinusoidal_row(row, row["length_scale"])] for row in family]
+    named_rows = [[name, *_sinusoidal_row(fit, fit["positions"])] for name, fit in named.items()]
+    header = [
+        "corpus",
+        "n",
+        "shift-equivariance",
+        "sinusoidal scaled",
+        "relative to null",
+        "best base / width",
+        "MDS rank 2 scaled",
+        "null scaled",
+        "MDS lag viol.",
+        "sinusoidal lag viol.",
+    ]
+    sections = [
+        f"### The rough family (n = {n} positions, V = {vocab}, true distances)\n\n"
+        + markdown_table(["roughness", "length scale l", *header[2:]], rows)
+        + "\n\n### Other corpora\n\n"
+        + markdown_table(header, named_rows)
+        + f"\n\nThe optimum is each corpus's exact MDS (scaled stress 0 on true distances). Sinusoidal: best of "
+        f"{len(bases)} bases x {len(WIDTHS)} widths with the scale fitted. 'Optimal' is read as within "
+        f"{OPTIMAL_WITHIN} of the optimum. The lag violation of the MDS is how monotone the corpus itself is in "
+        "position distance. Sinusoidal's lag violation is near 0 where its best base is large (slow "
+        "frequencies: distances grow with the lag) and near 0.5 where the best fit to a rough corpus takes fast ones."
+    ]
+    figure = "sinusoidal-optimality.png"
+    _family_figure(options.work_dir / figure, family, named, "sinusoidal")
+    return ExperimentResult(
+        "sinusoidal-optimality",
+        "Is sinusoidal an optimal approximation for smooth, approximately stationary corpora?",
+        checks,
+        data={"settings": settings, "family": family, "corpora": named, "bases": bases, "widths": WIDTHS},
+        sections=sections,
+        figures={figure: "Scaled stress and lag violation against roughness; other corpora on the right"},
+        preset=options.preset,
+        seconds=watch(),
+    )
+
+
+def _sinusoidal_row(fit: dict[str, Any], size: float) -> list[Any]:
+    """The table columns after the corpus name: size, shift-equivariance, sinusoidal's fit, the references."""
+    setting = fit["sinusoidal_setting"]
+    return [
+        size,
+        fit["shift_equivariance"],
+        fit["sinusoidal"]["scaled_stress"],
+        fit["sinusoidal"]["relative"],
+        f"{setting['base']:.3g} / {setting['width']}",
+        fit["mds rank 2"]["scaled_stress"],
+        fit["null"],
+        fit["mds"]["lag_violation"],
+        fit["sinusoidal"]["lag_violation"],
+    ]
+
+
+# --- alibi-rank1 -------------------------------------------------------------------------------------
+
+
+def alibi_rank1(options: ExperimentOptions) -> ExperimentResult:
+    """ALiBi's line p_i = i against the rank-1 MDS and the exact MDS, from short to long shift corpora."""
+    from ..corpus.synthetic import drift_marginals, rough_marginals, shift_marginals
+    from ..geometry.distances import hellinger_distances
+
+    watch = Stopwatch()
+    settings = _settings(options, "alibi-rank1")
+    vocab, draws, seed = settings["vocab"], settings["null_draws"], options.seed
+    lengths = np.unique(np.geomspace(8, settings["longest"], settings["steps"]).round().astype(int))
+    shift = []
+    for length in lengths:
+        truth = hellinger_distances(
+            shift_marginals(
+                int(length), vocab, np.random.default_rng(seed), step=settings["step"], kappa=settings["kappa"]
+            )
+        )
+        shift.append({"length": int(length), **corpus_fit(truth, null_draws=draws, seed=seed)})
+    n = int(lengths[len(lengths) // 2])
+    others = {
+        "drift": corpus_fit(
+            hellinger_distances(drift_marginals(n, vocab, np.random.default_rng(seed))), None, None, draws
+        ),
+        "rough 0": corpus_fit(
+            hellinger_distances(rough_marginals(n, vocab, np.random.default_rng(seed), roughness=0.0)),
+            None,
+            None,
+            draws,
+        ),
+        "rough 1": corpus_fit(
+            hellinger_distances(rough_marginals(n, vocab, np.random.default_rng(seed), roughness=1.0)),
+            None,
+            None,
+            draws,
+        ),
+        "stationary (sampled)": corpus_fit(sampled_stationary(n, vocab, 2000, seed), None, None, draws),
+    }
+    if settings["sst2"]:
+        sst2 = sst2_geometry(options)
+        for which in ("naive", "corrected"):
+            others[f"SST-2 ({which})"] = corpus_fit(sst2[which], sst2["positions"], None, draws, seed)
+
+    shortest = shift[0]
+    gap = shortest["alibi"]["scaled_stress"] - shortest["mds rank 1"]["scaled_stress"]
+    trend = (
+        float(spearmanr(lengths, [row["alibi"]["scaled_stress"] for row in shift]).statistic)
+        if len(shift) > 2
+        else float("nan")
+    )
+    everything = [*shift, *others.values()]
+    equivariance = [fit["shift_equivariance"] for fit in everything]
+    excess = [fit["alibi"]["relative"] for fit in everything]
+    link = float(spearmanr(equivariance, excess).statistic)
+    checks = [
+        check(
+            "near-optimal on short shift-equivariant corpora",
+            f"ALiBi's scaled stress on the shortest shift corpus (n = {shortest['length']}) <= {OPTIMAL_WITHIN} "
+            "(the exact MDS: 0)",
+            shortest["alibi"]["scaled_stress"],
+            shortest["alibi"]["scaled_stress"] <= OPTIMAL_WITHIN,
+            paper="near-optimal (SST-2 stress 0.563)",
+        ),
+        check(
+            "as good as the best rank 1",
+            f"ALiBi's scaled stress - the rank-1 MDS's, shortest shift corpus, <= {OPTIMAL_WITHIN}",
+            gap,
+            gap <= OPTIMAL_WITHIN,
+            paper="near-optimal rank-1 parametrisation",
+        ),
+        check(
+            "short sentences",
+            "Spearman correlation between the shift corpus's length and ALiBi's scaled stress > 0",
+            trend,
+            trend > 0,
+            paper="short sentences",
+        ),
+        check(
+            "shift-equivariance is what matters",
+            "Spearman correlation, over every corpus, between shift-equivariance and ALiBi's scaled stress "
+            "relative to the null < 0",
+            link,
+            link < 0,
+            paper="near shift-equivariant corpora",
+        ),
+    ]
+    header = [
+        "corpus",
+        "n",
+        "shift-equivariance",
+        "ALiBi scaled",
+        "relative to null",
+        "MDS rank 1 scaled",
+        "MDS rank 2 scaled",
+        "null scaled",
+        "MDS lag viol.",
+    ]
+
+    def row(name: str, fit: dict[str, Any]) -> list[Any]:
+        return [
+            name,
+            fit["positions"],
+            fit["shift_equivariance"],
+            fit["alibi"]["scaled_stress"],
+            fit["alibi"]["relative"],
+            fit["mds rank 1"]["scaled_stress"],
+            fit["mds rank 2"]["scaled_stress"],
+            fit["null"],
+            fit["mds"]["lag_violation"],
+        ]
+
+    rows = [row(f"shift, n = {fit['length']}", fit) for fit in shift] + [row(k, v) for k, v in others.items()]
+    sections = [
+        f"### Shift corpora of growing length (V = {vocab}, step {settings['step']}, kappa {settings['kappa']}), "
+        "then other corpora\n\n"
+        + markdown_table(header, rows)
+        + "\n\nALiBi's implied vectors are the line p_i = m i: with the scale fitted, every slope gives the same "
+        "scaled stress. The paper's 0.563 on SST-2 is a raw stress under its unstated slope convention; ours "
+        "is scale-free."
+    ]
+    figure = "alibi-rank1.png"
+    _alibi_figure(options.work_dir / figure, shift, others)
+    return ExperimentResult(
+        "alibi-rank1",
+        "Is ALiBi a near-optimal rank-1 encoding for near shift-equivariant (short) corpora?",
+        checks,
+        data={"settings": settings, "shift": shift, "corpora": others},
+        sections=sections,
+        figures={figure: "ALiBi's line against the rank-1 MDS: by length of a shift corpus, and by shift-equivariance"},
+        preset=options.preset,
+        seconds=watch(),
+    )
+
+
+# --- mds-parameters ----------------------------------------------------------------------------------
+
+
+def rank_within(distances: np.ndarray, tolerance: float = OPTIMAL_WITHIN) -> dict[str, Any]:
+    """The smallest rank r whose MDS scaled stress is within ``tolerance`` of full rank's."""
+    from ..geometry.mds import classical_mds
+    from ..geometry.scores import _scaled_stress
+
+    d = distances[np.triu_indices(distances.shape[0], k=1)]
+    mds = classical_mds(distances).embedding_
+    full = _scaled_stress(pdist(mds), d)
+    for rank in range(1, mds.shape[1] + 1):
+        value = _scaled_stress(pdist(mds[:, :rank]), d)
+        if value <= full + tolerance:
+            return {"rank": rank, "scaled_stress": value, "full_rank": mds.shape[1], "full_scaled_stress": full}
+    return {"rank": mds.shape[1], "scaled_stress": full, "full_rank": mds.shape[1], "full_scaled_stress": full}
+
+
+def parameter_saving(n: int, rank: int, width: int) -> dict[str, Any]:
+    """r (n + d) against n d, and the saving 1 - r (n + d) / (n d)."""
+    factored, dense = rank * (n + width), n * width
+    return {"factored": factored, "dense": dense, "saving": 1.0 - factored / dense}
+
+
+def mds_parameters(options: ExperimentOptions) -> ExperimentResult:
+    """r (n + d) vs n d at the rank within 0.01 scaled stress of full rank: sample corpora, SST-2, IMDB."""
+    from ..corpus.marginals import compute_counts
+    from ..corpus.sources import resolve_source
+    from ..geometry.distances import hellinger_distances, position_geometry
+
+    watch = Stopwatch()
+    settings = _settings(options, "mds-parameters")
+    tolerance = settings["tolerance"]
+    corpora: dict[str, np.ndarray] = {}
+    from pathlib import Path
+
+    samples = Path(__file__).resolve().parents[2] / "sample_corpora"
+    for name in ("drift", "shift", "drift-words"):
+        marginals = samples / f"{name}.marginals.npy"
+        if marginals.is_file():
+            corpora[f"{name} (sample, true)"] = hellinger_distances(np.load(marginals))
+    if settings["real"]:
+        for dataset in ("sst2", "imdb"):
+            counts, _ = compute_counts(
+                resolve_source(dataset, data_dir=options.data_dir), tokenizer="bert-base-uncased", max_length=512
+            )
+            geometry = position_geometry(counts, min_count=100)
+            for which in ("naive", "corrected"):
+                corpora[f"{dataset} ({which})"] = geometry.matrix(which)
+    results: dict[str, dict[str, Any]] = {}
+    rows: list[list[Any]] = []
+    for name, distances in corpora.items():
+        found = rank_within(distances, tolerance)
+        n = distances.shape[0]
+        entry: dict[str, Any] = {"positions": n, **found, "widths": {}}
+        for model, width in MODEL_WIDTHS.items():
+            entry["widths"][model] = parameter_saving(n, found["rank"], width)
+        results[name] = entry
+        rows.append(
+            [
+                name,
+                n,
+                found["rank"],
+                found["full_rank"],
+                found["scaled_stress"],
+                *[f"{100 * entry['widths'][m]['saving']:.1f}%" for m in MODEL_WIDTHS],
+            ]
+        )
+    best = max(entry["widths"]["BERT-base"]["saving"] for entry in results.values())
+    checks = [
+        check(
+            "saving at BERT-base width",
+            f"max over corpora of 1 - r (n + 768) / (n 768) at the rank within {tolerance} of full rank >= 0.88",
+            best,
+            best >= 0.88,
+            paper=PAPER_SAVING,
+        )
+    ]
+    sections = [
+        f"### Rank within {tolerance} scaled stress of full rank, and the parameter saving\n\n"
+        + markdown_table(
+            ["corpus", "n", "rank r", "full rank", "scaled stress at r", "saving, d = 768", "saving, d = 384"], rows
+        )
+        + "\n\nThe saving counts the factored table P = A W (A: n x r, W: r x d) against a dense n x d table."
+    ]
+    return ExperimentResult(
+        "mds-parameters",
+        "How many fewer parameters does the low-rank MDS encoding need?",
+        checks,
+        data={"settings": settings, "corpora": results},
+        sections=sections,
+        preset=options.preset,
+        seconds=watch(),
+    )
+
+
+# --- figures -----------------------------------------------------------------------------------------
+
+
+def _family_figure(path: Any, family: list[dict[str, Any]], named: dict[str, Any], encoding: str) -> None:
+    from ..report.figures import _pyplot, _save
+
+    plt = _pyplot()
+    figure, axes = plt.subplots(1, 3, figsize=(16, 4.4), layout="constrained")
+    x = [row["roughness"] for row in family]
+    for key, label in ((encoding, f"best {encoding}"), ("mds rank 1", "MDS rank 1"), ("mds rank 2", "MDS rank 2")):
+        axes[0].plot(x, [row[key]["scaled_stress"] for row in family], marker="o", label=label)
+    axes[0].plot(x, [row["null"] for row in family], "k--", label="random (null mean)")
+    axes[0].axhline(OPTIMAL_WITHIN, color="grey", lw=0.8, label=f"optimum + {OPTIMAL_WITHIN}")
+    axes[0].set_yscale("log")
+    axes[0].set_xlabel("roughness (0: smooth, 1: independent positions)")
+    axes[0].set_title("scaled stress against the true distances")
+    axes[0].legend(fontsize=8)
+    for key, label in (("mds", "exact MDS (the corpus itself)"), (encoding, f"best {encoding}")):
+        axes[1].plot(x, [row[key]["lag_violation"] for row in family], marker="o", label=label)
+    axes[1].axhline(0.5, color="k", ls="--", lw=0.8, label="random")
+    axes[1].set_xlabel("roughness")
+    axes[1].set_title("lag violation")
+    axes[1].legend(fontsize=8)
+    names = list(named)
+    positions = np.arange(len(names))
+    for offset, (key, label) in zip(
+        (-0.2, 0.0, 0.2), ((encoding, encoding), ("mds rank 2", "MDS rank 2"), ("null", "random")), strict=True
+    ):
+        values = [named[name][key] if key == "null" else named[name][key]["scaled_stress"] for name in names]
+        axes[2].bar(positions + offset, values, width=0.2, label=label)
+    axes[2].set_xticks(positions, names, rotation=20, fontsize=8)
+    axes[2].set_title("scaled stress, other corpora")
+    axes[2].legend(fontsize=8)
+    _save(figure, path)
+
+
+def _alibi_figure(path: Any, shift: list[dict[str, Any]], others: dict[str, Any]) -> None:
+    from ..report.figures import _pyplot, _save
+
+    plt = _pyplot()
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4.4), layout="constrained")
+    lengths = [row["length"] for row in shift]
+    for key, label in (("alibi", "ALiBi line"), ("mds rank 1", "MDS rank 1"), ("mds rank 2", "MDS rank 2")):
+        axes[0].plot(lengths, [max(row[key]["scaled_stress"], 1e-8) for row in shift], marker="o", label=label)
+    axes[0].plot(lengths, [row["null"] for row in shift], "k--", label="random (null mean)")
+    axes[0].axhline(OPTIMAL_WITHIN, color="grey", lw=0.8, label=f"optimum + {OPTIMAL_WITHIN}")
+    axes[0].set_xscale("log", base=2)
+    axes[0].set_yscale("log")
+    axes[0].set_xlabel("sequence length n (shift corpus)")
+    axes[0].set_title("scaled stress against the true distances")
+    axes[0].legend(fontsize=8)
+    everything = {f"shift {row['length']}": row for row in shift} | others
+    for name, fit in everything.items():
+        axes[1].scatter(fit["shift_equivariance"], fit["alibi"]["relative"], s=24)
+        axes[1].annotate(name, (fit["shift_equivariance"], fit["alibi"]["relative"]), fontsize=7)
+    axes[1].axhline(1.0, color="k", ls="--", lw=0.8, label="random")
+    axes[1].set_xlabel("shift-equivariance of the corpus (share of D explained by the lag)")
+    axes[1].set_ylabel("ALiBi scaled stress / null's")
+    axes[1].set_yscale("log")
+    axes[1].legend(fontsize=8)
+    _save(figure, path)

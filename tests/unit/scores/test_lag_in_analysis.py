@@ -1,0 +1,64 @@
+"""The lag violation reaches every place scores appear: the stress analysis, its null, its tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from geoanalyze.analysis import LAYER_SCORES, StressOptions, analyze
+from geoanalyze.geometry.scores import lag_violation
+from geoanalyze.report.stress import layer_rows, markdown, score_rows
+
+DRIFT_WORDS = Path(__file__).resolve().parents[3] / "sample_corpora" / "drift-words.txt"
+
+
+@pytest.fixture(scope="module")
+def result() -> dict:
+    options = StressOptions(dataset=str(DRIFT_WORDS), null_draws=3, compare=("sinusoidal", "mds", "random"))
+    return analyze("rope:d=64", options)
+
+
+def test_every_encoding_has_it_with_its_null(result: dict) -> None:
+    positions = np.asarray(result["positions"])
+    for name, scores in result["scores"].items():
+        expected = lag_violation(result["_vectors"][name], positions)
+        assert scores["lag_violation"] == pytest.approx(expected, abs=1e-12), name
+        assert set(scores["null"]["lag_violation"]) == {"mean", "sd", "z", "beats"}
+        assert scores["null"]["lag_violation"]["mean"] == pytest.approx(0.5, abs=0.05)
+    # a drift corpus moves steadily with position: RoPE's and the MDS's vectors drift with the lag
+    assert result["scores"]["rope:d=64"]["lag_violation"] < 0.1
+    assert result["scores"]["random"]["lag_violation"] == pytest.approx(0.5, abs=0.05)
+
+
+def test_tables_and_markdown_carry_a_column(result: dict) -> None:
+    header, rows = score_rows(result)
+    column = header.index("lag viol.")
+    assert [row[column] for row in rows] == [s["lag_violation"] for s in result["scores"].values()]
+    assert "lag viol." in markdown(result)
+    assert "lag_violation" in LAYER_SCORES
+    layered = dict(result, layers=[{"layer": 1, "projection": "query", **dict.fromkeys(LAYER_SCORES, 0.25)}])
+    header, rows = layer_rows(layered)
+    assert rows[0][header.index("lag viol.")] == 0.25
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_the_results_page_numbers_on_sst2(shared_data: Path, tmp_path: Path) -> None:
+    """docs/results.md, "the paper's 22% and 25.4% in two readings": the command and its figures."""
+    import json
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).parent / "geoanalyze"
+    assert script.is_file(), "the geoanalyze console script is not installed; run pip install -e ."
+    command = [str(script), "stress", "sentence-transformers/all-MiniLM-L6-v2", "--dataset", "sst2"]
+    command += ["--data-dir", str(shared_data), "--layers", "none", "-f", "json"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr
+    scores = json.loads(done.stdout)["scores"]
+    assert scores["mds"]["lag_violation"] == pytest.approx(0.2410, abs=5e-4)
+    assert scores["sentence-transformers/all-MiniLM-L6-v2"]["lag_violation"] == pytest.approx(0.2738, abs=5e-4)
+    assert scores["sinusoidal"]["lag_violation"] == pytest.approx(0.0029, abs=5e-4)
+    assert scores["random"]["lag_violation"] == pytest.approx(0.5074, abs=5e-4)
