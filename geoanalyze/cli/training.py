@@ -35,7 +35,7 @@ def train(
     ] = None,
     preset: Preset = "ci",
     config_file: Annotated[
-        Path | None, typer.Option("--config", help="TOML file of settings (top-level keys and a [model] table).")
+        Path | None, typer.Option("--config", help="TOML file of settings (top-level keys and a \\[model] table).")
     ] = None,
     sets: Sets = None,
     task: Annotated[str | None, typer.Option("--task", help="order, mlm or classification (= --set task=).")] = None,
@@ -152,6 +152,7 @@ def verify(
         raise InputError(f"unknown --format {format!r}; choose one of table, json, markdown")
     if name == "list":
         rows = [[e.name, e.paper, f"{e.minutes_ci:g}", e.summary] for e in EXPERIMENTS.values()]
+        header = ["name", "paper", "ci minutes", "claim"]
         if format == "json":
             print_json(
                 [
@@ -159,8 +160,12 @@ def verify(
                     for r in rows
                 ]
             )
+        elif format == "markdown":
+            from ..experiments.record import markdown_table
+
+            print(markdown_table(header, rows))
         else:
-            stdout_console.print(grid_table("experiments", ["name", "paper", "ci minutes", "claim"], rows))
+            stdout_console.print(grid_table("experiments", header, rows, text_columns=("paper", "claim")))
         return
     get_experiment(name)
     if preset not in PRESET_NAMES:
@@ -195,16 +200,23 @@ def verify(
             progress=True,
         )
         result = run_experiment(name, options)
-        write_result(result, staging)
+        written = write_result(result, staging)
+        from ..io import write_text
+        from ..report.render import provenance, provenance_line
+
+        run = provenance(seed)
+        page = written["markdown"].read_text(encoding="utf-8")
+        write_text(written["markdown"], page + "\n" + provenance_line(run) + "\n")
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     if format == "json":
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), "run": run})
     elif format == "markdown":
         print(markdown(result), end="")
+        print("\n" + provenance_line(run))
     else:
         header, rows = check_rows(result.checks)
         rows = [[*row[:-1], "PASS" if row[-1] else "FAIL"] for row in rows]
