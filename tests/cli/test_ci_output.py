@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
+from test_stress_command import DRIFT_WORDS, FAST, geoanalyze, ok
 
 from geoanalyze.report.render import fmt, markdown_table
-
-from test_stress_command import DRIFT_WORDS, FAST, geoanalyze, ok
 
 GFM = MarkdownIt("commonmark").enable("table")
 
