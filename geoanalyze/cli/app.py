@@ -13,7 +13,6 @@ from .. import __version__
 from . import datasets, pipeline, stress, training
 
 
-
 def _flags_without_a_type() -> None:
     """--help lists a flag with no value type: typer's rich help shows ``<bool>`` for it, which reads
     as if the flag took a value (``--no-cache <bool>``)."""
