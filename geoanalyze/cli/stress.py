@@ -314,8 +314,8 @@ def report(
     from ..analysis import analyze
     from ..io import write_text
     from ..report.render import display_path, markdown_table, provenance, provenance_line
-    from ..report.stress import SCORE_COLUMNS, gate_line, markdown, summarize, write_figures
     from ..report.stress import document as result_document
+    from ..report.stress import gate_line, markdown, report_header, report_row, summarize, write_figures
 
     if format not in STRESS_FORMATS:
         raise InputError(f"unknown --format {format!r}; choose one of {', '.join(STRESS_FORMATS)}")
@@ -331,7 +331,7 @@ def report(
     staging = Path(tempfile.mkdtemp(prefix=f".{output.stem}_files.", dir=output.parent))
     _normal_permissions(staging)
     sections: list[str] = []
-    header = ["target", "d", "positions", *[c.label for c in SCORE_COLUMNS], "null", "query peak layer"]
+    header = report_header()
     summary_rows: list[list[Any]] = []
     verdicts: list[str] = []
     warnings: list[str] = []
@@ -373,7 +373,7 @@ def report(
                 failed.append(target)
                 reason = first_line(exc, 1000)
                 sections.append(f"## {display_path(target)}\n\nnot analysed: {reason}\n")
-                summary_rows.append([target, *["-"] * (len(header) - 2), "not analysed"])
+                summary_rows.append([display_path(target), *["-"] * (len(header) - 2), "not analysed"])
                 documents.append({"target": target, "error": reason})
                 continue
             target_gate = gate(result, thresholds)
@@ -384,21 +384,8 @@ def report(
             summary = summarize(result)
             verdicts.append(summary["verdict"])
             warnings += [f"{display_path(target)}: {line}" for line in summary["warnings"]]
-            mine = next((row for row in summary["rows"] if row["encoding"] == target), None)
-            peak = result["peaks"].get("query", {}).get("peak_stress_layer")
-            null = "-" if mine is None else f"{mine['null_beaten']}/{mine['null_draws']}" + ("" if mine["beats_null"] else " no")
-            summary_rows.append(
-                [
-                    target,
-                    "-" if mine is None else mine["dim"],
-                    len(result["positions"]),
-                    *[("-" if mine is None else mine[c.key]) for c in SCORE_COLUMNS],
-                    null,
-                    peak,
-                ]
-            )
+            summary_rows.append(report_row(result, summary))
             documents.append({**result_document(result), "gate": target_gate})
-        summary_rows = [[display_path(row[0]), *row[1:]] for row in summary_rows]
         page = [f"# Positional geometry report: {dataset}", "", provenance_line(run), ""]
         page += [f"> **Warning:** {line}\n" for line in warnings]
         page += [markdown_table(header, summary_rows), ""]

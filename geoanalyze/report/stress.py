@@ -333,6 +333,25 @@ def markdown(
     return "\n".join(parts) + "\n"
 
 
+def report_header() -> list[str]:
+    """The columns of a report's summary table: one row per target."""
+    return ["target", "d", "positions", *[c.label for c in SCORE_COLUMNS], "null", "query peak layer"]
+
+
+def report_row(result: dict[str, Any], summary: dict[str, Any]) -> list[Any]:
+    """One target's row of a report's summary table (its own scores; '-' where it has no position vectors)."""
+    mine = next((row for row in summary["rows"] if row["encoding"] == result["target"]), None)
+    null = "-" if mine is None else f"{mine['null_beaten']}/{mine['null_draws']}" + ("" if mine["beats_null"] else " no")
+    return [
+        display_path(result["target"]),
+        "-" if mine is None else mine["dim"],
+        len(result["positions"]),
+        *[("-" if mine is None else mine[c.key]) for c in SCORE_COLUMNS],
+        null,
+        result["peaks"].get("query", {}).get("peak_stress_layer"),
+    ]
+
+
 def gate_line(gate: dict[str, Any]) -> str:
     """The --fail-above gate as one Markdown line."""
     limits = ", ".join(f"{name} > {limit:g}" for name, limit in gate["thresholds"].items())
