@@ -364,26 +364,35 @@ def write_figures(result: dict[str, Any], directory: str | os.PathLike[str], pre
     """Heatmap, MDS map, Shepard diagram and per-layer stress as PNGs; returns {title: path}."""
     from ..geometry.mds import classical_mds, stress_curve
     from .figures import distance_heatmap, layer_figure, mds_figure, shepard_diagram
+    from .style import caption
 
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     geometry = result["_geometry"]
     distances = geometry.matrix(result["distance"])
+    named = caption(display_path(result["target"]), result["dataset"]["name"])
     written: dict[str, str] = {}
     heatmap = folder / f"{prefix}hellinger.png"
-    distance_heatmap(geometry, heatmap)
+    distance_heatmap(geometry, heatmap, subtitle=named)
     written["Hellinger distances (naive, corrected) and noise floor"] = str(heatmap)
     mds = classical_mds(distances)
     mds_path = folder / f"{prefix}mds.png"
-    mds_figure(mds, stress_curve(mds.embedding_, distances), geometry.positions, mds_path)
+    mds_figure(mds, stress_curve(mds.embedding_, distances), geometry.positions, mds_path, subtitle=named)
     written["MDS: eigen-spectrum, stress against rank, 2-D map"] = str(mds_path)
     # The vectors the analysis scored (the optimal MDS is left out: it lies on the diagonal).
     tables = {name: table for name, table in result["_vectors"].items() if name != "mds"}
     shepard = folder / f"{prefix}shepard.png"
-    shepard_diagram(tables, distances, shepard)
+    shepard_diagram(tables, distances, shepard, subtitle=f"{named} ({result['distance']})")
     written["Shepard diagram"] = str(shepard)
     if result["layers"]:
         layers = folder / f"{prefix}layers.png"
-        layer_figure(result["layers"], layers, title=f"({result['target']})")
+        scores = result["scores"]
+        references: dict[str, dict[str, float]] = {}
+        if result["target"] in scores:
+            null = scores[result["target"]]["null"]
+            references["null"] = {key: null[key]["mean"] for key in ("stress", "scaled_stress") if key in null}
+        if "sinusoidal" in scores:
+            references["sinusoidal"] = {key: scores["sinusoidal"][key] for key in ("stress", "scaled_stress")}
+        layer_figure(result["layers"], layers, title=f"({named})", references=references)
         written["stress per layer"] = str(layers)
     return written
