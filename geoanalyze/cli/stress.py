@@ -405,9 +405,12 @@ def report(
     elif format == "markdown":
         print(text)
     else:
-        stdout_console.print(grid_table(f"report on {dataset}", header, summary_rows))
+        from ..report.stress import print_wide_table, short_name
+
+        short = [[short_name(str(row[0])), *row[1:]] for row in summary_rows]
+        print_wide_table(stdout_console, f"report on {dataset}", header, short)
         for line in verdicts:
-            stdout_console.print(f"verdict: {line}", highlight=False)
+            stdout_console.print(f"verdict: {line}", highlight=False, soft_wrap=False)
         print(message)
     if failed:
         raise ThresholdError(f"{len(failed)} of {len(checkpoints)} targets could not be analysed: {', '.join(failed)}")

@@ -76,7 +76,14 @@ def grid_table(
         cells = [row[index] for row in rows if index < len(row)]
         numeric = bool(cells) and all(_is_number(cell) for cell in cells)
         left = index == 0 or name in text_columns or name in ("", "name")
-        table.add_column(name, justify="left" if left else "right", overflow="fold", no_wrap=numeric)
+        # A text column is never squeezed below its header (up to 12 characters) to make room.
+        table.add_column(
+            name,
+            justify="left" if left else "right",
+            overflow="fold",
+            no_wrap=numeric,
+            min_width=None if numeric else min(len(name), 12),
+        )
     for row in rows:
         table.add_row(*(fmt(v) for v in row))
     return table

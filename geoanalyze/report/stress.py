@@ -54,17 +54,24 @@ SCORE_COLUMNS: list[ScoreColumn] = [
 ]
 #: above this share of sampling noise in the naive distance, the scores rank encodings against noise
 NOISE_WARNING = 0.5
+#: longest encoding name the terminal table shows in full (80 columns hold 8 score columns and this)
+TABLE_NAME_WIDTH = 20
 #: encodings that are references rather than competitors in the verdict
 REFERENCES = ("mds", "random")
 
 
-def short_name(name: str, width: int = 28) -> str:
-    """A target as a table shows it: a path's last two parts, elided in the middle when still long."""
+def short_name(name: str, width: int = TABLE_NAME_WIDTH) -> str:
+    """A name as a narrow table shows it: a hub id without its owner, a path's last two parts, then
+    elided in the middle when still longer than ``width``."""
     text = name
     if "/" in name and len(name) > width:
-        prefix, _, path = name.rpartition(":") if ":" in name.split("/")[0] else ("", "", name)
-        tail = "/".join(Path(path).parts[-2:])
-        text = f"{prefix}:…/{tail}" if prefix else f"…/{tail}"
+        prefix, sep, rest = name.partition(":") if not name.startswith(("/", "<", "~", ".")) else ("", "", name)
+        body = rest if sep else name
+        if body.startswith(("/", "<", "~", ".")):
+            tail = "…/" + "/".join(Path(body).parts[-2:])
+        else:
+            tail = body.rsplit("/", 1)[-1]  # a hub id: owner/name -> name
+        text = f"{prefix}:{tail}" if sep else tail
     if len(text) > width:
         keep = width - 1
         text = text[: keep // 2] + "…" + text[-(keep - keep // 2) :]
@@ -248,19 +255,17 @@ def print_tables(result: dict[str, Any], show_legend: bool = True, gate: dict[st
     from .render import grid_table, key_value_table, stdout_console
 
     console = stdout_console
-    title = f"stress of {short_name(display_path(result['target']), 60)} on {result['dataset']['name']}"
+    title = f"stress of {display_path(result['target'])} on {result['dataset']['name']}"
     console.print(key_value_table(title, header_rows(result)))
     summary = summarize(result)
     for line in summary["warnings"]:
         console.print(f"[bold yellow]warning:[/] {escape(line)}", soft_wrap=False)
     header, rows = score_rows(result, summary)
-    rows = [[short_name(display_path(str(row[0]))), *row[1:]] for row in rows]
-    title = "scores against D (lower is better except rel. sep.)"
-    table = grid_table(title, header, rows, text_columns=("null",), compact=True)
-    if _fits(console, header, rows):
-        console.print(table)
-    else:
-        _print_vertical(console, title, header, rows)
+    # A long target name (a hub id, a path) is in the title; its row says "target" so the table fits.
+    shown = display_path(result["target"])
+    alias = "target" if len(shown) > TABLE_NAME_WIDTH else shown
+    rows = [[alias if row[0] == result["target"] else short_name(display_path(str(row[0]))), *row[1:]] for row in rows]
+    print_wide_table(console, "scores against D (lower is better except rel. sep.)", header, rows)
     console.print(f"[bold]verdict:[/] {escape(summary['verdict'])}", soft_wrap=False)
     intervals = interval_rows(result)
     if intervals:
@@ -277,6 +282,16 @@ def print_tables(result: dict[str, Any], show_legend: bool = True, gate: dict[st
             )
     if gate and gate["crossed"]:
         console.print(f"[bold red]gate failed:[/] {escape('; '.join(gate['crossed']))}", soft_wrap=False)
+
+
+def print_wide_table(console: Any, title: str, header: list[str], rows: list[list[Any]]) -> None:
+    """A compact table when every cell fits on one line, else one block per row (narrow terminals)."""
+    from .render import grid_table
+
+    if _fits(console, header, rows):
+        console.print(grid_table(title, header, rows, text_columns=("null",), compact=True))
+    else:
+        _print_vertical(console, title, header, rows)
 
 
 def _fits(console: Any, header: list[str], rows: list[list[Any]]) -> bool:
