@@ -90,6 +90,7 @@ def train(
     metrics = run_training(config, output_dir, resume=resume, progress=True)
     if int(os.environ.get("RANK", "0")) != 0:
         return  # under torchrun, rank 0 reports for all
+    curves = _draw_training_curves(output_dir, f"{config.task}, pe {config.model.pe}")
     from ..models import Transformer
 
     model = Transformer.load(output_dir / "checkpoint")
@@ -101,6 +102,7 @@ def train(
         "parameters": parameters,
         "pe_parameters": pe_parameters,
         "config": config.to_dict(),
+        "figure": str(curves),
     }
     if format == "json":
         print_json(result)
@@ -110,9 +112,22 @@ def train(
         ("model", f"{config.model.arch}, pe {config.model.pe}, d {config.model.d_model}, L {config.model.n_layers}"),
         ("parameters", f"{parameters:,} (position encoding {pe_parameters:,})"),
         *((key, value) for key, value in metrics.items()),
-        ("written", f"{output_dir}/metrics.jsonl, {output_dir}/checkpoint/"),
+        ("written", f"{output_dir}/metrics.jsonl, {output_dir}/checkpoint/, {curves}"),
     ]
     stdout_console.print(key_value_table("training run", rows))
+
+
+def _draw_training_curves(output_dir: Path, subtitle: str) -> Path:
+    """training.png beside metrics.jsonl: loss and accuracy against step, train and eval."""
+    import json
+
+    from ..report.figures import training_curves
+
+    metrics = output_dir / "metrics.jsonl"
+    rows = [json.loads(line) for line in metrics.read_text(encoding="utf-8").splitlines() if line.strip()]
+    path = output_dir / "training.png"
+    training_curves(rows, path, subtitle=f"{subtitle} ({output_dir})")
+    return path
 
 
 def _print_keys(keys: list[str], defaults: dict[str, Any], format: str) -> None:

@@ -196,3 +196,24 @@ def layer_figure(
         axis.legend(fontsize=8)
     _save(figure, path)
     return figure
+
+
+def training_curves(rows: list[dict[str, Any]], path: str | os.PathLike[str], subtitle: str = "") -> Any:
+    """Loss and accuracy against step (train and eval) from a run's metrics.jsonl rows."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+    steps = [row["step"] for row in rows]
+    for axis, kind in ((axes[0], "loss"), (axes[1], "accuracy")):
+        for split, colour in (("train", "tab:blue"), ("eval", "tab:orange")):
+            values = [row.get(f"{split}_{kind}") for row in rows]
+            points = [(s, v) for s, v in zip(steps, values, strict=True) if v is not None and np.isfinite(v)]
+            if points:
+                axis.plot(*zip(*points, strict=True), marker="o", label=split, color=colour)
+        axis.set_xlabel("step")
+        axis.set_ylabel(kind)
+        axis.set_title(f"{kind} during training")
+        axis.legend()
+    if subtitle:
+        figure.suptitle(subtitle)
+    _save(figure, path)
+    return figure

@@ -77,3 +77,19 @@ def test_one_encoding_keeps_its_colour_everywhere() -> None:
     assert style.colour("sinusoidal") == style.colour("sinusoidal:d=64")
     assert style.colour("rope:d=8") != style.colour("sinusoidal")
     assert style.colour("something-else", 0) != style.colour("something-else", 1)
+
+
+def test_training_curves_plot_loss_and_accuracy_against_step(tmp_path: Path) -> None:
+    from geoanalyze.report.figures import training_curves
+
+    rows = [
+        {"step": 6, "train_loss": 2.0, "eval_loss": 2.1, "train_accuracy": 0.2, "eval_accuracy": 0.25},
+        {"step": 12, "train_loss": 1.0, "eval_loss": None, "train_accuracy": 0.6, "eval_accuracy": 0.55},
+    ]
+    figure = training_curves(rows, tmp_path / "t.png", subtitle="order, pe rope")
+    loss, accuracy = figure.axes[:2]
+    assert (loss.get_xlabel(), loss.get_ylabel()) == ("step", "loss")
+    assert (accuracy.get_xlabel(), accuracy.get_ylabel()) == ("step", "accuracy")
+    curves = {line.get_label(): list(line.get_ydata()) for line in loss.lines}
+    assert curves == {"train": [2.0, 1.0], "eval": [2.1]}  # a missing (diverged) value is left out
+    assert (tmp_path / "t.png").read_bytes()[:8] == PNG
