@@ -84,7 +84,6 @@ def test_an_experiment_page_keeps_the_pipes_of_its_claims() -> None:
     assert [row[1] for row in table[1:]] == claims
 
 
-@pytest.mark.slow
 def test_verify_edelta_markdown_renders(tmp_path: Path) -> None:
     """The EΔ checks' claims are full of |...|: the printed page and the written one keep every row whole."""
     result = ok(geoanalyze("verify", "edelta", "-f", "markdown", "-o", "out", cwd=tmp_path))
