@@ -3,6 +3,9 @@
 The public Python API (the command line is a thin layer over it)::
 
     from geoanalyze import load_texts, PositionalCounts, hellinger_distances, classical_mds
+    from geoanalyze import score, verdict, to_json, to_markdown, write_report  # `stress`, `report`
+
+See ``examples/score_and_report.py``.
 
 Names are imported lazily, so ``import geoanalyze`` (and ``geoanalyze --help``) stays fast
 and never imports torch or transformers.
@@ -35,6 +38,16 @@ _EXPORTS = {
     "low_rank_encoding": "geoanalyze.geometry.mds",
     "LowRankEncoding": "geoanalyze.geometry.mds",
     "GeoanalyzeError": "geoanalyze.errors",
+    "score": "geoanalyze.api",
+    "verdict": "geoanalyze.api",
+    "to_json": "geoanalyze.api",
+    "to_markdown": "geoanalyze.api",
+    "write_report": "geoanalyze.api",
+    "score_vectors": "geoanalyze.api",
+    "StressOptions": "geoanalyze.analysis",
+    "null_calibration": "geoanalyze.geometry.scores",
+    "get_encoding": "geoanalyze.encodings",
+    "write_figures": "geoanalyze.report.stress",
 }
 
 __all__ = [
@@ -44,30 +57,45 @@ __all__ = [
     "MDSResult",
     "PositionGeometry",
     "PositionalCounts",
+    "StressOptions",
     "SyntheticCorpus",
     "__version__",
     "classical_mds",
     "compute_counts",
     "count_positions",
     "fisher_rao_distances",
+    "get_encoding",
     "get_tokenizer",
     "hellinger_distances",
     "load_texts",
     "low_rank_encoding",
+    "null_calibration",
     "position_geometry",
     "resolve_source",
+    "score",
+    "score_vectors",
     "stress_curve",
     "synthetic_corpus",
+    "to_json",
+    "to_markdown",
+    "verdict",
+    "write_figures",
+    "write_report",
 ]
 
 if TYPE_CHECKING:
+    from .analysis import StressOptions
+    from .api import score, score_vectors, to_json, to_markdown, verdict, write_report
     from .corpus.marginals import PositionalCounts, compute_counts, count_positions
     from .corpus.sources import DATASETS, load_texts, resolve_source
     from .corpus.synthetic import SyntheticCorpus, synthetic_corpus
     from .corpus.tokenize import get_tokenizer
+    from .encodings import get_encoding
     from .errors import GeoanalyzeError
     from .geometry.distances import PositionGeometry, fisher_rao_distances, hellinger_distances, position_geometry
     from .geometry.mds import LowRankEncoding, MDSResult, classical_mds, low_rank_encoding, stress_curve
+    from .geometry.scores import null_calibration
+    from .report.stress import write_figures
 
 
 def __getattr__(name: str) -> Any:

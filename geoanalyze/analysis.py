@@ -27,6 +27,8 @@ from .notes import note
 DEFAULT_COMPARE = ("sinusoidal", "rope", "alibi", "mds", "random")
 LAYER_SCORES = ("stress", "scaled_stress", "monotonicity_violation", "lag_violation")
 DEFAULT_MAX_POSITIONS = 512
+#: width of the compared encodings when the target is a spec without d (BERT-base's)
+DEFAULT_WIDTH = 768
 #: a centroid is used only when this many sampled sequences reach its position
 MIN_CENTROID_SEQUENCES = 20
 
@@ -57,6 +59,39 @@ class StressOptions:
     bootstrap: int = 0
     device: str = "auto"
     dtype: str = "auto"
+    #: width of the compared encodings (None: the target's own; 768 for a spec without d)
+    width: int | None = None
+
+
+def check_not_a_typo(target: str) -> None:
+    """A target that is no encoding, no local path and close to an encoding name is a typo, not a hub model."""
+    from pathlib import Path
+
+    from .encodings.registry import suggest_spec
+
+    if is_encoding_spec(target) or Path(target).expanduser().exists():
+        return
+    hint = suggest_spec(target)
+    if hint is not None and (":" in target or "/" not in target):
+        raise InputError(
+            f"{target!r} is neither an encoding nor a local checkpoint; did you mean {hint}? "
+            "(`geoanalyze encodings list` shows the encodings)"
+        )
+
+
+def spec_width(spec: str) -> int | None:
+    """The width a standard encoding spec names (``rope:d=64`` -> 64), or None."""
+    name, _, args = spec.partition(":")
+    if name not in ("sinusoidal", "rope", "random"):
+        return None
+    for part in args.split(","):
+        key, _, value = part.partition("=")
+        if key.strip() == "d":
+            try:
+                return int(float(value))
+            except ValueError:
+                return None  # get_encoding reports the bad value
+    return None
 
 
 def parse_layers(spec: str, n_layers: int) -> list[int]:
@@ -92,6 +127,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
     if options.bootstrap and options.distance != "naive":
         raise InputError("--bootstrap resamples the naive Hellinger matrix; use --distance naive")
     compared = {spec: get_encoding(spec) for spec in options.compare if spec}
+    check_not_a_typo(target)
     checkpoint = None
     chosen: list[int] = []
     if is_encoding_spec(target):
@@ -99,7 +135,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
         if options.layers.strip().lower() not in ("all", "none"):
             raise InputError(f"--layers {options.layers!r} needs a checkpoint target; {target} is an encoding")
         tokenizer = options.tokenizer or default_tokenizer(options.dataset)
-        width = 768
+        width = options.width or spec_width(target) or DEFAULT_WIDTH
         max_length = options.max_positions or DEFAULT_MAX_POSITIONS
     else:
         from .checkpoints import load_checkpoint
@@ -108,11 +144,11 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
         if options.tokenizer is not None:
             _check_tokenizer_fits(options.tokenizer, checkpoint)
         tokenizer = options.tokenizer or checkpoint.tokenizer_spec()
-        width = checkpoint.hidden_size
+        width = options.width or checkpoint.hidden_size
         model_max = checkpoint.max_positions or DEFAULT_MAX_POSITIONS
         if options.max_positions is not None and options.max_positions > model_max:
             raise InputError(
-                f"--max-positions {options.max_positions} exceeds the {model_max} positions of {target}; lower it"
+                f"--max-length {options.max_positions} exceeds the {model_max} positions of {target}; lower it"
             )
         max_length = options.max_positions or min(model_max, DEFAULT_MAX_POSITIONS)
         chosen = parse_layers(options.layers, checkpoint.n_layers)
@@ -124,8 +160,8 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
     )
     if options.max_positions is not None and counts.n_positions < options.max_positions:
         raise InputError(
-            f"the sequences of {source.name} reach {counts.n_positions} positions, fewer than --max-positions "
-            f"{options.max_positions}; lower --max-positions"
+            f"the sequences of {source.name} reach {counts.n_positions} positions, fewer than --max-length "
+            f"{options.max_positions}; lower --max-length"
         )
     geometry = position_geometry(counts, metric="hellinger", min_count=options.min_count)
     if len(geometry.positions) < 3:
@@ -142,6 +178,12 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
             vectors[target] = checkpoint.position_vectors(positions)
     else:
         vectors[target] = encoding.vectors(positions, context)
+        if options.width is None and vectors[target].ndim == 2 and target.split(":")[0] not in ("mds", "alibi"):
+            # Compare at the target's own width (model:, file:, learned: tables say theirs only when read).
+            width = int(vectors[target].shape[1])
+            context = EncodingContext(width=width, distances=target_distances, counts=counts.metadata)
+            for candidate in compared.values():
+                candidate.check(width)
     for spec, compared_encoding in compared.items():
         if spec not in vectors:
             vectors[spec] = compared_encoding.vectors(positions, context)
@@ -156,7 +198,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
             scores=observed,
             index=positions,
         )
-        scores[name] = dict(observed, dim=int(table.shape[1]), null=observed_null)
+        scores[name] = dict(observed, dim=int(table.shape[1]), null=observed_null, null_draws=options.null_draws)
 
     if options.bootstrap and target in scores:
         scores[target]["bootstrap"] = bootstrap_intervals(
@@ -168,6 +210,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
         "kind": "checkpoint" if checkpoint is not None else "encoding",
         "dataset": {**source.describe(), "tokenizer": tokenizer, "max_length": max_length, "limit": options.limit},
         "distance": options.distance,
+        "width": width,
         "positions": positions,
         "left_out": geometry.left_out,
         "noise": geometry.summary,

@@ -66,6 +66,12 @@ def resolve_checkpoint(name: str) -> tuple[Path, str]:
     raise DataNotFoundError(
         f"checkpoint {name!r} not found; tried {'; '.join(tried)}. "
         "Pass a local folder, or run once with network access to fill the HF cache"
+        + (
+            "; offline, the shipped all-MiniLM-L6-v2 (a BERT with the bert-base-uncased vocabulary) works: "
+            "geoanalyze stress sentence-transformers/all-MiniLM-L6-v2"
+            if packaged is not None
+            else ""
+        )
     )
 
 

@@ -12,6 +12,25 @@ import typer
 from .. import __version__
 from . import datasets, pipeline, stress, training
 
+
+def _flags_without_a_type() -> None:
+    """--help lists a flag with no value type: typer's rich help shows ``<bool>`` for it, which reads
+    as if the flag took a value (``--no-cache <bool>``)."""
+    from typer.core import TyperOption
+
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "_geoanalyze", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    display_type_rich._geoanalyze = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign,assignment]
+
+
+_flags_without_a_type()
+
 app = typer.Typer(
     name="geoanalyze",
     help="Geometry of positional encodings: corpus -> per-position marginals -> Hellinger distances -> MDS.",

@@ -144,7 +144,7 @@ def load_counts(sources: list[str], options: CorpusOptions, progress: bool = Tru
         raise InputError("no corpus given; pass a dataset name, a file or a counts file")
     merged = None
     source_notes: list[dict[str, Any]] = []
-    with ProgressBars(enabled=progress and sys.stderr.isatty()) as bars:
+    with ProgressBars(enabled=progress) as bars:
         for source in sources:
             path = Path(source)
             kind = file_kind(source) if path.is_file() else None

@@ -330,7 +330,7 @@ def mds(
         if plot is not None:
             from ..report.figures import mds_figure
 
-            mds_figure(result, curve, geometry.positions, stage(plot))
+            mds_figure(result, curve, geometry.positions, stage(plot), rank=encoding.rank, subtitle=", ".join(sources))
         # Last, as it cannot be staged: the copy is itself built aside and renamed into place.
         if into_checkpoint is not None and checkpoint_output is not None:
             written = write_into_checkpoint(encoding, into_checkpoint, checkpoint_output)

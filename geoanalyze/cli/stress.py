@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,15 +20,19 @@ from .common import check_output_place, check_output_suffix, handles_errors
 
 encodings_app = typer.Typer(help="The encodings the scores know by name.", no_args_is_help=True)
 
-THRESHOLD_METRICS = (
-    "stress",
-    "scaled_stress",
-    "monotonicity_violation",
-    "anchored_monotonicity_violation",
-    "lag_violation",
-    "noise_fraction",
-)
 STRESS_FORMATS = ("table", "json", "markdown")
+
+
+def threshold_metrics() -> dict[str, str]:
+    """Every name --fail-above accepts -> the score it gates: the score keys and the column labels."""
+    from ..report.stress import SCORE_COLUMNS
+
+    names = {column.key: column.key for column in SCORE_COLUMNS}
+    names.update({column.label.replace(" ", ""): column.key for column in SCORE_COLUMNS})
+    names["noise_fraction"] = "noise_fraction"
+    names.pop("rel.sep.", None)  # higher is better: a "fail above" gate makes no sense for it
+    names.pop("relative_separation", None)
+    return names
 
 Dataset = Annotated[
     str,
@@ -63,7 +66,31 @@ MaxSequences = Annotated[
     int, typer.Option("--max-sequences", min=1, help="Sequences in the hidden-state forward pass (seeded sample).")
 ]
 NullDraws = Annotated[int, typer.Option("--null-draws", min=2, help="Random encodings in the null calibration.")]
-Distance = Annotated[str, typer.Option("--distance", help="Target geometry: naive or corrected Hellinger.")]
+Distance = Annotated[
+    str,
+    typer.Option(
+        "--distance", help="Target geometry: naive or corrected Hellinger (corrected removes the sampling noise)."
+    ),
+]
+Width = Annotated[
+    int | None,
+    typer.Option(
+        "--width",
+        min=1,
+        help="Width of the compared encodings (default: the target's; 768 for a spec such as sinusoidal).",
+    ),
+]
+NoLegend = Annotated[bool, typer.Option("--no-legend", help="Leave out the lines that explain the columns.")]
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json or markdown (all say the same).")]
+FailAbove = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fail-above",
+        help="METRIC=VALUE: exit 1 when a target's score exceeds it (repeatable). METRIC: scaled, violation, "
+        "anchored, stress (or scaled_stress, monotonicity_violation, anchored_monotonicity_violation), "
+        "noise_fraction.",
+    ),
+]
 Tokenizer = Annotated[
     str | None,
     typer.Option("--tokenizer", "-t", help="Tokenizer (default: the checkpoint's own; bert-base-uncased for specs)."),
@@ -97,16 +124,17 @@ def split_specs(text: str) -> tuple[str, ...]:
 
 
 def parse_thresholds(items: list[str]) -> dict[str, float]:
-    """'stress=1.5' -> {'stress': 1.5}; unknown metrics fail listing the choices."""
+    """'scaled=0.5' or 'scaled_stress=0.5' -> {'scaled_stress': 0.5}; unknown metrics fail listing the choices."""
+    names = threshold_metrics()
     thresholds = {}
     for item in items:
-        metric, sep, value = item.partition("=")
+        metric, sep, value = (part.strip() for part in item.partition("="))
         if not sep:
-            raise InputError(f"--fail-above {item!r}: write METRIC=VALUE, e.g. scaled_stress=0.5")
-        if metric not in THRESHOLD_METRICS:
-            raise InputError(f"--fail-above: unknown metric {metric!r}; choose one of {', '.join(THRESHOLD_METRICS)}")
+            raise InputError(f"--fail-above {item!r}: write METRIC=VALUE, e.g. scaled=0.5")
+        if metric not in names:
+            raise InputError(f"--fail-above: unknown metric {metric!r}; choose one of {', '.join(names)}")
         try:
-            thresholds[metric] = float(value)
+            thresholds[names[metric]] = float(value)
         except ValueError as exc:
             raise InputError(f"--fail-above {item!r}: {value!r} is not a number") from exc
     return thresholds
@@ -123,10 +151,18 @@ def crossed(result: dict[str, Any], thresholds: dict[str, float]) -> list[str]:
     return lines
 
 
+def gate(result: dict[str, Any], thresholds: dict[str, float]) -> dict[str, Any] | None:
+    """The --fail-above gate as it is reported in every format (None when no threshold was given)."""
+    if not thresholds:
+        return None
+    lines = crossed(result, thresholds)
+    return {"thresholds": thresholds, "crossed": lines, "passed": not lines}
+
+
 def _progress_bars() -> Any:
     from ..report.progress import ProgressBars
 
-    return ProgressBars(enabled=sys.stderr.isatty())
+    return ProgressBars()
 
 
 @handles_errors
@@ -145,6 +181,7 @@ def stress(
     distance: Distance = "naive",
     layers: Layers = "all",
     compare: Compare = "sinusoidal,rope,alibi,mds,random",
+    width: Width = None,
     null_draws: NullDraws = 8,
     max_sequences: MaxSequences = 1024,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
@@ -156,23 +193,24 @@ def stress(
     device: Device = "auto",
     dtype: DType = "auto",
     batch_size: BatchSize = 32,
-    format: Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")] = "table",
+    format: FormatOpt = "table",
+    no_legend: NoLegend = False,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Also write the JSON result here.")] = None,
     plot_dir: Annotated[Path | None, typer.Option("--plot-dir", help="Write PNG figures into this folder.")] = None,
-    fail_above: Annotated[
-        list[str] | None,
-        typer.Option("--fail-above", help="METRIC=VALUE; exit 1 when the target's score exceeds it. Repeatable."),
-    ] = None,
+    fail_above: FailAbove = None,
 ) -> None:
     """How faithfully a checkpoint or encoding reproduces the Hellinger geometry of a corpus, layer by layer.
 
     Scores the target's position vectors beside sinusoidal, RoPE, ALiBi, the optimal MDS
-    encoding and a random null, then (for checkpoints) every layer's query/key projections
-    and hidden-state centroids. Exit code 1 when a --fail-above threshold is crossed.
+    encoding and a random null (at the target's width), then (for checkpoints) every layer's
+    query/key projections and hidden-state centroids. Scores: scaled (scaled stress), violation,
+    anchored, rel. sep., stress; a verdict line and a legend follow the table. Exit code 1 when
+    a --fail-above threshold is crossed.
     """
-    from ..analysis import analyze, public
+    from ..analysis import analyze
     from ..io import write_text
-    from ..report.render import dumps
+    from ..report.render import dumps, provenance, provenance_line
+    from ..report.stress import document as result_document
     from ..report.stress import markdown, print_tables, write_figures
 
     if format not in STRESS_FORMATS:
@@ -192,6 +230,7 @@ def stress(
         distance=distance,
         layers=layers,
         compare=compare,
+        width=width,
         null_draws=null_draws,
         max_sequences=max_sequences,
         seed=seed,
@@ -205,7 +244,11 @@ def stress(
     with _progress_bars() as bars:
         result = analyze(target, options, progress=bars.track)
     figures = write_figures(result, plot_dir) if plot_dir is not None else {}
-    document = public(result)
+    verdict_gate = gate(result, thresholds)
+    run = provenance(seed)
+    document = result_document(result)
+    document["gate"] = verdict_gate
+    document["run"] = run
     if figures:
         document["figures"] = figures
     if output is not None:
@@ -213,12 +256,11 @@ def stress(
     if format == "json":
         print_json(document)
     elif format == "markdown":
-        print(markdown(result, figures))
+        print(markdown(result, figures, show_legend=not no_legend, gate=verdict_gate) + "\n" + provenance_line(run))
     else:
-        print_tables(result)
-    failures = crossed(result, thresholds)
-    if failures:
-        raise ThresholdError("threshold crossed: " + "; ".join(failures))
+        print_tables(result, show_legend=not no_legend, gate=verdict_gate)
+    if verdict_gate and verdict_gate["crossed"]:
+        raise ThresholdError("threshold crossed: " + "; ".join(verdict_gate["crossed"]))
 
 
 @handles_errors
@@ -233,36 +275,74 @@ def report(
     tokenizer: Tokenizer = None,
     max_positions: MaxPositions = None,
     min_count: opt.MinCount = DEFAULT_MIN_COUNT,
+    distance: Distance = "naive",
     layers: Layers = "all",
     compare: Compare = "sinusoidal,rope,alibi,mds,random",
+    width: Annotated[
+        int | None,
+        typer.Option(
+            "--width",
+            min=1,
+            help="Width of encoding specs and compared encodings (default: each checkpoint's; for specs, "
+            "the first checkpoint's, else 768).",
+        ),
+    ] = None,
+    null_draws: NullDraws = 8,
     max_sequences: MaxSequences = 1024,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
     no_cache: opt.NoCache = False,
     device: Device = "auto",
     dtype: DType = "auto",
     batch_size: BatchSize = 32,
     trust_remote_code: TrustRemoteCode = False,
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format", "-f", help="What goes to stdout: table (a summary), json (every result) or markdown (the page)."
+        ),
+    ] = "table",
+    no_legend: NoLegend = False,
+    fail_above: FailAbove = None,
 ) -> None:
     """A Markdown report (tables and figures) of several checkpoints side by side, for a CI job summary.
 
-    Figures go to a folder beside the page (<name>_files/). A target that cannot be analysed
-    gets a section saying why, the page is still written, and the exit code is 1.
+    Figures go to a folder beside the page (<name>_files/). The page states the version, the
+    command line and the seed; a crossed --fail-above gate is on the page and in the JSON. A
+    target that cannot be analysed gets a section saying why, the page is still written, and
+    the exit code is 1 (also when a gate is crossed).
     """
     from ..analysis import analyze
     from ..io import write_text
-    from ..report.stress import markdown, markdown_table, write_figures
+    from ..report.render import display_path, markdown_table, provenance, provenance_line
+    from ..report.stress import document as result_document
+    from ..report.stress import gate_line, markdown, report_header, report_row, summarize, write_figures
 
+    if format not in STRESS_FORMATS:
+        raise InputError(f"unknown --format {format!r}; choose one of {', '.join(STRESS_FORMATS)}")
     check_output_suffix(output, ".md", "reports")
+    thresholds = parse_thresholds(fail_above or [])
     figure_dir = output.parent / f"{output.stem}_files"
     check_output_place(figure_dir, folder=True)
-    _check_targets(checkpoints, trust_remote_code)
+    first_width = _check_targets(checkpoints, trust_remote_code)
+    # Encoding specs are drawn at the checkpoints' width, so a page compares like with like.
+    spec_width = width or first_width
     # Figures are drawn into a staging folder that replaces <name>_files only once the page is written.
     output.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{output.stem}_files.", dir=output.parent))
+    _normal_permissions(staging)
     sections: list[str] = []
+    header = report_header()
     summary_rows: list[list[Any]] = []
+    verdicts: list[str] = []
+    warnings: list[str] = []
+    documents: list[dict[str, Any]] = []
     failed: list[str] = []
+    crossings: list[str] = []
+    run = provenance(seed)
     with _progress_bars() as bars, _cleaned_up(staging):
         for index, target in enumerate(checkpoints):
+            from ..encodings import is_encoding_spec
+
             options = _options(
                 dataset=dataset,
                 split=split,
@@ -272,12 +352,13 @@ def report(
                 tokenizer=tokenizer,
                 max_positions=max_positions,
                 min_count=min_count,
-                distance="naive",
+                distance=distance,
                 layers=layers,
                 compare=compare,
-                null_draws=8,
+                width=spec_width if is_encoding_spec(target) else width,
+                null_draws=null_draws,
                 max_sequences=max_sequences,
-                seed=0,
+                seed=seed,
                 no_cache=no_cache,
                 trust_remote_code=trust_remote_code,
                 device=device,
@@ -290,53 +371,87 @@ def report(
                 if isinstance(exc, ThresholdError):
                     raise
                 failed.append(target)
-                sections.append(f"## {target}\n\nnot analysed: {first_line(exc, 1000)}\n")
-                summary_rows.append([target, "-", "-", "-", "-", "-", "not analysed"])
+                reason = first_line(exc, 1000)
+                sections.append(f"## {display_path(target)}\n\nnot analysed: {reason}\n")
+                summary_rows.append([display_path(target), *["-"] * (len(header) - 2), "not analysed"])
+                documents.append({"target": target, "error": reason})
                 continue
+            target_gate = gate(result, thresholds)
+            crossings += [f"{display_path(target)}: {line}" for line in (target_gate or {}).get("crossed", [])]
             figures = write_figures(result, staging, prefix=f"{index}-")
             links = {title: f"{figure_dir.name}/{Path(path).name}" for title, path in figures.items()}
-            sections.append(markdown(result, links, level=2))
-            scores = result["scores"].get(target, {})
-            peak = result["peaks"].get("query", {}).get("peak_stress_layer")
-            summary_rows.append(
-                [
-                    target,
-                    len(result["positions"]),
-                    scores.get("stress", "-"),
-                    scores.get("scaled_stress", "-"),
-                    scores.get("monotonicity_violation", "-"),
-                    scores.get("separation", "-"),
-                    peak,
-                ]
-            )
-        header = ["target", "positions", "stress", "scaled", "violation", "separation", "query peak layer"]
-        page = "\n".join(
-            [f"# Positional geometry report: {dataset}", "", markdown_table(header, summary_rows), "", *sections]
-        )
-        write_text(output, page)
+            sections.append(markdown(result, links, level=2, show_legend=not no_legend, gate=target_gate))
+            summary = summarize(result)
+            verdicts.append(summary["verdict"])
+            warnings += [f"{display_path(target)}: {line}" for line in summary["warnings"]]
+            summary_rows.append(report_row(result, summary))
+            documents.append({**result_document(result), "gate": target_gate})
+        page = [f"# Positional geometry report: {dataset}", "", provenance_line(run), ""]
+        page += [f"> **Warning:** {line}\n" for line in warnings]
+        page += [markdown_table(header, summary_rows), ""]
+        page += [f"- {line}" for line in verdicts]
+        if thresholds:
+            all_gate = {"thresholds": thresholds, "crossed": crossings, "passed": not crossings}
+            page += ["", gate_line(all_gate)]
+        page += ["", *sections]
+        text = "\n".join(page)
+        write_text(output, text)
         if figure_dir.exists():
             shutil.rmtree(figure_dir)
         os.replace(staging, figure_dir)
-    print(f"wrote {output} and {len(checkpoints) - len(failed)} sets of figures in {figure_dir}")
+    message = f"wrote {output} and {len(checkpoints) - len(failed)} sets of figures in {figure_dir}"
+    if format == "json":
+        print_json({"run": run, "report": str(output), "targets": documents, "gate": gate_document(thresholds, crossings)})
+    elif format == "markdown":
+        print(text)
+    else:
+        from ..report.stress import print_wide_table, short_name
+
+        short = [[short_name(str(row[0])), *row[1:]] for row in summary_rows]
+        print_wide_table(stdout_console, f"report on {dataset}", header, short)
+        for line in verdicts:
+            stdout_console.print(f"verdict: {line}", highlight=False, soft_wrap=False)
+        print(message)
     if failed:
         raise ThresholdError(f"{len(failed)} of {len(checkpoints)} targets could not be analysed: {', '.join(failed)}")
+    if crossings:
+        raise ThresholdError("threshold crossed: " + "; ".join(crossings))
 
 
-def _check_targets(targets: list[str], trust_remote_code: bool = False) -> None:
-    """Resolve every target before the first analysis, so a typo in the last one fails at once."""
+def gate_document(thresholds: dict[str, float], crossings: list[str]) -> dict[str, Any] | None:
+    return {"thresholds": thresholds, "crossed": crossings, "passed": not crossings} if thresholds else None
+
+
+def _normal_permissions(folder: Path) -> None:
+    """The mode mkdir() would give under the user's umask (mkdtemp makes 0700, unreadable to a CI artifact step)."""
+    from ..io import _UMASK
+
+    os.chmod(folder, 0o777 & ~_UMASK)
+
+
+def _check_targets(targets: list[str], trust_remote_code: bool = False) -> int | None:
+    """Resolve every target before the first analysis, so a typo in the last one fails at once.
+
+    Returns the hidden size of the first readable checkpoint (None when there is none).
+    """
+    from ..analysis import check_not_a_typo
     from ..checkpoints import load_checkpoint
     from ..encodings import get_encoding, is_encoding_spec
 
+    width = None
     for target in targets:
+        check_not_a_typo(target)
         if is_encoding_spec(target):
             get_encoding(target).check()
         else:
             try:
-                load_checkpoint(target, trust_remote_code)
+                checkpoint = load_checkpoint(target, trust_remote_code)
             except DataNotFoundError:
                 raise  # a typo: fail at once
             except GeoanalyzeError:
-                pass  # an unreadable checkpoint gets its own section of the page
+                continue  # an unreadable checkpoint gets its own section of the page
+            width = width or checkpoint.hidden_size
+    return width
 
 
 @contextlib.contextmanager

@@ -35,7 +35,7 @@ def train(
     ] = None,
     preset: Preset = "ci",
     config_file: Annotated[
-        Path | None, typer.Option("--config", help="TOML file of settings (top-level keys and a [model] table).")
+        Path | None, typer.Option("--config", help="TOML file of settings (top-level keys and a \\[model] table).")
     ] = None,
     sets: Sets = None,
     task: Annotated[str | None, typer.Option("--task", help="order, mlm or classification (= --set task=).")] = None,
@@ -90,6 +90,7 @@ def train(
     metrics = run_training(config, output_dir, resume=resume, progress=True)
     if int(os.environ.get("RANK", "0")) != 0:
         return  # under torchrun, rank 0 reports for all
+    curves = _draw_training_curves(output_dir, f"{config.task}, pe {config.model.pe}")
     from ..models import Transformer
 
     model = Transformer.load(output_dir / "checkpoint")
@@ -101,6 +102,7 @@ def train(
         "parameters": parameters,
         "pe_parameters": pe_parameters,
         "config": config.to_dict(),
+        "figure": str(curves),
     }
     if format == "json":
         print_json(result)
@@ -110,9 +112,22 @@ def train(
         ("model", f"{config.model.arch}, pe {config.model.pe}, d {config.model.d_model}, L {config.model.n_layers}"),
         ("parameters", f"{parameters:,} (position encoding {pe_parameters:,})"),
         *((key, value) for key, value in metrics.items()),
-        ("written", f"{output_dir}/metrics.jsonl, {output_dir}/checkpoint/"),
+        ("written", f"{output_dir}/metrics.jsonl, {output_dir}/checkpoint/, {curves}"),
     ]
     stdout_console.print(key_value_table("training run", rows))
+
+
+def _draw_training_curves(output_dir: Path, subtitle: str) -> Path:
+    """training.png beside metrics.jsonl: loss and accuracy against step, train and eval."""
+    import json
+
+    from ..report.figures import training_curves
+
+    metrics = output_dir / "metrics.jsonl"
+    rows = [json.loads(line) for line in metrics.read_text(encoding="utf-8").splitlines() if line.strip()]
+    path = output_dir / "training.png"
+    training_curves(rows, path, subtitle=f"{subtitle} ({output_dir})")
+    return path
 
 
 def _print_keys(keys: list[str], defaults: dict[str, Any], format: str) -> None:
@@ -152,6 +167,7 @@ def verify(
         raise InputError(f"unknown --format {format!r}; choose one of table, json, markdown")
     if name == "list":
         rows = [[e.name, e.paper, f"{e.minutes_ci:g}", e.summary] for e in EXPERIMENTS.values()]
+        header = ["name", "paper", "ci minutes", "claim"]
         if format == "json":
             print_json(
                 [
@@ -159,8 +175,12 @@ def verify(
                     for r in rows
                 ]
             )
+        elif format == "markdown":
+            from ..experiments.record import markdown_table
+
+            print(markdown_table(header, rows))
         else:
-            stdout_console.print(grid_table("experiments", ["name", "paper", "ci minutes", "claim"], rows))
+            stdout_console.print(grid_table("experiments", header, rows, text_columns=("paper", "claim")))
         return
     get_experiment(name)
     if preset not in PRESET_NAMES:
@@ -195,16 +215,23 @@ def verify(
             progress=True,
         )
         result = run_experiment(name, options)
-        write_result(result, staging)
+        written = write_result(result, staging)
+        from ..io import write_text
+        from ..report.render import provenance, provenance_line
+
+        run = provenance(seed)
+        page = written["markdown"].read_text(encoding="utf-8")
+        write_text(written["markdown"], page + "\n" + provenance_line(run) + "\n")
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     if format == "json":
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), "run": run})
     elif format == "markdown":
         print(markdown(result), end="")
+        print("\n" + provenance_line(run))
     else:
         header, rows = check_rows(result.checks)
         rows = [[*row[:-1], "PASS" if row[-1] else "FAIL"] for row in rows]

@@ -197,7 +197,9 @@ def resolve_source(
                         text_column or info.text_column,
                         _stat_fingerprint(candidate),
                     )
-            tried.append(f"{directory / info.name}/{split}.{{{','.join(s.lstrip('.') for s in LOCAL_SUFFIXES)}}}")
+            present = sorted({f.name.split(".")[0] for f in (directory / info.name).glob("*.*") if f.is_file()})
+            hint = f" (it holds split {', '.join(present)}: pass --split {present[0]})" if present else ""
+            tried.append(f"{directory / info.name}/{split}.{{{','.join(s.lstrip('.') for s in LOCAL_SUFFIXES)}}}{hint}")
         return CorpusSource(
             info.name,
             "hub",

@@ -121,6 +121,15 @@ def is_encoding_spec(text: str) -> bool:
     return text.split(":", 1)[0] in REGISTRY
 
 
+def suggest_spec(text: str) -> str | None:
+    """The registered spec nearest a mistyped one (``ropee:d=64`` -> ``rope:d=64``), or None."""
+    import difflib
+
+    name, sep, args = text.partition(":")
+    match = difflib.get_close_matches(name.lower(), list(REGISTRY), n=1, cutoff=0.75)
+    return f"{match[0]}{sep}{args}" if match else None
+
+
 def get_encoding(spec: str | Callable[..., Any]) -> Encoding:
     """Resolve a spec string or a callable to an :class:`Encoding`."""
     if callable(spec):
@@ -129,7 +138,11 @@ def get_encoding(spec: str | Callable[..., Any]) -> Encoding:
     name, _, args = spec.partition(":")
     info = REGISTRY.get(name)
     if info is None:
-        raise InputError(f"unknown encoding {name!r}; choose one of {', '.join(REGISTRY)} (or pass a checkpoint)")
+        hint = suggest_spec(spec)
+        guess = f"did you mean {hint}? " if hint else ""
+        raise InputError(
+            f"unknown encoding {name!r}; {guess}choose one of {', '.join(REGISTRY)} (or pass a checkpoint)"
+        )
     if info.takes_path:
         return _path_encoding(spec, name, args)
     params = _parse_params(args, spec)

@@ -182,10 +182,10 @@ def environment() -> dict[str, Any]:
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A GitHub Markdown table; numbers through :func:`fmt`."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
+    """A GitHub Markdown table; numbers through :func:`fmt`, every ``|`` in a cell escaped."""
+    from ..report.render import markdown_table as gfm_table
+
+    return gfm_table(header, rows, formatter=fmt)
 
 
 def fmt(value: Any) -> str:

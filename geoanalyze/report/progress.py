@@ -1,32 +1,106 @@
-"""Progress bars on stderr (rich), so stdout carries only results."""
+"""Progress on stderr, so stdout carries only results.
+
+On a terminal: rich bars. Elsewhere (CI logs, ``2> file``, pipes): plain lines at an interval,
+``progress: counting sst2: 3000/67349 (4%), elapsed 12s, ETA 4m31s``, so a long run is never
+silent in a log. ``GEOANALYZE_PROGRESS_SECONDS`` sets the interval (default 30; 0 prints every
+update).
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+import time
 from collections.abc import Callable
 from types import TracebackType
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 stderr_console = Console(stderr=True)
+DEFAULT_INTERVAL = 30.0
+
+
+def duration(seconds: float) -> str:
+    """12s, 4m31s, 2h05m."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def _interval() -> float:
+    try:
+        return max(0.0, float(os.environ.get("GEOANALYZE_PROGRESS_SECONDS", DEFAULT_INTERVAL)))
+    except ValueError:
+        return DEFAULT_INTERVAL
+
+
+class _PlainLine:
+    """One task's progress as plain lines on stderr, at most one per interval, and one at the end."""
+
+    def __init__(self, description: str, total: int, interval: float, clock: Callable[[], float]) -> None:
+        self.description, self.total, self.interval, self.clock = description, total, interval, clock
+        self.done = 0
+        self.info = ""
+        self.began = self.last = clock()
+        self.finished = False
+        self.printed = False
+
+    def __call__(self, done: int, info: str | None = None) -> None:
+        self.done += done
+        if info is not None:
+            self.info = info
+        now = self.clock()
+        complete = self.total > 0 and self.done >= self.total
+        # A task that ends within one interval prints nothing (short runs keep stderr clean); a long
+        # one prints a line per interval and one at its end.
+        due = now - self.last >= self.interval if self.interval > 0 else True
+        if not self.finished and (due or (complete and self.printed)):
+            self.last = now
+            self.finished = complete
+            self.printed = True
+            print(self.line(now), file=sys.stderr, flush=True)
+
+    def line(self, now: float) -> str:
+        elapsed = now - self.began
+        parts = [f"progress: {self.description}: {self.done}/{self.total}"]
+        if self.total > 0:
+            parts[0] += f" ({100 * self.done / self.total:.0f}%)"
+        if self.info:
+            parts.append(self.info)
+        parts.append(f"elapsed {duration(elapsed)}")
+        if 0 < self.done < self.total:
+            parts.append(f"ETA {duration(elapsed / self.done * (self.total - self.done))}")
+        return ", ".join(parts)
 
 
 class ProgressBars:
-    """A context manager handing out per-task bars: ``bars.track(description, total)(advance)``.
+    """A context manager handing out per-task progress: ``bars.track(description, total)(advance)``.
 
-    Bars render only when stderr is a terminal; in pipes and CI they stay silent.
+    ``advance(n, info=...)`` moves a task by ``n`` items; ``info`` (e.g. ``"loss 0.53"``) is shown
+    beside it. Bars render when stderr is a terminal; otherwise plain lines go to stderr at an
+    interval (``plain=False`` silences them). ``enabled=False`` shows nothing.
     """
 
-    def __init__(self, enabled: bool = True):
+    def __init__(self, enabled: bool = True, plain: bool | None = None, clock: Callable[[], float] = time.monotonic):
+        self.enabled = enabled
+        terminal = stderr_console.is_terminal
+        self.plain = enabled and not terminal if plain is None else enabled and plain
+        self.clock = clock
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
+            TextColumn("{task.fields[info]}"),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
             console=stderr_console,
             transient=True,
-            disable=not enabled,
+            disable=not enabled or self.plain,
         )
 
     def __enter__(self) -> ProgressBars:
@@ -38,11 +112,14 @@ class ProgressBars:
     ) -> None:
         self._progress.stop()
 
-    def track(self, description: str, total: int) -> Callable[[int], None]:
-        """Add a bar; return the function that advances it by a number of items."""
-        task = self._progress.add_task(description, total=total)
+    def track(self, description: str, total: int) -> Callable[..., None]:
+        """Add a task; return the function that advances it by a number of items (and sets its info)."""
+        if self.plain:
+            return _PlainLine(description, total, _interval(), self.clock)
+        task = self._progress.add_task(description, total=total, info="")
 
-        def advance(done: int) -> None:
-            self._progress.advance(task, done)
+        def advance(done: int, info: str | None = None) -> None:
+            fields: dict[str, Any] = {} if info is None else {"info": info}
+            self._progress.update(task, advance=done, **fields)
 
         return advance

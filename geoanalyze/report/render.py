@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shlex
 import sys
-from collections.abc import Iterable, Sequence
+import sysconfig
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -12,9 +17,19 @@ from rich.table import Table
 
 from ..io import to_jsonable
 
-# Piped output (files, CI logs) gets room for the wide score tables instead of rich's 80 columns.
-stdout_console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+
+def _stdout_width() -> int | None:
+    """A terminal's own width; COLUMNS when set; otherwise (pipes, CI logs) 160 columns."""
+    if sys.stdout.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else 160
+
+
+stdout_console = Console(soft_wrap=True, width=_stdout_width())
 FORMATS = ("table", "json")
+#: every command that prints a result takes these (``--format``), checked by :func:`check_format`
+OUTPUT_FORMATS = ("table", "json", "markdown")
 
 
 def dumps(data: Any) -> str:
@@ -37,14 +52,101 @@ def key_value_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
     return table
 
 
-def grid_table(title: str, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Table:
-    """A table with a header row."""
-    table = Table(title=title, title_justify="left")
-    for name in header:
-        table.add_column(name, justify="right" if name not in ("", "name") else "left", overflow="fold")
+def grid_table(
+    title: str,
+    header: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    text_columns: Sequence[str] = (),
+    compact: bool = False,
+) -> Table:
+    """A table with a header row.
+
+    A column whose cells are all numbers never wraps: a number split over two lines (``0.0801``
+    / ``2``) reads as two numbers; text columns fold to fit the terminal instead. Columns named in
+    ``text_columns`` are left-aligned. ``compact``: no rules and no outer padding (2 characters a
+    column), for the wide score tables in 80 columns.
+    """
+    rows = [list(row) for row in rows]
+    table = (
+        Table(title=title, title_justify="left", box=None, pad_edge=False, header_style="bold underline")
+        if compact
+        else Table(title=title, title_justify="left")
+    )
+    for index, name in enumerate(header):
+        cells = [row[index] for row in rows if index < len(row)]
+        numeric = bool(cells) and all(_is_number(cell) for cell in cells)
+        left = index == 0 or name in text_columns or name in ("", "name")
+        # A text column is never squeezed below its header (up to 12 characters) to make room.
+        table.add_column(
+            name,
+            justify="left" if left else "right",
+            overflow="fold",
+            no_wrap=numeric,
+            min_width=None if numeric else min(len(name), 12),
+        )
     for row in rows:
         table.add_row(*(fmt(v) for v in row))
     return table
+
+
+def _is_number(value: Any) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def md_cell(text: Any, formatter: Callable[[Any], str] | None = None) -> str:
+    """One GitHub-Markdown table cell: ``|`` escaped (it would end the cell) and newlines as spaces."""
+    value = (formatter or fmt)(text)
+    return " ".join(value.replace("\\|", "|").replace("|", "\\|").split())
+
+
+def markdown_table(
+    header: Sequence[str], rows: Iterable[Sequence[Any]], formatter: Callable[[Any], str] | None = None
+) -> str:
+    """A GitHub (GFM) table; every cell through :func:`md_cell`, so a ``|`` in a value cannot split a row."""
+    lines = ["| " + " | ".join(md_cell(h, str) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(md_cell(v, formatter) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """A path as a report shows it: never an absolute site-packages or home path.
+
+    Inside an installed package -> ``<site-packages>/pkg/...``; under the working directory ->
+    relative; under the home folder -> ``~/...``; otherwise unchanged.
+    """
+    text = str(path)
+    if not os.path.isabs(text):
+        return text
+    resolved = Path(text)
+    roots = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
+    for root in sorted(roots, key=len, reverse=True):
+        with contextlib.suppress(ValueError):
+            return "<site-packages>/" + resolved.relative_to(root).as_posix()
+    with contextlib.suppress(ValueError):
+        relative = resolved.relative_to(Path.cwd())
+        return relative.as_posix() or "."
+    with contextlib.suppress(ValueError):
+        return "~/" + resolved.relative_to(Path.home()).as_posix()
+    return text
+
+
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """The command as the user typed it (program name as ``geoanalyze``), quoted for a shell."""
+    words = list(sys.argv if argv is None else argv)
+    return shlex.join(["geoanalyze", *(display_path(w) if os.path.isabs(w) else w for w in words[1:])])
+
+
+def provenance(seed: int | None = None) -> dict[str, Any]:
+    """What a report needs to be reproduced: version, command line and seed."""
+    from .. import __version__
+
+    return {"version": __version__, "command": command_line(), "seed": seed}
+
+
+def provenance_line(run: dict[str, Any]) -> str:
+    """The provenance as one Markdown line."""
+    seed = "" if run.get("seed") is None else f", seed {run['seed']}"
+    return f"geoanalyze {run['version']}{seed}: `{run['command']}`"
 
 
 def fmt(value: Any) -> str:

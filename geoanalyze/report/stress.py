@@ -3,132 +3,352 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .render import fmt
+from rich.markup import escape
+from rich.padding import Padding
 
-SCORE_COLUMNS = (
-    ("stress", "stress"),
-    ("scaled_stress", "scaled"),
-    ("monotonicity_violation", "violation"),
-    ("anchored_monotonicity_violation", "anchored"),
-    ("lag_violation", "lag viol."),
-    ("separation", "separation"),
-    ("relative_separation", "rel. sep."),
-)
+from .render import display_path, fmt, markdown_table
 
 
-def score_rows(result: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
-    """Header and rows of the encodings table: each score, the null's means, and the share of null draws beaten."""
-    # "beats null": the share of random encodings with a higher violation rate (rank-based, so
-    # scale-free; scaled stress is a poor judge when D is nearly constant, as on noisy corpora).
-    header = ["encoding", "d", *[label for _, label in SCORE_COLUMNS], "null stress", "null viol.", "beats null"]
-    rows = []
+@dataclass(frozen=True)
+class ScoreColumn:
+    """One score of the encodings table: its key in the scores dict, its label, and its legend line."""
+
+    key: str
+    label: str
+    legend: str
+
+
+#: The encodings table, scale-free scores first. A new score is one entry here (the table, the
+#: Markdown, the legend and the --fail-above names all follow this list).
+SCORE_COLUMNS: list[ScoreColumn] = [
+    ScoreColumn(
+        "scaled_stress",
+        "scaled",
+        "scaled stress: stress after the best rescaling of the vectors (0 = the shape of D up to a factor; "
+        "scale-free, lower is better)",
+    ),
+    ScoreColumn(
+        "monotonicity_violation",
+        "violation",
+        "share of position pairs the vectors order against D (0 = same order, 0.5 = chance; lower is better)",
+    ),
+    ScoreColumn(
+        "anchored_monotonicity_violation",
+        "anchored",
+        "violation among pairs that share a position (local order; lower is better)",
+    ),
+    ScoreColumn(
+        "lag_violation",
+        "lag viol.",
+        "monotonicity in position lag: per anchor, share of pairs where the farther position (in |i - j|) "
+        "sits closer (0 = monotone in lag, 0.5 = chance; lower is better)",
+    ),
+    ScoreColumn(
+        "relative_separation",
+        "rel. sep.",
+        "closest two positions' distance / the median distance (0 = two positions collide; higher keeps them apart)",
+    ),
+    ScoreColumn(
+        "stress",
+        "stress",
+        "raw stress: grows with the vectors' size, so it ranks widths and norms, not shapes; compare scaled",
+    ),
+]
+#: above this share of sampling noise in the naive distance, the scores rank encodings against noise
+NOISE_WARNING = 0.5
+#: longest encoding name the terminal table shows in full (80 columns hold 8 score columns and this)
+TABLE_NAME_WIDTH = 20
+#: encodings that are references rather than competitors in the verdict
+REFERENCES = ("mds", "random")
+
+
+def short_name(name: str, width: int = TABLE_NAME_WIDTH) -> str:
+    """A name as a narrow table shows it: a hub id without its owner, a path's last two parts, then
+    elided in the middle when still longer than ``width``."""
+    text = name
+    if "/" in name and len(name) > width:
+        prefix, sep, rest = name.partition(":") if not name.startswith(("/", "<", "~", ".")) else ("", "", name)
+        body = rest if sep else name
+        if body.startswith(("/", "<", "~", ".")):
+            tail = "…/" + "/".join(Path(body).parts[-2:])
+        else:
+            tail = body.rsplit("/", 1)[-1]  # a hub id: owner/name -> name
+        text = f"{prefix}:{tail}" if sep else tail
+    if len(text) > width:
+        keep = width - 1
+        text = text[: keep // 2] + "…" + text[-(keep - keep // 2) :]
+    return text
+
+
+def beaten(scores: dict[str, Any]) -> tuple[int, int]:
+    """(null draws with a higher violation than this row, draws): the rank-based null test."""
+    draws = int(scores.get("null_draws", 0))
+    return round(scores["null"]["monotonicity_violation"]["beats"] * draws), draws
+
+
+def summarize(result: dict[str, Any]) -> dict[str, Any]:
+    """What the table, the JSON and the Markdown all say: rows, verdict, warnings, legend.
+
+    ``rows``: per encoding, every score, how many null draws it beats, whether it beats all of
+    them, and which earlier row it equals (identical scores). ``verdict``: one line on the
+    target. ``warnings``: what makes the scores untrustworthy and what to do.
+    """
+    rows: list[dict[str, Any]] = []
+    seen: dict[tuple[Any, ...], str] = {}
     for name, scores in result["scores"].items():
-        null = scores["null"]
+        wins, draws = beaten(scores)
+        key = tuple(None if scores.get(c.key) is None else round(float(scores[c.key]), 12) for c in SCORE_COLUMNS)
+        same = seen.setdefault(key, name)
         rows.append(
-            [
-                name,
-                scores["dim"],
-                *[scores.get(key) for key, _ in SCORE_COLUMNS],
-                null["stress"]["mean"],
-                null["monotonicity_violation"]["mean"],
-                f"{null['monotonicity_violation']['beats']:.0%}",
-            ]
+            {
+                "encoding": name,
+                "dim": scores["dim"],
+                **{c.key: scores.get(c.key) for c in SCORE_COLUMNS},
+                "null_beaten": wins,
+                "null_draws": draws,
+                "beats_null": draws > 0 and wins == draws,
+                "same_as": same if same != name else None,
+            }
         )
+    warnings = []
+    noise = result["noise"].get("noise_fraction")
+    if noise is not None and noise == noise and noise > NOISE_WARNING:
+        fix = (
+            "use --distance corrected (it removes the expected noise), or more text (a larger corpus, no --limit), "
+            "or a higher --min-count"
+            if result["distance"] == "naive"
+            else "use more text (a larger corpus, no --limit) or a higher --min-count"
+        )
+        warnings.append(
+            f"noise fraction {noise:.2f} (above {NOISE_WARNING}): most of the {result['distance']} distance between "
+            f"positions is sampling noise, so these scores rank encodings against noise; {fix}"
+        )
+    return {"rows": rows, "verdict": verdict(result, rows), "warnings": warnings}
+
+
+def verdict(result: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """One line: does the target order positions better than chance, and how close is its shape to the best reference."""
+    target = result["target"]
+    by_name = {row["encoding"]: row for row in rows}
+    mine = by_name.get(target)
+    if mine is None:
+        return f"{target}: no absolute position vectors to score; read the layer-by-layer rows"
+    wins, draws = mine["null_beaten"], mine["null_draws"]
+    null_mean = result["scores"][target]["null"]["monotonicity_violation"]["mean"]
+    order = (
+        f"orders position pairs better than all {draws} random encodings"
+        if mine["beats_null"]
+        else f"does NOT beat the null: orders position pairs better than only {wins} of {draws} random encodings"
+    )
+    parts = [f"{display_path(target)} {order} (violation {fmt(mine['monotonicity_violation'])} vs {fmt(null_mean)})"]
+    references = [
+        row
+        for row in rows
+        if row["encoding"] != target and row["encoding"].split(":")[0] not in REFERENCES and row["scaled_stress"] is not None
+    ]
+    if references:
+        best = min(references, key=lambda row: row["scaled_stress"])
+        mine_scaled, best_scaled = mine["scaled_stress"], best["scaled_stress"]
+        if mine_scaled <= best_scaled * (1 + 1e-9):
+            shape = (
+                f"no standard encoding has a better shape (scaled {fmt(mine_scaled)}; "
+                f"best other {best['encoding']} {fmt(best_scaled)})"
+            )
+        else:
+            ratio = mine_scaled / best_scaled if best_scaled > 0 else float("inf")
+            shape = (
+                f"its shape is {ratio:.2g}x the scaled stress of the best standard encoding "
+                f"({best['encoding']} {fmt(best_scaled)}; this target {fmt(mine_scaled)})"
+            )
+        parts.append(shape)
+    mds = by_name.get("mds")
+    if mds is not None and target != "mds":
+        parts.append(f"MDS floor {fmt(mds['scaled_stress'])}")
+    return "; ".join(parts)
+
+
+def legend(result: dict[str, Any], summary: dict[str, Any]) -> list[str]:
+    """The lines printed under the table (what each column and each special row means)."""
+    draws = max((row["null_draws"] for row in summary["rows"]), default=0)
+    lines = [f"{c.label}: {c.legend}" for c in SCORE_COLUMNS]
+    lines.append(
+        f"null: how many of {draws} random Gaussian encodings of the same shape have a higher violation "
+        "(rank-based, so scale-free); 'no' marks a row that does not beat them all"
+    )
+    names = {row["encoding"].split(":")[0] for row in summary["rows"]}
+    if "mds" in names:
+        lines.append("mds: classical MDS of D itself, the best fit any encoding can reach (a floor, not a rival)")
+    if "random" in names:
+        lines.append("random: one i.i.d. Gaussian encoding (what no position information scores)")
+    for row in summary["rows"]:
+        if row["same_as"]:
+            kinds = {row["encoding"].split(":")[0], row["same_as"].split(":")[0]}
+            if kinds == {"rope", "sinusoidal"}:
+                why = ": RoPE's (cos, sin) coordinates are the sinusoidal table's, reordered, so distances are equal"
+            elif len(kinds) == 1:
+                why = ": the same encoding at the same width"
+            else:
+                why = ": their vectors have the same distances between positions"
+            lines.append(f"{row['encoding']} has the same scores as {row['same_as']}{why}")
+    lines.append(f"d: vector width; encodings are compared at the target's width ({result.get('width', '-')})")
+    return lines
+
+
+def score_rows(result: dict[str, Any], summary: dict[str, Any] | None = None) -> tuple[list[str], list[list[Any]]]:
+    """Header and rows of the encodings table: scale-free scores first, then raw stress and the null test."""
+    summary = summary or summarize(result)
+    header = ["encoding", "d", *[c.label for c in SCORE_COLUMNS], "null"]
+    rows = []
+    for row in summary["rows"]:
+        mark = f"{row['null_beaten']}/{row['null_draws']}" + ("" if row["beats_null"] else " no")
+        rows.append([row["encoding"], row["dim"], *[row[c.key] for c in SCORE_COLUMNS], mark])
     return header, rows
 
 
 def layer_rows(result: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
-    header = ["layer", "projection", "stress", "scaled", "violation", "lag viol."]
+    header = ["layer", "projection", "scaled", "violation", "lag viol.", "stress"]
     rows = [
         [
             row["layer"],
             row["projection"],
-            row["stress"],
             row["scaled_stress"],
             row["monotonicity_violation"],
-            row["lag_violation"],
+            row.get("lag_violation"),
+            row["stress"],
         ]
         for row in result["layers"]
     ]
     return header, rows
 
 
-def print_tables(result: dict[str, Any]) -> None:
-    """The terminal report (rich tables on stdout)."""
-    from .render import grid_table, key_value_table, stdout_console
-
-    noise = result["noise"]
-    dataset = result["dataset"]
-    stdout_console.print(
-        key_value_table(
-            f"stress of {result['target']} on {dataset['name']}",
-            [
-                ("corpus", f"{dataset['location']} (split {dataset['split'] or '-'})"),
-                ("tokenizer", dataset["tokenizer"]),
-                ("positions kept", f"{len(result['positions'])} (min-count {result['left_out'].get('min_count')})"),
-                ("left out", result["left_out"].get("positions")),
-                ("target distance", f"{result['distance']} Hellinger"),
-                ("noise fraction / snr", f"{fmt(noise['noise_fraction'])} / {fmt(noise['snr'])}"),
-            ],
-        )
-    )
-    header, rows = score_rows(result)
-    stdout_console.print(grid_table("scores (null: i.i.d. Gaussian vectors of the same shape)", header, rows))
-    interval = bootstrap_line(result)
-    if interval:
-        stdout_console.print(interval)
-    if result["layers"]:
-        header, rows = layer_rows(result)
-        stdout_console.print(grid_table("layer by layer", header, rows))
-        for projection, peak in result["peaks"].items():
-            stdout_console.print(
-                f"{projection}: stress peaks at layer {peak['peak_stress_layer']} ({fmt(peak['peak_stress'])}); "
-                f"lowest scaled stress at layer {peak['best_scaled_stress_layer']} ({fmt(peak['best_scaled_stress'])})"
-            )
-
-
-def bootstrap_line(result: dict[str, Any]) -> str:
-    """The target's bootstrap intervals in one line ('' when --bootstrap was not asked for)."""
+def interval_rows(result: dict[str, Any]) -> tuple[str, list[str], list[list[Any]]] | None:
+    """The target's bootstrap intervals as (title, header, rows); None without --bootstrap."""
     intervals = result["scores"].get(result["target"], {}).get("bootstrap")
     if not intervals:
-        return ""
-    parts = [
-        f"{name} [{fmt(v['low'])}, {fmt(v['high'])}] (bias {fmt(v['bias'])})"
+        return None
+    observed = result["scores"][result["target"]]
+    labels = {c.key: c.label for c in SCORE_COLUMNS}
+    rows = [
+        [labels.get(name, name), observed.get(name), v["low"], v["high"], v["bias"]]
         for name, v in intervals.items()
         if name != "samples"
     ]
-    count = intervals["samples"]["count"]
-    return f"95% basic-bootstrap intervals over {count} resamples of the sequences: " + "; ".join(parts)
+    samples = intervals["samples"]
+    title = f"{display_path(result['target'])}: 95% basic-bootstrap intervals over {samples['count']} resamples of the sequences"
+    return title, ["score", "value", "low", "high", "bias"], rows
 
 
-def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(fmt(value) for value in row) + " |" for row in rows]
-    return "\n".join(lines)
+def document(result: dict[str, Any]) -> dict[str, Any]:
+    """The JSON document of an analysis: the result, plus the summary the table and Markdown show."""
+    from ..analysis import public
+
+    summary = summarize(result)
+    return {**public(result), "summary": {**summary, "legend": legend(result, summary)}}
 
 
-def markdown(result: dict[str, Any], figures: dict[str, str] | None = None, level: int = 2) -> str:
-    """A Markdown section for one analysis (tables, then figure links)."""
-    hashes = "#" * level
+def header_rows(result: dict[str, Any]) -> list[tuple[str, Any]]:
     dataset = result["dataset"]
     noise = result["noise"]
-    parts = [
-        f"{hashes} {result['target']} on {dataset['name']}",
-        "",
-        f"- corpus: `{dataset['location']}` (split {dataset['split'] or '-'}), tokenizer `{dataset['tokenizer']}`",
-        f"- positions kept: {len(result['positions'])} (min-count {result['left_out'].get('min_count')}; "
-        f"left out: {fmt(result['left_out'].get('positions'))})",
-        f"- target: {result['distance']} Hellinger; noise fraction {fmt(noise['noise_fraction'])}, "
-        f"snr {fmt(noise['snr'])}, median noise floor {fmt(noise['median_noise_floor'])}",
-        "",
-        markdown_table(*score_rows(result)),
+    return [
+        ("corpus", f"{display_path(dataset['location'])} (split {dataset['split'] or '-'})"),
+        ("tokenizer", display_path(dataset["tokenizer"])),
+        ("positions kept", f"{len(result['positions'])} (min-count {result['left_out'].get('min_count')})"),
+        ("left out", fmt(result["left_out"].get("positions"))),
+        ("target distance", f"{result['distance']} Hellinger"),
+        ("noise fraction / snr", f"{fmt(noise['noise_fraction'])} / {fmt(noise['snr'])}"),
     ]
-    interval = bootstrap_line(result)
-    if interval:
-        parts += ["", f"- {interval}"]
+
+
+def print_tables(result: dict[str, Any], show_legend: bool = True, gate: dict[str, Any] | None = None) -> None:
+    """The terminal report (rich tables on stdout): header, warnings, scores, verdict, intervals, legend, layers."""
+    from .render import grid_table, key_value_table, stdout_console
+
+    console = stdout_console
+    title = f"stress of {display_path(result['target'])} on {result['dataset']['name']}"
+    console.print(key_value_table(title, header_rows(result)))
+    summary = summarize(result)
+    for line in summary["warnings"]:
+        console.print(f"[bold yellow]warning:[/] {escape(line)}", soft_wrap=False)
+    header, rows = score_rows(result, summary)
+    # A long target name (a hub id, a path) is in the title; its row says "target" so the table fits.
+    shown = display_path(result["target"])
+    alias = "target" if len(shown) > TABLE_NAME_WIDTH else shown
+    rows = [[alias if row[0] == result["target"] else short_name(display_path(str(row[0]))), *row[1:]] for row in rows]
+    print_wide_table(console, "scores against D (lower is better except rel. sep.)", header, rows)
+    console.print(f"[bold]verdict:[/] {escape(summary['verdict'])}", soft_wrap=False)
+    intervals = interval_rows(result)
+    if intervals:
+        console.print(grid_table(*intervals))
+    if show_legend:
+        for line in legend(result, summary):
+            console.print(Padding(escape(line), (0, 0, 0, 2)), highlight=False, soft_wrap=False)
+    if result["layers"]:
+        console.print(grid_table("layer by layer", *layer_rows(result), text_columns=("projection",)))
+        for projection, peak in result["peaks"].items():
+            console.print(
+                f"{projection}: stress peaks at layer {peak['peak_stress_layer']} ({fmt(peak['peak_stress'])}); "
+                f"lowest scaled stress at layer {peak['best_scaled_stress_layer']} ({fmt(peak['best_scaled_stress'])})"
+            )
+    if gate and gate["crossed"]:
+        console.print(f"[bold red]gate failed:[/] {escape('; '.join(gate['crossed']))}", soft_wrap=False)
+
+
+def print_wide_table(console: Any, title: str, header: list[str], rows: list[list[Any]]) -> None:
+    """A compact table when every cell fits on one line, else one block per row (narrow terminals)."""
+    from .render import grid_table
+
+    if _fits(console, header, rows):
+        console.print(grid_table(title, header, rows, text_columns=("null",), compact=True))
+    else:
+        _print_vertical(console, title, header, rows)
+
+
+def _fits(console: Any, header: list[str], rows: list[list[Any]]) -> bool:
+    """Whether the compact table fits the console with every cell on one line (2 characters of padding a column)."""
+    widths = [max(len(str(h)), *(len(fmt(row[i])) for row in rows)) for i, h in enumerate(header)]
+    return sum(widths) + 2 * len(widths) <= console.width
+
+
+def _print_vertical(console: Any, title: str, header: list[str], rows: list[list[Any]]) -> None:
+    """The narrow layout: one block per encoding, one score per line."""
+    console.print(f"[italic]{escape(title)}[/]")
+    width = max(len(h) for h in header[1:])
+    for row in rows:
+        console.print(f"[bold]{escape(str(row[0]))}[/]", highlight=False)
+        for label, value in zip(header[1:], row[1:], strict=True):
+            console.print(f"  {label:<{width}}  {fmt(value)}", highlight=False, soft_wrap=True)
+
+
+def markdown(
+    result: dict[str, Any],
+    figures: dict[str, str] | None = None,
+    level: int = 2,
+    show_legend: bool = True,
+    gate: dict[str, Any] | None = None,
+) -> str:
+    """A Markdown section for one analysis (tables, verdict, legend, then figure links)."""
+    hashes = "#" * level
+    summary = summarize(result)
+    parts = [f"{hashes} {display_path(result['target'])} on {result['dataset']['name']}", ""]
+    parts += [f"- {label}: {value}" for label, value in header_rows(result)]
+    parts += ["", *(f"> **Warning:** {line}\n" for line in summary["warnings"])]
+    header, rows = score_rows(result, summary)
+    rows = [[display_path(str(row[0])), *row[1:]] for row in rows]
+    parts += [markdown_table(header, rows), "", f"**Verdict:** {summary['verdict']}"]
+    intervals = interval_rows(result)
+    if intervals:
+        title, header, rows = intervals
+        parts += ["", f"{title}:", "", markdown_table(header, rows)]
+    if gate is not None:
+        parts += ["", gate_line(gate)]
+    if show_legend:
+        parts += ["", "<details><summary>What the columns mean</summary>", ""]
+        parts += [f"- {line}" for line in legend(result, summary)]
+        parts += ["", "</details>"]
     if result["layers"]:
         parts += ["", markdown_table(*layer_rows(result)), ""]
         for projection, peak in result["peaks"].items():
@@ -141,30 +361,66 @@ def markdown(result: dict[str, Any], figures: dict[str, str] | None = None, leve
     return "\n".join(parts) + "\n"
 
 
+def report_header() -> list[str]:
+    """The columns of a report's summary table: one row per target."""
+    return ["target", "d", "positions", *[c.label for c in SCORE_COLUMNS], "null", "query peak layer"]
+
+
+def report_row(result: dict[str, Any], summary: dict[str, Any]) -> list[Any]:
+    """One target's row of a report's summary table (its own scores; '-' where it has no position vectors)."""
+    mine = next((row for row in summary["rows"] if row["encoding"] == result["target"]), None)
+    null = "-" if mine is None else f"{mine['null_beaten']}/{mine['null_draws']}" + ("" if mine["beats_null"] else " no")
+    return [
+        display_path(result["target"]),
+        "-" if mine is None else mine["dim"],
+        len(result["positions"]),
+        *[("-" if mine is None else mine[c.key]) for c in SCORE_COLUMNS],
+        null,
+        result["peaks"].get("query", {}).get("peak_stress_layer"),
+    ]
+
+
+def gate_line(gate: dict[str, Any]) -> str:
+    """The --fail-above gate as one Markdown line."""
+    limits = ", ".join(f"{name} > {limit:g}" for name, limit in gate["thresholds"].items())
+    if gate["crossed"]:
+        return f"**Gate FAILED** (fail above {limits}): " + "; ".join(gate["crossed"])
+    return f"**Gate passed** (fail above {limits})"
+
+
 def write_figures(result: dict[str, Any], directory: str | os.PathLike[str], prefix: str = "") -> dict[str, str]:
     """Heatmap, MDS map, Shepard diagram and per-layer stress as PNGs; returns {title: path}."""
     from ..geometry.mds import classical_mds, stress_curve
     from .figures import distance_heatmap, layer_figure, mds_figure, shepard_diagram
+    from .style import caption
 
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     geometry = result["_geometry"]
     distances = geometry.matrix(result["distance"])
+    named = caption(display_path(result["target"]), result["dataset"]["name"])
     written: dict[str, str] = {}
     heatmap = folder / f"{prefix}hellinger.png"
-    distance_heatmap(geometry, heatmap)
+    distance_heatmap(geometry, heatmap, subtitle=named)
     written["Hellinger distances (naive, corrected) and noise floor"] = str(heatmap)
     mds = classical_mds(distances)
     mds_path = folder / f"{prefix}mds.png"
-    mds_figure(mds, stress_curve(mds.embedding_, distances), geometry.positions, mds_path)
+    mds_figure(mds, stress_curve(mds.embedding_, distances), geometry.positions, mds_path, subtitle=named)
     written["MDS: eigen-spectrum, stress against rank, 2-D map"] = str(mds_path)
     # The vectors the analysis scored (the optimal MDS is left out: it lies on the diagonal).
     tables = {name: table for name, table in result["_vectors"].items() if name != "mds"}
     shepard = folder / f"{prefix}shepard.png"
-    shepard_diagram(tables, distances, shepard)
+    shepard_diagram(tables, distances, shepard, subtitle=f"{named} ({result['distance']})")
     written["Shepard diagram"] = str(shepard)
     if result["layers"]:
         layers = folder / f"{prefix}layers.png"
-        layer_figure(result["layers"], layers, title=f"({result['target']})")
+        scores = result["scores"]
+        references: dict[str, dict[str, float]] = {}
+        if result["target"] in scores:
+            null = scores[result["target"]]["null"]
+            references["null"] = {key: null[key]["mean"] for key in ("stress", "scaled_stress") if key in null}
+        if "sinusoidal" in scores:
+            references["sinusoidal"] = {key: scores["sinusoidal"][key] for key in ("stress", "scaled_stress")}
+        layer_figure(result["layers"], layers, title=f"({named})", references=references)
         written["stress per layer"] = str(layers)
     return written

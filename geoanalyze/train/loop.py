@@ -159,6 +159,7 @@ def _train(
                 **(observe(model) if observe is not None else {}),
                 "time_s": round(time_before + time.perf_counter() - began, 3),
             }
+            advance(0, info=f"loss {last['train_loss']:.4g}, eval acc {last['eval_accuracy']:.3g}")
             if metrics_file is not None:
                 # Standard JSON, as every geoanalyze output: a diverged (NaN) loss is written as null.
                 metrics_file.write(json.dumps(to_jsonable(last), allow_nan=False) + "\n")

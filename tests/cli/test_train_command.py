@@ -68,6 +68,9 @@ def test_train_writes_metrics_and_a_checkpoint_and_reports_json(tmp_path: Path) 
     lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"] for line in lines] == [6, 12]
     assert (tmp_path / "run" / "checkpoint" / "model.safetensors").is_file()
+    # the loss and accuracy curves are drawn beside the metrics
+    assert document["figure"] == "run/training.png"
+    assert (tmp_path / "run" / "training.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_train_resumes_with_more_steps(tmp_path: Path) -> None:

@@ -1,0 +1,46 @@
+"""The Python API as a user runs it: examples/score_and_report.py, executed as a script."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from test_ci_output import assert_rectangular, gfm_tables
+
+import geoanalyze as ga
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO_ROOT / "examples" / "score_and_report.py"
+
+
+def test_the_example_script_runs_and_writes_a_report(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLE), str(tmp_path / "out")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("rope:d=64 orders position pairs better than all 4 random encodings")
+    assert lines[2] == f"wrote {tmp_path / 'out' / 'report.md'}"
+    page = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    tables = gfm_tables(page)
+    assert_rectangular(tables)
+    assert [row[0] for row in tables[0][1:]] == ["rope:d=64", "alibi"]
+    for link in (tmp_path / "out" / "report_files").iterdir():
+        assert f"report_files/{link.name}" in page
+
+
+def test_the_api_says_what_the_cli_says(tmp_path: Path) -> None:
+    """score() + to_json() equals `stress -f json` (apart from the CLI's own run and gate records)."""
+    import json
+
+    from test_stress_command import DRIFT_WORDS, geoanalyze, ok
+
+    args = ("stress", "rope:d=16", "--dataset", DRIFT_WORDS, "--null-draws", 2, "--compare", "sinusoidal,mds", "-f", "json")
+    cli = json.loads(ok(geoanalyze(*args, cwd=tmp_path)).stdout)
+    result = ga.score("rope:d=16", dataset=str(DRIFT_WORDS), null_draws=2, compare="sinusoidal,mds")
+    api = ga.to_json(result)
+    assert api == {key: value for key, value in cli.items() if key not in ("run", "gate")}
+    assert ga.verdict(result) == cli["summary"]["verdict"]
+    assert ga.to_markdown(result).startswith("## rope:d=16 on drift-words.txt")
