@@ -148,7 +148,9 @@ def verdict(result: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     references = [
         row
         for row in rows
-        if row["encoding"] != target and row["encoding"].split(":")[0] not in REFERENCES and row["scaled_stress"] is not None
+        if row["encoding"] != target
+        and row["encoding"].split(":")[0] not in REFERENCES
+        and row["scaled_stress"] is not None
     ]
     if references:
         best = min(references, key=lambda row: row["scaled_stress"])
@@ -369,7 +371,9 @@ def report_header() -> list[str]:
 def report_row(result: dict[str, Any], summary: dict[str, Any]) -> list[Any]:
     """One target's row of a report's summary table (its own scores; '-' where it has no position vectors)."""
     mine = next((row for row in summary["rows"] if row["encoding"] == result["target"]), None)
-    null = "-" if mine is None else f"{mine['null_beaten']}/{mine['null_draws']}" + ("" if mine["beats_null"] else " no")
+    null = (
+        "-" if mine is None else f"{mine['null_beaten']}/{mine['null_draws']}" + ("" if mine["beats_null"] else " no")
+    )
     return [
         display_path(result["target"]),
         "-" if mine is None else mine["dim"],
