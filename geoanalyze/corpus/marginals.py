@@ -115,19 +115,7 @@ class PositionalCounts:
 
         Built vocabularies (whitespace, char) are united by token string.
         """
-        mine, theirs = self.metadata.get("tokenizer"), other.metadata.get("tokenizer")
-        if _vocabulary_identity(mine) != _vocabulary_identity(theirs):
-            raise IncompatibleError(
-                f"cannot merge counts of different tokenizers ({_describe(mine)} vs {_describe(theirs)}); "
-                "count both corpora with the same --tokenizer"
-            )
-        options = ("max_length", "exclude_special", "add_special_tokens")
-        for key in options:
-            if self.metadata.get(key) != other.metadata.get(key):
-                raise IncompatibleError(
-                    f"cannot merge counts made with different {key} "
-                    f"({self.metadata.get(key)} vs {other.metadata.get(key)}); recount with the same options"
-                )
+        check_mergeable(self.metadata, other.metadata)
         a_counts, a_half, b_counts, b_half, vocab = self.counts, self.half, other.counts, other.half, self.vocab
         if self.vocab is not None and other.vocab is not None:
             vocab, remap = _union_vocab(self.vocab, other.vocab)
@@ -183,6 +171,90 @@ class PositionalCounts:
         return cls(matrices[0], matrices[1], document, vocab)
 
 
+class SparseCounter:
+    """Counts of a stream of batches, merged as they come: memory O(non-zero counts), not O(corpus).
+
+    Each batch is encoded into one flat id array; positions come from the sequence lengths (no
+    Python loop per token) and (position, id) keys are reduced with ``np.unique``. The batches'
+    partial counts are compacted into one sorted key array whenever they outgrow it, so the
+    held keys stay within a small multiple of the distinct (position, token) pairs.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, exclude_special: bool = False):
+        self.tokenizer = tokenizer
+        self.exclude_special = bool(exclude_special)
+        self._special = tokenizer.special_ids if exclude_special else np.zeros(0, dtype=np.int64)
+        # key = id * max_length + position: ids may grow (built vocabularies) but positions cannot.
+        self._stride = np.int64(tokenizer.max_length)
+        self._keys = np.zeros(0, dtype=np.int64)
+        self._counts = np.zeros(0, dtype=np.int64)
+        self._half = np.zeros(0, dtype=np.int64)
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._pending_size = 0
+        self.n_positions = 0
+        self.n_sequences = 0
+
+    def add(self, texts: Sequence[str], in_half: np.ndarray) -> int:
+        """Count one batch (``in_half[s]``: sequence s is in split-half A); return its tokens."""
+        ids, lengths = self.tokenizer.encode_batch(texts)
+        self.n_sequences += len(texts)
+        if not ids.size:
+            return 0
+        self.n_positions = max(self.n_positions, int(lengths.max()))
+        positions = token_positions(lengths)
+        token_half = np.repeat(np.asarray(in_half, dtype=bool), lengths)
+        if self._special.size:
+            keep = ~np.isin(ids, self._special)
+            ids, positions, token_half = ids[keep], positions[keep], token_half[keep]
+        unique, inverse, count = np.unique(ids * self._stride + positions, return_inverse=True, return_counts=True)
+        half_count = np.bincount(inverse.ravel(), weights=token_half, minlength=unique.size).astype(np.int64)
+        self._pending.append((unique, count.astype(np.int64), half_count))
+        self._pending_size += unique.size
+        if self._pending_size > max(self._keys.size, 1 << 20):
+            self._compact()
+        return int(ids.size)
+
+    def _compact(self) -> None:
+        if not self._pending:
+            return
+        parts = [(self._keys, self._counts, self._half), *self._pending]
+        keys = np.concatenate([p[0] for p in parts])
+        unique, inverse = np.unique(keys, return_inverse=True)
+        inverse = inverse.ravel()
+        self._counts = _integer_sum(inverse, np.concatenate([p[1] for p in parts]), unique.size)
+        self._half = _integer_sum(inverse, np.concatenate([p[2] for p in parts]), unique.size)
+        self._keys = unique
+        self._pending, self._pending_size = [], 0
+
+    def result(self, split_seed: int = 0) -> PositionalCounts:
+        """The counts so far, as a :class:`PositionalCounts` with the usual metadata."""
+        self._compact()
+        tokenizer = self.tokenizer
+        shape = (self.n_positions, tokenizer.vocab_size)
+        rows, cols = self._keys % self._stride, self._keys // self._stride
+        counts = sp.csr_array(sp.coo_array((self._counts, (rows, cols)), shape=shape))
+        half = sp.csr_array(sp.coo_array((self._half, (rows, cols)), shape=shape))
+        counts.sum_duplicates()
+        half.sum_duplicates()
+        half.eliminate_zeros()
+        metadata = {
+            "tokenizer": tokenizer.identity(),
+            "max_length": tokenizer.max_length,
+            "exclude_special": self.exclude_special,
+            "add_special_tokens": bool(getattr(tokenizer, "add_special_tokens", False)),
+            "split_seed": int(split_seed),
+            "n_sequences": self.n_sequences,
+        }
+        return PositionalCounts(counts, half, metadata, tokenizer.vocabulary())
+
+
+def _integer_sum(groups: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """Sum int64 values by group, exactly (np.bincount would go through float64)."""
+    total = np.zeros(size, dtype=np.int64)
+    np.add.at(total, groups, values)
+    return total
+
+
 def count_positions(
     texts: Sequence[str],
     tokenizer: Tokenizer,
@@ -191,66 +263,29 @@ def count_positions(
     batch_size: int = _BATCH,
     progress: Callable[[int], None] | None = None,
 ) -> PositionalCounts:
-    """Count tokens per position over a corpus, batched and vectorised.
+    """Count tokens per position over a list of texts, batched and vectorised.
 
-    Each batch is encoded by the tokenizer into one flat id array; positions come from the
-    sequence lengths (no Python loop per token) and (position, id) keys are reduced with
-    ``np.unique``; the batches' partial counts are summed into one CSR matrix at the end.
+    For corpora that do not fit in memory, :func:`compute_counts` streams a source shard by
+    shard through the same :class:`SparseCounter`, with the same split-half coins.
 
     Parameters
     ----------
     texts : the corpus.
     tokenizer : a :class:`~geoanalyze.corpus.tokenize.Tokenizer` (truncates to its max_length).
     exclude_special : drop special tokens ([CLS], [SEP], ...) from the counts.
-    split_seed : seed of the coin that assigns each sequence to split-half A or B.
+    split_seed : seed of the coin that assigns each sequence to split-half A or B: sequence s
+        is in half A when the s-th uniform of ``np.random.default_rng(split_seed)`` is < 0.5.
     batch_size : texts encoded at once.
     progress : called with the number of texts done after each batch.
     """
     rng = np.random.default_rng(split_seed)
-    special = tokenizer.special_ids if exclude_special else np.zeros(0, dtype=np.int64)
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (keys, counts, half counts)
-    n_positions = 0
-    stride = np.int64(tokenizer.max_length)
+    counter = SparseCounter(tokenizer, exclude_special=exclude_special)
     for start in range(0, len(texts), batch_size):
         batch = texts[start : start + batch_size]
-        ids, lengths = tokenizer.encode_batch(batch)
-        in_half = rng.random(len(batch)) < 0.5
-        if ids.size:
-            n_positions = max(n_positions, int(lengths.max()))
-            positions = token_positions(lengths)
-            token_half = np.repeat(in_half, lengths)
-            if special.size:
-                keep = ~np.isin(ids, special)
-                ids, positions, token_half = ids[keep], positions[keep], token_half[keep]
-            # key = id * max_length + position: ids may grow (built vocabularies) but positions cannot.
-            keys = ids * stride + positions
-            unique, inverse, count = np.unique(keys, return_inverse=True, return_counts=True)
-            half_count = np.bincount(inverse.ravel(), weights=token_half, minlength=unique.size).astype(np.int64)
-            parts.append((unique, count.astype(np.int64), half_count))
+        counter.add(batch, rng.random(len(batch)) < 0.5)
         if progress is not None:
             progress(len(batch))
-    vocab_size = tokenizer.vocab_size
-    if parts:
-        keys = np.concatenate([p[0] for p in parts])
-        rows, cols = keys % stride, keys // stride
-        shape = (n_positions, vocab_size)
-        counts = sp.coo_array((np.concatenate([p[1] for p in parts]), (rows, cols)), shape=shape).tocsr()
-        half = sp.coo_array((np.concatenate([p[2] for p in parts]), (rows, cols)), shape=shape).tocsr()
-        counts.sum_duplicates()
-        half.sum_duplicates()
-        half.eliminate_zeros()
-    else:
-        counts = sp.csr_array((0, vocab_size), dtype=np.int64)
-        half = sp.csr_array((0, vocab_size), dtype=np.int64)
-    metadata = {
-        "tokenizer": tokenizer.identity(),
-        "max_length": tokenizer.max_length,
-        "exclude_special": bool(exclude_special),
-        "add_special_tokens": bool(getattr(tokenizer, "add_special_tokens", False)),
-        "split_seed": int(split_seed),
-        "n_sequences": len(texts),
-    }
-    return PositionalCounts(counts, half, metadata, tokenizer.vocabulary())
+    return counter.result(split_seed=split_seed)
 
 
 def compute_counts(
@@ -262,17 +297,33 @@ def compute_counts(
     limit: int | None = None,
     split_seed: int = 0,
     cache: bool = True,
-    progress: Callable[[str, int], Callable[[int], None]] | None = None,
+    progress: Any = None,
+    sample: float | None = None,
+    sample_seed: int = 0,
+    workers: int | None = None,
+    cluster: str | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    report: Any = None,
 ) -> tuple[PositionalCounts, bool]:
-    """Counts of a corpus source, from the cache when the same job was done before.
+    """Counts of a corpus source, streamed shard by shard, from the cache when done before.
 
-    Returns (counts, came_from_cache). ``cache=False`` recounts and refreshes the cache entry. The cache key covers the corpus fingerprint (path,
-    size and modification time, or hub id and split), the tokenizer (its spec and the
-    files it loads from), every option, and the file format version.
+    Returns (counts, came_from_cache). ``cache=False`` recounts and refreshes the cache entry.
+    The cache key covers the corpus fingerprint (path, size and modification time of every
+    shard, or hub id and split), the tokenizer (its spec and the files it loads from), every
+    option that changes the result and the file format version; not ``workers`` or
+    ``cluster``, which never change it.
 
-    ``progress(description, total)`` returns the per-batch callback; used by the CLI for its bar.
+    The counting itself is :func:`geoanalyze.corpus.streaming.count_stream`: memory bounded by
+    one batch of text and the n x V counts per worker, ``workers`` processes (default: every
+    core) or the Dask scheduler at ``cluster``, and per-shard partial counts in ``work_dir``
+    (default: a job folder in the cache, removed once the counts are cached) that a re-run of a
+    killed job picks up. ``progress`` is a :class:`~geoanalyze.corpus.streaming.CountProgress`
+    factory ``(description, n_shards) -> CountProgress`` (or None); ``report`` a
+    :class:`~geoanalyze.corpus.streaming.CountReport` to fill in.
     """
-    key_parts = {
+    from .streaming import count_stream, shards_of
+
+    key_parts: dict[str, Any] = {
         "source": source.fingerprint,
         "text_column": source.text_column,
         "tokenizer": tokenizer,
@@ -284,17 +335,55 @@ def compute_counts(
         "split_seed": split_seed,
         "version": 2,
     }
+    if sample is not None:
+        key_parts.update(sample=float(sample), sample_seed=int(sample_seed))
     cached = cache_entry("counts", key_parts)
     if cache and cached.is_file():
         try:
             return PositionalCounts.load(cached), True
         except FormatError:
             cached.unlink(missing_ok=True)  # a stale entry is recomputed, never trusted
-    texts = source.read(limit)
+    if limit is not None and limit < 1:
+        raise InputError(f"--limit must be at least 1, got {limit}")
+    shards = shards_of(source)
     tok = get_tokenizer(tokenizer, max_length=max_length, add_special_tokens=add_special_tokens)
-    callback = progress(f"counting {source.name}", len(texts)) if progress else None
-    counts = count_positions(texts, tok, exclude_special=exclude_special, split_seed=split_seed, progress=callback)
+    job = {
+        "corpus": source.name,
+        "source": source.fingerprint,
+        "text_column": source.text_column,
+        "tokenizer": tok.identity(),
+        "max_length": tok.max_length,
+        "exclude_special": bool(exclude_special),
+        "add_special_tokens": bool(add_special_tokens),
+        "split_seed": int(split_seed),
+        "limit": limit,
+        "sample": None if sample is None else [float(sample), int(sample_seed)],
+    }
+    bar = progress(f"counting {source.name}", len(shards)) if progress else None
+    try:
+        counts = count_stream(
+            shards,
+            tok,
+            job,
+            exclude_special=exclude_special,
+            split_seed=split_seed,
+            limit=limit,
+            sample=sample,
+            sample_seed=sample_seed,
+            workers=workers,
+            cluster=cluster,
+            work_dir=None if work_dir is None else Path(work_dir),
+            keep_work=work_dir is not None,
+            fresh=not cache and work_dir is None,
+            progress=bar,
+            report=report,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
     counts.metadata["corpus"] = [dict(source.describe(), limit=limit)]
+    if sample is not None:
+        counts.metadata["sample"] = {"fraction": float(sample), "seed": int(sample_seed)}
     # --no-cache recounts and refreshes the entry; an unwritable cache never fails the job.
     with contextlib.suppress(OSError, InputError):
         counts.save(cached)
@@ -390,6 +479,29 @@ def _ranges(indices: np.ndarray) -> list[list[int]]:
     starts = np.concatenate([[indices[0]], indices[breaks + 1]])
     stops = np.concatenate([indices[breaks], [indices[-1]]])
     return [[int(a), int(b)] for a, b in zip(starts, stops, strict=True)]
+
+
+MERGE_OPTIONS = ("max_length", "exclude_special", "add_special_tokens")
+
+
+def check_mergeable(first: dict[str, Any], second: dict[str, Any]) -> None:
+    """IncompatibleError unless counts with these metadata can be added (same vocabulary and options).
+
+    Used by :meth:`PositionalCounts.merge`, and before any counting on the metadata a corpus
+    *will* have, so a mix of tokenizers or max lengths is refused before the work, not after.
+    """
+    mine, theirs = first.get("tokenizer"), second.get("tokenizer")
+    if _vocabulary_identity(mine) != _vocabulary_identity(theirs):
+        raise IncompatibleError(
+            f"cannot merge counts of different tokenizers ({_describe(mine)} vs {_describe(theirs)}); "
+            "count both corpora with the same --tokenizer"
+        )
+    for key in MERGE_OPTIONS:
+        if first.get(key) != second.get(key):
+            raise IncompatibleError(
+                f"cannot merge counts made with different {key} "
+                f"({first.get(key)} vs {second.get(key)}); recount with the same options"
+            )
 
 
 def _vocabulary_identity(identity: Any) -> Any:
