@@ -153,6 +153,10 @@ def load_counts(
     if not sources:
         raise InputError("no corpus given; pass a dataset name, a file or a counts file")
     plan = [_classify(source, options) for source in sources]
+    if options.cluster and options.cluster != "local" and any(kind == "corpus" for _, kind in plan):
+        from ..corpus.streaming import connect
+
+        connect(options.cluster)  # an address that does not answer fails now, in seconds
     _check_mergeable_before_counting(plan, options)
     merged = None
     source_notes: list[dict[str, Any]] = []

@@ -349,7 +349,7 @@ def compute_counts(
     tok = get_tokenizer(tokenizer, max_length=max_length, add_special_tokens=add_special_tokens)
     job = {
         "corpus": source.name,
-        "source": source.fingerprint,
+        "location": source.location,
         "text_column": source.text_column,
         "tokenizer": tok.identity(),
         "max_length": tok.max_length,

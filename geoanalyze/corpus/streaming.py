@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -64,6 +65,16 @@ class Shard:
     split: str | None = None
     hub_config: str | None = None
     data_files: tuple[str, ...] = ()
+
+    def fingerprint(self) -> str:
+        """Changes whenever the shard's texts would (file sizes and modification times)."""
+        files = [self.location] if self.kind == "file" else list(self.members or self.data_files)
+        parts = [self.kind, self.location, str(self.split), str(self.hub_config), str(self.text_column)]
+        for file in files:
+            with contextlib.suppress(OSError):
+                stat = os.stat(file)
+                parts.append(f"{file}:{stat.st_size}:{stat.st_mtime_ns}")
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
     def texts(self) -> Iterator[str]:
         """The shard's non-blank texts, in order, as a stream."""
@@ -183,7 +194,12 @@ def count_shard(job: ShardJob, progress: Callable[[int], None] | None = None) ->
         if progress is not None:
             progress(tokens)
     counts = counter.result(split_seed=job.split_seed)
-    counts.metadata.update(shard=job.shard.name, n_read=state["read"], complete=bool(state["complete"]))
+    counts.metadata.update(
+        shard=job.shard.name,
+        n_read=state["read"],
+        complete=bool(state["complete"]),
+        placed=[job.raw_first, job.first, job.take],
+    )
     return counts
 
 
@@ -305,7 +321,7 @@ class _ProcessPool(_Executor):
         self._pool.shutdown(wait=not abort, cancel_futures=True)
 
 
-CONNECT_TIMEOUT_S = 5
+CONNECT_TIMEOUT_S = 3
 
 
 class _Dask(_Executor):
@@ -316,7 +332,8 @@ class _Dask(_Executor):
             from distributed import Client, LocalCluster
         except ImportError as exc:  # pragma: no cover - a dependency
             raise InputError("--cluster needs the distributed package: pip install distributed") from exc
-        self._cluster = None
+        self._cluster: Any = None
+        self._futures: list[Any] = []
         if address == "local":
             threads = max(1, default_workers() // workers)
             self._cluster = LocalCluster(
@@ -329,20 +346,14 @@ class _Dask(_Executor):
             self._client = Client(self._cluster)
             self.description = f"a local Dask cluster of {workers} processes"
             return
-        if "://" not in address:
-            address = f"tcp://{address}"
-        try:
-            self._client = Client(address, timeout=CONNECT_TIMEOUT_S)
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise InputError(
-                f"no Dask scheduler answers at {address} ({first_line(exc)}); start one "
-                "(dask scheduler, or dask-jobqueue on Slurm) or fix --cluster"
-            ) from exc
+        self._client = connect(address)
         n = len(self._client.scheduler_info().get("workers", {}))
         self.description = f"the Dask cluster at {address} ({n} workers)"
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return self._client.submit(fn, *args, pure=False)
+        future = self._client.submit(fn, *args, pure=False)
+        self._futures.append(future)
+        return future
 
     def wait_first(self, handles: Iterable[Any]) -> set[Any]:
         from distributed import wait
@@ -351,11 +362,29 @@ class _Dask(_Executor):
         return set(done)
 
     def close(self, abort: bool = False) -> None:
-        with contextlib.suppress(Exception):
-            self._client.close()
-        if self._cluster is not None:
+        if abort:  # the shards still queued or running are dropped; those done were written
+            with contextlib.suppress(Exception):
+                self._client.cancel(self._futures)
+        if self._cluster is not None:  # a running scheduler's connection stays open for the next source
+            with contextlib.suppress(Exception):
+                self._client.close()
             with contextlib.suppress(Exception):
                 self._cluster.close()
+
+
+@functools.lru_cache(maxsize=4)
+def connect(address: str) -> Any:
+    """A client of the Dask scheduler at ``address``, or one error line within CONNECT_TIMEOUT_S."""
+    from distributed import Client
+
+    full = address if "://" in address else f"tcp://{address}"
+    try:
+        return Client(full, timeout=CONNECT_TIMEOUT_S)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise InputError(
+            f"no Dask scheduler answers at {full} ({first_line(exc)}); start one "
+            "(dask scheduler, or dask-jobqueue on Slurm) or fix --cluster"
+        ) from exc
 
 
 def make_executor(
@@ -455,13 +484,15 @@ class WorkFolder:
     path: Path
     key: str
     job: dict[str, Any]
+    fingerprints: list[str]
     sizes: list[int | None] = field(default_factory=list)
 
     @classmethod
-    def open(cls, path: Path, job: dict[str, Any], n_shards: int) -> WorkFolder:
-        key = hashlib.sha256(json.dumps(job, sort_keys=True).encode()).hexdigest()[:24]
+    def open(cls, path: Path, job: dict[str, Any], fingerprints: list[str]) -> WorkFolder:
+        """Open (or start) the work folder of a job; refuse one that holds another job's counts."""
+        key = hashlib.sha256(json.dumps(job, sort_keys=True, default=str).encode()).hexdigest()[:24]
         plan_file = path / "plan.json"
-        sizes: list[int | None] = [None] * n_shards
+        sizes: list[int | None] = [None] * len(fingerprints)
         if plan_file.is_file():
             try:
                 plan = json.loads(plan_file.read_text(encoding="utf-8"))
@@ -470,19 +501,22 @@ class WorkFolder:
                 raise FormatError(f"{plan_file} is corrupt ({exc}); delete the work folder {path}") from exc
             if plan.get("key") != key:
                 raise _refusal(path, theirs, job)
-            sizes = [None if s is None else int(s) for s in plan.get("sizes", sizes)]
+            # A size is kept only while its shard is unchanged (a repaired shard is re-read).
+            known = {str(fp): int(size) for fp, size in plan.get("sizes", {}).items()}
+            sizes = [known.get(fp) for fp in fingerprints]
         if path.exists() and not path.is_dir():
             raise InputError(f"--work-dir {path} is a file; pass a folder")
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise InputError(f"cannot create the work folder {path}: {exc.strerror}; pass another --work-dir") from exc
-        folder = cls(path, key, job, sizes)
+        folder = cls(path, key, job, fingerprints, sizes)
         folder.save_plan()
         return folder
 
     def save_plan(self) -> None:
-        plan = {"version": WORK_VERSION, "key": self.key, "job": self.job, "sizes": self.sizes}
+        sizes = {fp: size for fp, size in zip(self.fingerprints, self.sizes, strict=True) if size is not None}
+        plan = {"version": WORK_VERSION, "key": self.key, "job": self.job, "sizes": sizes}
         write_text(self.path / "plan.json", json.dumps(plan, indent=1, sort_keys=True))
 
     def shard_file(self, index: int) -> Path:
@@ -497,10 +531,14 @@ class WorkFolder:
             counts = PositionalCounts.load(file)
         except GeoanalyzeError:
             return None
-        return counts if counts.metadata.get("job_key") == self.key else None
+        same = (counts.metadata.get("job_key"), counts.metadata.get("shard_fingerprint")) == (
+            self.key,
+            self.fingerprints[index],
+        )
+        return counts if same else None
 
     def store(self, index: int, counts: PositionalCounts) -> None:
-        counts.metadata["job_key"] = self.key
+        counts.metadata.update(job_key=self.key, shard_fingerprint=self.fingerprints[index])
         counts.save(self.shard_file(index))
 
 
@@ -589,17 +627,18 @@ def count_stream(
         for old in work_dir.glob("shard-*.safetensors"):
             old.unlink()
         (work_dir / "plan.json").unlink(missing_ok=True)
-    folder = WorkFolder.open(work_dir, job, len(shards))
+    folder = WorkFolder.open(work_dir, job, [shard.fingerprint() for shard in shards])
     report = report if report is not None else CountReport()
     report.shards, report.work_dir = len(shards), str(work_dir)
     spec = tokenizer.spec()
     template = ShardJob(0, shards[0], spec, exclude_special, split_seed, sample=sample, sample_seed=sample_seed)
     sizes = folder.sizes
     results: dict[int, PositionalCounts] = {}
+    earlier: dict[int, PositionalCounts] = {}  # partial counts of an earlier run, used if still placed alike
     for index in range(len(shards)):
         partial = folder.load(index)
         if partial is not None:
-            results[index] = partial
+            earlier[index] = partial
             if partial.metadata.get("complete") and sizes[index] is None:
                 sizes[index] = int(partial.metadata["n_read"])
     start = time.perf_counter()
@@ -620,10 +659,10 @@ def count_stream(
         return raw_first, counted_first, take
 
     tick = progress.add_tokens if progress is not None else None
-    executor = make_executor(workers, cluster, len(shards) - len(results), progress=tick)
+    executor = make_executor(workers, cluster, len(shards) - len(earlier), progress=tick)
     report.engine = executor.description
     pending: dict[Any, tuple[str, int]] = {}
-    submitted: set[int] = set(results)
+    submitted: set[int] = set()
     skipped: set[int] = set()
 
     def limit_reached_after(index: int) -> None:
@@ -633,9 +672,6 @@ def count_stream(
                 submitted.add(k)
                 skipped.add(k)
 
-    for index, partial in results.items():
-        if not partial.metadata.get("complete"):
-            limit_reached_after(index)
 
     def submit_ready() -> None:
         for index in range(len(shards)):
@@ -649,6 +685,15 @@ def count_stream(
             if take == 0:
                 skipped.add(index)  # --limit reached before this shard
                 continue
+            partial = earlier.pop(index, None)
+            if partial is not None and partial.metadata.get("placed") == [raw_first, counted_first, take]:
+                results[index] = partial
+                report.reused += 1
+                if progress is not None:
+                    progress.shard_done(0, counted_here=False)
+                if not partial.metadata.get("complete"):
+                    limit_reached_after(index)
+                continue
             shard_job = replace(
                 template, index=index, shard=shards[index], first=counted_first, raw_first=raw_first, take=take
             )
@@ -657,10 +702,6 @@ def count_stream(
     merged: PositionalCounts | None = None
     next_to_merge = 0
     aborted = True
-    if progress is not None:
-        for _ in results:
-            progress.shard_done(0, counted_here=False)
-    report.reused = len(results)
     try:
         submit_ready()
         if executor.parallel:
@@ -717,6 +758,6 @@ def _finished(counts: PositionalCounts) -> PositionalCounts:
         matrix.sum_duplicates()
         matrix.sort_indices()
     counts.half.eliminate_zeros()
-    for key in ("shard", "n_read", "complete", "job_key", "corpus"):
+    for key in ("shard", "n_read", "complete", "placed", "job_key", "shard_fingerprint", "corpus"):
         counts.metadata.pop(key, None)
     return counts

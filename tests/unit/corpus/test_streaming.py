@@ -8,6 +8,7 @@ vocabulary and the same metadata.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import random
 from pathlib import Path
@@ -58,7 +59,7 @@ def write_jsonl_shards(folder: Path, texts: list[str], cuts: list[int], gz: bool
     folder.mkdir(parents=True, exist_ok=True)
     bounds = [0, *cuts, len(texts)]
     paths = []
-    for k, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False)):
+    for k, (a, b) in enumerate(itertools.pairwise(bounds)):
         path = folder / (f"part-{k:03d}.jsonl" + (".gz" if gz else ""))
         lines = [json.dumps({"text": t, "id": i}) for i, t in enumerate(texts[a:b])] + [json.dumps({"text": "  "})]
         data = ("\n".join(lines) + "\n").encode()
@@ -250,7 +251,7 @@ def test_work_folder_of_another_tokenizer_is_refused_before_counting(
     with pytest.raises(IncompatibleError, match="another tokenizer"):
         count_stream(shards_of(source), whitespace, {"tokenizer": whitespace.identity()}, work_dir=tmp_path / "w")
     short = get_tokenizer(str(bert.resolved), max_length=64)
-    with pytest.raises(IncompatibleError, match="another tokenizer|another max length"):
+    with pytest.raises(IncompatibleError, match=r"another tokenizer|another max length"):
         count_stream(
             shards_of(source),
             short,
@@ -267,7 +268,7 @@ def test_corrupt_shard_names_itself_and_keeps_the_shards_done(
     paths[2].write_bytes(good[: len(good) // 2])  # a truncated gzip member
     source = resolve_source(str(tmp_path / "shards"))
     job = {"source": "fixed"}
-    with pytest.raises(FormatError, match="part-002.jsonl.gz"):
+    with pytest.raises(FormatError, match=r"part-002\.jsonl\.gz"):
         count_stream(shards_of(source), bert, job, work_dir=tmp_path / "w", workers=1)
     kept = sorted(p.name for p in (tmp_path / "w").glob("shard-*"))
     assert kept == ["shard-000000.safetensors", "shard-000001.safetensors"]
