@@ -175,22 +175,22 @@ class SparseCounter:
     """Counts of a stream of batches, merged as they come: memory O(non-zero counts), not O(corpus).
 
     Each batch is encoded into one flat id array; positions come from the sequence lengths (no
-    Python loop per token) and (position, id) keys are reduced with ``np.unique``. The batches'
-    partial counts are compacted into one sorted key array whenever they outgrow it, so the
-    held keys stay within a small multiple of the distinct (position, token) pairs.
+    Python loop per token) and (position, id) keys are reduced with ``np.unique``. The key is
+    ``position << 40 | id``, so sorted keys are in CSR (row-major) order. A batch's distinct
+    keys are merged into the sorted running keys in place (``searchsorted``), and only keys
+    never seen before are inserted: the memory held is the distinct (position, token) pairs,
+    plus one batch.
     """
+
+    _ID_BITS = 40  # ids below 2**40, positions below 2**23
 
     def __init__(self, tokenizer: Tokenizer, exclude_special: bool = False):
         self.tokenizer = tokenizer
         self.exclude_special = bool(exclude_special)
         self._special = tokenizer.special_ids if exclude_special else np.zeros(0, dtype=np.int64)
-        # key = id * max_length + position: ids may grow (built vocabularies) but positions cannot.
-        self._stride = np.int64(tokenizer.max_length)
         self._keys = np.zeros(0, dtype=np.int64)
         self._counts = np.zeros(0, dtype=np.int64)
         self._half = np.zeros(0, dtype=np.int64)
-        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self._pending_size = 0
         self.n_positions = 0
         self.n_sequences = 0
 
@@ -206,36 +206,39 @@ class SparseCounter:
         if self._special.size:
             keep = ~np.isin(ids, self._special)
             ids, positions, token_half = ids[keep], positions[keep], token_half[keep]
-        unique, inverse, count = np.unique(ids * self._stride + positions, return_inverse=True, return_counts=True)
+        keys = (positions << self._ID_BITS) | ids
+        del positions
+        unique, inverse, count = np.unique(keys, return_inverse=True, return_counts=True)
         half_count = np.bincount(inverse.ravel(), weights=token_half, minlength=unique.size).astype(np.int64)
-        self._pending.append((unique, count.astype(np.int64), half_count))
-        self._pending_size += unique.size
-        if self._pending_size > max(self._keys.size, 1 << 20):
-            self._compact()
+        self._merge(unique, count.astype(np.int64), half_count)
         return int(ids.size)
 
-    def _compact(self) -> None:
-        if not self._pending:
+    def _merge(self, keys: np.ndarray, counts: np.ndarray, half: np.ndarray) -> None:
+        """Add sorted distinct keys with their counts to the running ones."""
+        if self._keys.size == 0:
+            self._keys, self._counts, self._half = keys, counts, half
             return
-        parts = [(self._keys, self._counts, self._half), *self._pending]
-        keys = np.concatenate([p[0] for p in parts])
-        unique, inverse = np.unique(keys, return_inverse=True)
-        inverse = inverse.ravel()
-        self._counts = _integer_sum(inverse, np.concatenate([p[1] for p in parts]), unique.size)
-        self._half = _integer_sum(inverse, np.concatenate([p[2] for p in parts]), unique.size)
-        self._keys = unique
-        self._pending, self._pending_size = [], 0
+        where = np.searchsorted(self._keys, keys)
+        found = where < self._keys.size
+        found[found] = self._keys[where[found]] == keys[found]
+        self._counts[where[found]] += counts[found]  # distinct keys: no index repeats
+        self._half[where[found]] += half[found]
+        new = ~found
+        if new.any():
+            at = where[new]
+            self._keys = np.insert(self._keys, at, keys[new])
+            self._counts = np.insert(self._counts, at, counts[new])
+            self._half = np.insert(self._half, at, half[new])
 
     def result(self, split_seed: int = 0) -> PositionalCounts:
         """The counts so far, as a :class:`PositionalCounts` with the usual metadata."""
-        self._compact()
         tokenizer = self.tokenizer
         shape = (self.n_positions, tokenizer.vocab_size)
-        rows, cols = self._keys % self._stride, self._keys // self._stride
-        counts = sp.csr_array(sp.coo_array((self._counts, (rows, cols)), shape=shape))
-        half = sp.csr_array(sp.coo_array((self._half, (rows, cols)), shape=shape))
-        counts.sum_duplicates()
-        half.sum_duplicates()
+        rows = self._keys >> self._ID_BITS
+        cols = self._keys & ((1 << self._ID_BITS) - 1)
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=shape[0]))]).astype(np.int64)
+        counts = sp.csr_array((self._counts, cols, indptr), shape=shape)
+        half = sp.csr_array((self._half, cols.copy(), indptr.copy()), shape=shape)
         half.eliminate_zeros()
         metadata = {
             "tokenizer": tokenizer.identity(),
@@ -246,13 +249,6 @@ class SparseCounter:
             "n_sequences": self.n_sequences,
         }
         return PositionalCounts(counts, half, metadata, tokenizer.vocabulary())
-
-
-def _integer_sum(groups: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """Sum int64 values by group, exactly (np.bincount would go through float64)."""
-    total = np.zeros(size, dtype=np.int64)
-    np.add.at(total, groups, values)
-    return total
 
 
 def count_positions(

@@ -45,6 +45,9 @@ from .sources import CorpusSource, _decode, _read_bytes, _read_synthetic, iter_f
 from .tokenize import Tokenizer, TokenizerSpec, fresh_tokenizer
 
 BATCH = 4096
+# A batch also ends at this many characters: the tokenizer's per-token structures (~160 bytes a
+# token) of 4096 long reviews would hold ~200 MB; 1 M characters hold ~30 MB, at the same speed.
+BATCH_CHARS = 1_000_000
 FILES_PER_SHARD = 2000  # one-text-a-file folders: files per shard
 _SAMPLE_STREAM = 0x53414D50  # second seed word of the --sample stream ("SAMP")
 WORK_VERSION = 1
@@ -156,13 +159,14 @@ class ShardJob:
     sample: float | None = None
     sample_seed: int = 0
     batch_size: int = BATCH
+    batch_chars: int = BATCH_CHARS
 
 
 def _selected_batches(job: ShardJob, state: dict[str, int]) -> Iterator[list[str]]:
     """The shard's texts that are counted, in batches; ``state`` tracks read / kept / whole."""
     texts = job.shard.texts()
     while job.take is None or state["kept"] < job.take:
-        block = [text for _, text in zip(range(job.batch_size), texts, strict=False)]
+        block = _next_block(texts, job.batch_size, job.batch_chars)
         if not block:
             state["complete"] = 1
             return
@@ -177,6 +181,18 @@ def _selected_batches(job: ShardJob, state: dict[str, int]) -> Iterator[list[str
         if block:
             yield block
     # Stopped by --limit: the shard may hold more texts, so it was not read whole.
+
+
+def _next_block(texts: Iterator[str], size: int, chars: int) -> list[str]:
+    """Up to ``size`` texts, fewer once they hold ``chars`` characters."""
+    block: list[str] = []
+    held = 0
+    for text in texts:
+        block.append(text)
+        held += len(text)
+        if len(block) >= size or held >= chars:
+            break
+    return block
 
 
 def count_shard(job: ShardJob, progress: Callable[[int], None] | None = None) -> PositionalCounts:
