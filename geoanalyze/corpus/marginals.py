@@ -215,30 +215,14 @@ class SparseCounter:
 
     def _merge(self, keys: np.ndarray, counts: np.ndarray, half: np.ndarray) -> None:
         """Add sorted distinct keys with their counts to the running ones."""
-        if self._keys.size == 0:
-            self._keys, self._counts, self._half = keys, counts, half
-            return
-        where = np.searchsorted(self._keys, keys)
-        found = where < self._keys.size
-        found[found] = self._keys[where[found]] == keys[found]
-        self._counts[where[found]] += counts[found]  # distinct keys: no index repeats
-        self._half[where[found]] += half[found]
-        new = ~found
-        if new.any():
-            at = where[new]
-            self._keys = np.insert(self._keys, at, keys[new])
-            self._counts = np.insert(self._counts, at, counts[new])
-            self._half = np.insert(self._half, at, half[new])
+        self._keys, (self._counts, self._half) = merge_sorted(self._keys, [self._counts, self._half], keys, [counts, half])
 
     def result(self, split_seed: int = 0) -> PositionalCounts:
         """The counts so far, as a :class:`PositionalCounts` with the usual metadata."""
         tokenizer = self.tokenizer
         shape = (self.n_positions, tokenizer.vocab_size)
-        rows = self._keys >> self._ID_BITS
-        cols = self._keys & ((1 << self._ID_BITS) - 1)
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=shape[0]))]).astype(np.int64)
-        counts = sp.csr_array((self._counts, cols, indptr), shape=shape)
-        half = sp.csr_array((self._half, cols.copy(), indptr.copy()), shape=shape)
+        counts = keys_to_csr(self._keys, self._counts, shape, self._ID_BITS)
+        half = keys_to_csr(self._keys, self._half, shape, self._ID_BITS)
         half.eliminate_zeros()
         metadata = {
             "tokenizer": tokenizer.identity(),
@@ -249,6 +233,44 @@ class SparseCounter:
             "n_sequences": self.n_sequences,
         }
         return PositionalCounts(counts, half, metadata, tokenizer.vocabulary())
+
+
+def merge_sorted(
+    keys: np.ndarray, values: list[np.ndarray], new_keys: np.ndarray, new_values: list[np.ndarray]
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Add (new_keys, new_values) to (keys, values): both key arrays sorted and distinct.
+
+    Values of keys present in both are added in place; only keys never seen before are
+    inserted (one copy of the arrays then), so a long stream of batches costs memory for the
+    distinct keys, not for the batches.
+    """
+    if keys.size == 0:
+        return new_keys, list(new_values)
+    where = np.searchsorted(keys, new_keys)
+    found = where < keys.size
+    found[found] = keys[where[found]] == new_keys[found]
+    for held, new in zip(values, new_values, strict=True):
+        held[where[found]] += new[found]  # distinct keys: no index repeats
+    fresh = ~found
+    if fresh.any():
+        at = where[fresh]
+        keys = np.insert(keys, at, new_keys[fresh])
+        values = [np.insert(held, at, new[fresh]) for held, new in zip(values, new_values, strict=True)]
+    return keys, values
+
+
+def csr_keys(matrix: sp.csr_array, id_bits: int = 40) -> np.ndarray:
+    """The sorted ``row << id_bits | column`` keys of a canonical CSR matrix's entries."""
+    rows = np.repeat(np.arange(matrix.shape[0], dtype=np.int64), np.diff(matrix.indptr))
+    return (rows << id_bits) | matrix.indices.astype(np.int64)
+
+
+def keys_to_csr(keys: np.ndarray, values: np.ndarray, shape: tuple[int, int], id_bits: int = 40) -> sp.csr_array:
+    """The CSR matrix of sorted ``row << id_bits | column`` keys (the inverse of :func:`csr_keys`)."""
+    rows = keys >> id_bits
+    cols = keys & ((1 << id_bits) - 1)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=shape[0]))]).astype(np.int64)
+    return sp.csr_array((values, cols, indptr), shape=shape)
 
 
 def count_positions(
@@ -313,8 +335,9 @@ def compute_counts(
     one batch of text and the n x V counts per worker, ``workers`` processes (default: every
     core) or the Dask scheduler at ``cluster``, and per-shard partial counts in ``work_dir``
     (default: a job folder in the cache, removed once the counts are cached) that a re-run of a
-    killed job picks up. ``progress`` is a :class:`~geoanalyze.corpus.streaming.CountProgress`
-    factory ``(description, n_shards) -> CountProgress`` (or None); ``report`` a
+    killed job picks up. ``progress`` is a factory ``(description, n_shards)`` returning a
+    :class:`~geoanalyze.corpus.streaming.CountProgress`, or a callback advanced by one per
+    shard done; ``report`` a
     :class:`~geoanalyze.corpus.streaming.CountReport` to fill in.
     """
     from .streaming import count_stream, shards_of
@@ -356,6 +379,10 @@ def compute_counts(
         "sample": None if sample is None else [float(sample), int(sample_seed)],
     }
     bar = progress(f"counting {source.name}", len(shards)) if progress else None
+    if bar is not None and not hasattr(bar, "shard_done"):  # a plain (description, total) -> advance factory
+        from .streaming import ShardCallbackProgress
+
+        bar = ShardCallbackProgress(bar)
     try:
         counts = count_stream(
             shards,

@@ -37,10 +37,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import FormatError, GeoanalyzeError, IncompatibleError, InputError, first_line
 from ..io import write_text
-from .marginals import PositionalCounts, SparseCounter, cache_dir
+from .marginals import PositionalCounts, SparseCounter, cache_dir, check_mergeable, csr_keys, keys_to_csr, merge_sorted
 from .sources import CorpusSource, _decode, _read_bytes, _read_synthetic, iter_file_texts, iter_hub_texts
 from .tokenize import Tokenizer, TokenizerSpec, fresh_tokenizer
 
@@ -215,8 +216,18 @@ def count_shard(job: ShardJob, progress: Callable[[int], None] | None = None) ->
         n_read=state["read"],
         complete=bool(state["complete"]),
         placed=[job.raw_first, job.first, job.take],
+        n_tokens=int(counts.counts.sum()),
     )
     return counts
+
+
+def count_and_store(job: ShardJob, path: str, stamp: dict[str, Any]) -> dict[str, Any]:
+    """Count a shard and write its counts to ``path`` (a work folder on this machine's disk);
+    return only their metadata, so the counts do not travel through a pipe."""
+    counts = count_shard(job)
+    counts.metadata.update(stamp)
+    counts.save(path)
+    return dict(counts.metadata)
 
 
 def shard_size(shard: Shard) -> int:
@@ -257,6 +268,7 @@ class _Executor:
     """submit / wait for the first done / result / close, over one of three engines."""
 
     parallel = True
+    shares_disk = False  # workers can write the work folder themselves
     description = ""
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -298,6 +310,8 @@ class _InProcess(_Executor):
 
 class _ProcessPool(_Executor):
     """N worker processes on this machine (spawned: no fork of the tokenizer's threads)."""
+
+    shares_disk = True
 
     def __init__(self, workers: int):
         import multiprocessing
@@ -483,6 +497,18 @@ class CountProgress:
             self._bar.stop()
 
 
+class ShardCallbackProgress(CountProgress):
+    """A plain ``advance(n)`` callback (another command's progress bar) advanced per shard."""
+
+    def __init__(self, advance: Callable[[int], None]):
+        super().__init__("", 0, enabled=False)
+        self._advance = advance
+
+    def shard_done(self, tokens: int, counted_here: bool) -> None:
+        super().shard_done(tokens, counted_here)
+        self._advance(1)
+
+
 def _si(value: float) -> str:
     for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if value >= scale:
@@ -580,6 +606,53 @@ def _short(value: Any) -> str:
     return str(value)
 
 
+# --- merging ------------------------------------------------------------------------------
+
+
+class ShardMerger:
+    """The shards' counts added in shard order, holding only the running sum.
+
+    Fixed vocabularies: each part's entries (as sorted ``row << 40 | column`` keys) are added in
+    place into the running sorted keys, so merging costs the distinct (position, token) pairs
+    plus one part. Built vocabularies (whitespace, char) are united by token string through
+    :meth:`PositionalCounts.merge`.
+    """
+
+    def __init__(self) -> None:
+        self._built: PositionalCounts | None = None
+        self._metadata: dict[str, Any] | None = None
+        self._shape = (0, 0)
+        self._keys: dict[str, np.ndarray] = {}
+        self._values: dict[str, np.ndarray] = {}
+
+    def add(self, part: PositionalCounts) -> None:
+        if part.vocab is not None or self._built is not None:
+            self._built = part if self._built is None else self._built.merge(part)
+            return
+        if self._metadata is None:
+            self._metadata = dict(part.metadata)
+        else:
+            check_mergeable(self._metadata, part.metadata)
+            self._metadata["n_sequences"] = int(self._metadata.get("n_sequences", 0)) + part.n_sequences
+        self._shape = (max(self._shape[0], part.n_positions), max(self._shape[1], part.vocab_size))
+        for name, matrix in (("counts", part.counts), ("half", part.half)):
+            matrix = sp.csr_array(matrix)
+            matrix.sum_duplicates()  # canonical: sorted, distinct entries
+            keys, (values,) = merge_sorted(
+                self._keys.get(name, np.zeros(0, dtype=np.int64)),
+                [self._values.get(name, np.zeros(0, dtype=np.int64))],
+                csr_keys(matrix),
+                [matrix.data.astype(np.int64)],
+            )
+            self._keys[name], self._values[name] = keys, values
+
+    def result(self) -> PositionalCounts | None:
+        if self._built is not None or self._metadata is None:
+            return self._built
+        counts, half = (keys_to_csr(self._keys[n], self._values[n], self._shape) for n in ("counts", "half"))
+        return PositionalCounts(counts, half, self._metadata, None)
+
+
 # --- the driver ---------------------------------------------------------------------------
 
 
@@ -649,7 +722,7 @@ def count_stream(
     spec = tokenizer.spec()
     template = ShardJob(0, shards[0], spec, exclude_special, split_seed, sample=sample, sample_seed=sample_seed)
     sizes = folder.sizes
-    results: dict[int, PositionalCounts] = {}
+    results: dict[int, PositionalCounts | None] = {}  # None: in the work folder
     earlier: dict[int, PositionalCounts] = {}  # partial counts of an earlier run, used if still placed alike
     for index in range(len(shards)):
         partial = folder.load(index)
@@ -713,9 +786,14 @@ def count_stream(
             shard_job = replace(
                 template, index=index, shard=shards[index], first=counted_first, raw_first=raw_first, take=take
             )
-            pending[executor.submit(count_shard, shard_job)] = ("count", index)
+            if executor.shares_disk:
+                stamp = {"job_key": folder.key, "shard_fingerprint": folder.fingerprints[index]}
+                handle = executor.submit(count_and_store, shard_job, str(folder.shard_file(index)), stamp)
+            else:
+                handle = executor.submit(count_shard, shard_job)
+            pending[handle] = ("count", index)
 
-    merged: PositionalCounts | None = None
+    merger = ShardMerger()
     next_to_merge = 0
     aborted = True
     try:
@@ -729,8 +807,10 @@ def count_stream(
             # Merge, in shard order, whatever is ready (built vocabularies need that order).
             while next_to_merge < len(shards) and (next_to_merge in results or next_to_merge in skipped):
                 if next_to_merge in results:
-                    part = results.pop(next_to_merge)
-                    merged = part if merged is None else merged.merge(part)
+                    part = results.pop(next_to_merge) or folder.load(next_to_merge)
+                    if part is None:
+                        raise FormatError(f"the partial counts of shard {next_to_merge} vanished from {work_dir}")
+                    merger.add(part)
                 next_to_merge += 1
             if next_to_merge == len(shards):
                 break
@@ -743,16 +823,20 @@ def count_stream(
                     sizes[index] = int(value)
                     folder.save_plan()
                 else:
-                    counts: PositionalCounts = value
-                    if counts.metadata.get("complete") and sizes[index] is None:
-                        sizes[index] = int(counts.metadata["n_read"])
+                    if isinstance(value, PositionalCounts):
+                        folder.store(index, value)
+                        results[index] = value
+                        metadata = value.metadata
+                    else:  # written to the work folder by the worker: read back when merged
+                        results[index] = None
+                        metadata = value
+                    if metadata.get("complete") and sizes[index] is None:
+                        sizes[index] = int(metadata["n_read"])
                         folder.save_plan()
-                    elif not counts.metadata.get("complete"):
+                    elif not metadata.get("complete"):
                         limit_reached_after(index)
-                    folder.store(index, counts)
-                    results[index] = counts
                     report.counted += 1
-                    tokens = int(counts.counts.sum())
+                    tokens = int(metadata["n_tokens"])
                     report.tokens += tokens
                     if progress is not None:
                         progress.shard_done(tokens, counted_here=executor.parallel)
@@ -761,6 +845,7 @@ def count_stream(
     finally:
         executor.close(abort=aborted)
         report.seconds = time.perf_counter() - start
+    merged = merger.result()
     if merged is None or merged.n_sequences == 0:
         raise InputError(f"the corpus {job.get('corpus', '')} holds no text; check the files or the split")
     if not keep_work:
@@ -774,6 +859,6 @@ def _finished(counts: PositionalCounts) -> PositionalCounts:
         matrix.sum_duplicates()
         matrix.sort_indices()
     counts.half.eliminate_zeros()
-    for key in ("shard", "n_read", "complete", "placed", "job_key", "shard_fingerprint", "corpus"):
+    for key in ("shard", "n_read", "complete", "placed", "n_tokens", "job_key", "shard_fingerprint", "corpus"):
         counts.metadata.pop(key, None)
     return counts
