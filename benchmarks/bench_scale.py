@@ -3,13 +3,16 @@
 Measured in one run, ratios printed:
 
 1. Peak RSS (the whole process tree: the command and its workers, sampled every 20 ms) of
-   ``geoanalyze marginals SHARDS --no-cache`` on IMDB train x1 (one shard) and x16 (16 copies
-   as shards, built here in a temporary folder), bert-base-uncased, default --workers (every
-   core). Requirements: x16 <= 1.0 GB; x16 / x1 <= 1.25. The x16 counts are checked to be
-   exactly 16 x the x1 counts.
+   ``geoanalyze marginals SHARDS --no-cache`` on IMDB train x1 and x16, both as 16 shards
+   (x1: the file cut in 16; x16: 16 copies of it; built here in a temporary folder), with
+   bert-base-uncased and the default --workers (every core), so the two runs differ in corpus
+   size only. Requirements: x16 <= 1.0 GB; x16 / x1 <= 1.25. The x16 counts are checked to be
+   exactly 16 x the x1 counts. x1 as one file (one shard, counted in the command's own
+   process) is printed too.
 2. Throughput: ``count_stream`` (pool start, first pass, reading, tokenizing, counting,
-   merging) against the tokenizer's own batch encoding (``encode_batch_fast``) of the same
-   texts, already in memory, in the same number of processes with the same threads each.
+   merging) against the tokenizer's own batch encoding (``encode_batch_fast``, the ids taken
+   as lists as ``tok(texts)["input_ids"]`` gives them) of the same texts, already in memory,
+   in the same number of processes with the same threads each.
    Requirement: ours <= 1.15 x the tokenizer alone.
 3. ``--workers 2`` against ``--workers 1``, and a local Dask cluster against the process pool.
 4. Hellinger distances and the noise floor (``position_geometry``) at n = 512, V = 262,144 on
@@ -83,9 +86,24 @@ def peak_rss(command: list[str], env: dict[str, str]) -> tuple[float, float, str
 
 
 def replicate(folder: Path, copies: int) -> Path:
+    """IMDB x copies as ``copies`` shards (each a copy of the whole file)."""
     folder.mkdir(parents=True, exist_ok=True)
     for k in range(copies):
         shutil.copyfile(IMDB_FILE, folder / f"imdb-{k:03d}.jsonl.gz")
+    return folder
+
+
+def cut(folder: Path, shards: int) -> Path:
+    """IMDB x1 cut into ``shards`` shards: the same layout as the replica, 1/shards of the text."""
+    import gzip
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with gzip.open(IMDB_FILE, "rb") as handle:
+        lines = [line for line in handle.read().split(b"\n") if line.strip()]
+    size = -(-len(lines) // shards)
+    for k in range(shards):
+        part = b"\n".join(lines[k * size : (k + 1) * size]) + b"\n"
+        (folder / f"imdb-{k:03d}.jsonl.gz").write_bytes(gzip.compress(part, compresslevel=1))
     return folder
 
 
@@ -94,17 +112,21 @@ def measure_rss(tmp: Path, copies: int) -> bool:
 
     env = dict(os.environ, GEOANALYZE_CACHE_DIR=str(tmp / "cache"), HF_HUB_OFFLINE="1")
     rows, results = [], {}
-    for label, n in (("x1", 1), (f"x{copies}", copies)):
-        folder = replicate(tmp / label, n)
+    layouts = (
+        ("x1", f"{copies} shards (IMDB cut in {copies})", cut(tmp / "x1", copies)),
+        (f"x{copies}", f"{copies} shards (IMDB copies)", replicate(tmp / f"x{copies}", copies)),
+        ("x1, one file", "1 shard, 1 process", replicate(tmp / "x1-file", 1)),
+    )
+    for label, layout, folder in layouts:
         output = tmp / f"{label}.safetensors"
         command = [SCRIPT, "marginals", str(folder), "--no-cache", "-o", str(output), "-f", "json"]
         seconds, gb, _ = peak_rss(command, env)
         counts = PositionalCounts.load(output)
         tokens = int(counts.counts.sum())
         results[label] = (seconds, gb, counts)
-        rows.append((label, f"{n} shard(s)", f"{tokens / 1e6:.1f} M", f"{seconds:.1f}", f"{gb:.2f}"))
+        rows.append((label, layout, f"{tokens / 1e6:.1f} M", f"{seconds:.1f}", f"{gb:.2f}"))
         print(f"  {label}: {seconds:.1f} s, peak RSS {gb:.2f} GB", flush=True)
-    print_table(rows, ("corpus", "shards", "tokens", "wall s", "peak RSS GB (tree)"))
+    print_table(rows, ("corpus", "layout", "tokens", "wall s", "peak RSS GB (tree)"))
     one, many = results["x1"][2], results[f"x{copies}"][2]
     exact = (
         many.counts.shape == one.counts.shape
@@ -136,7 +158,8 @@ def _encode_share(args: tuple[str, list[str], Any]) -> float:
     barrier.wait()
     start = time.perf_counter()
     for i in range(0, len(texts), 4096):
-        tokenizer.encode_batch_fast(texts[i : i + 4096], add_special_tokens=True)
+        # The ids as Python lists, as tok(texts)["input_ids"] gives them (bench_counting.py's peer).
+        [encoding.ids for encoding in tokenizer.encode_batch_fast(texts[i : i + 4096], add_special_tokens=True)]
     return time.perf_counter() - start
 
 

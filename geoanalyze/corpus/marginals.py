@@ -141,9 +141,9 @@ class PositionalCounts:
         for name, matrix in (("counts", self.counts), ("half", self.half)):
             matrix = sp.csr_array(matrix)
             matrix.sum_duplicates()
-            arrays[f"{name}.indptr"] = matrix.indptr.astype(np.int64)
-            arrays[f"{name}.indices"] = matrix.indices.astype(np.int64)
-            arrays[f"{name}.data"] = matrix.data.astype(np.int64)
+            arrays[f"{name}.indptr"] = matrix.indptr.astype(np.int64, copy=False)
+            arrays[f"{name}.indices"] = matrix.indices.astype(np.int64, copy=False)
+            arrays[f"{name}.data"] = matrix.data.astype(np.int64, copy=False)
         metadata = dict(self.metadata, shape=[self.n_positions, self.vocab_size], vocab=self.vocab)
         save_arrays(path, arrays, kind="counts", metadata=metadata)
 
@@ -222,8 +222,10 @@ class SparseCounter:
         tokenizer = self.tokenizer
         shape = (self.n_positions, tokenizer.vocab_size)
         counts = keys_to_csr(self._keys, self._counts, shape, self._ID_BITS)
-        half = keys_to_csr(self._keys, self._half, shape, self._ID_BITS)
+        half = sp.csr_array((self._half, counts.indices.copy(), counts.indptr.copy()), shape=shape)
         half.eliminate_zeros()
+        # The counter is spent: its arrays now belong to the matrices (the keys are dropped).
+        self._keys = self._counts = self._half = np.zeros(0, dtype=np.int64)
         metadata = {
             "tokenizer": tokenizer.identity(),
             "max_length": tokenizer.max_length,
@@ -267,9 +269,8 @@ def csr_keys(matrix: sp.csr_array, id_bits: int = 40) -> np.ndarray:
 
 def keys_to_csr(keys: np.ndarray, values: np.ndarray, shape: tuple[int, int], id_bits: int = 40) -> sp.csr_array:
     """The CSR matrix of sorted ``row << id_bits | column`` keys (the inverse of :func:`csr_keys`)."""
-    rows = keys >> id_bits
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(keys >> id_bits, minlength=shape[0]))]).astype(np.int64)
     cols = keys & ((1 << id_bits) - 1)
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=shape[0]))]).astype(np.int64)
     return sp.csr_array((values, cols, indptr), shape=shape)
 
 

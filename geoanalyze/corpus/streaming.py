@@ -226,8 +226,46 @@ def count_and_store(job: ShardJob, path: str, stamp: dict[str, Any]) -> dict[str
     return only their metadata, so the counts do not travel through a pipe."""
     counts = count_shard(job)
     counts.metadata.update(stamp)
-    counts.save(path)
+    write_counts(counts, path)
     return dict(counts.metadata)
+
+
+def write_counts(counts: PositionalCounts, path: str | os.PathLike[str]) -> None:
+    """:meth:`PositionalCounts.save`, array by array: the same safetensors file, without holding
+    a serialized copy of it in memory (a worker's peak is its counts, not twice them)."""
+    import struct
+
+    from ..io import FORMAT_VERSION, METADATA_KEY, atomic_path, to_jsonable
+
+    arrays: dict[str, np.ndarray] = {}
+    for name, matrix in (("counts", counts.counts), ("half", counts.half)):
+        matrix.sum_duplicates()
+        arrays[f"{name}.data"] = matrix.data.astype(np.int64, copy=False)
+        arrays[f"{name}.indices"] = matrix.indices.astype(np.int64, copy=False)
+        arrays[f"{name}.indptr"] = matrix.indptr.astype(np.int64, copy=False)
+    document = dict(
+        counts.metadata,
+        kind="counts",
+        format_version=FORMAT_VERSION,
+        shape=[counts.n_positions, counts.vocab_size],
+        vocab=counts.vocab,
+    )
+    header: dict[str, Any] = {
+        "__metadata__": {METADATA_KEY: json.dumps(to_jsonable(document), sort_keys=True, allow_nan=False)}
+    }
+    offset = 0
+    names = sorted(arrays)
+    for name in names:
+        size = arrays[name].nbytes
+        header[name] = {"dtype": "I64", "shape": list(arrays[name].shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    encoded = json.dumps(header, separators=(",", ":")).encode()
+    encoded += b" " * (-len(encoded) % 8)
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        handle.write(struct.pack("<Q", len(encoded)))
+        handle.write(encoded)
+        for name in names:
+            handle.write(np.ascontiguousarray(arrays[name]).astype("<i8", copy=False).data)
 
 
 def shard_size(shard: Shard) -> int:
@@ -257,7 +295,25 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
+def return_freed_memory() -> None:
+    """glibc only: serve arrays of 1 MB or more from mmap, so freeing them gives the memory back.
+
+    Otherwise glibc raises its mmap threshold up to 32 MB after the first large free and keeps
+    such arrays in the heap, where a counting process's peak stays resident for the rest of
+    the job.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD (fixed: no dynamic raise)
+        libc.mallopt(-1, 1 << 20)  # M_TRIM_THRESHOLD
+
+
 def _init_worker(threads: int) -> None:
+    return_freed_memory()
     # One process per core: the tokenizer's own thread pool gets this process's share of cores.
     os.environ["RAYON_NUM_THREADS"] = str(threads)
     os.environ["OMP_NUM_THREADS"] = "1"
@@ -581,7 +637,7 @@ class WorkFolder:
 
     def store(self, index: int, counts: PositionalCounts) -> None:
         counts.metadata.update(job_key=self.key, shard_fingerprint=self.fingerprints[index])
-        counts.save(self.shard_file(index))
+        write_counts(counts, self.shard_file(index))
 
 
 def _refusal(path: Path, theirs: dict[str, Any], mine: dict[str, Any]) -> InputError:
@@ -708,6 +764,7 @@ def count_stream(
         raise InputError(f"--limit must be at least 1, got {limit}")
     if sample is not None and not 0.0 < sample <= 1.0:
         raise InputError(f"--sample must be a fraction in (0, 1], got {sample}")
+    return_freed_memory()
     job = dict(job, version=WORK_VERSION, shards=[s.name for s in shards])
     if work_dir is None:
         key = hashlib.sha256(json.dumps(job, sort_keys=True, default=str).encode()).hexdigest()[:24]
