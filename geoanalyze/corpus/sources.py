@@ -407,9 +407,13 @@ def _read_table(text: str, path: Path, text_column: str | None, delimiter: str) 
 
 
 def _read_jsonl(text: str, path: Path, text_column: str | None) -> list[str]:
-    texts: list[str] = []
+    return list(_jsonl_values(text.split("\n"), path, text_column))
+
+
+def _jsonl_values(lines: Iterable[str], path: Path, text_column: str | None) -> Iterator[str]:
+    """The text field of each JSON line (blank lines skipped), with the line number in errors."""
     column: str | None = None
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
@@ -423,8 +427,7 @@ def _read_jsonl(text: str, path: Path, text_column: str | None) -> list[str]:
         value = record.get(column)
         if not isinstance(value, str):
             raise FormatError(f"{path}, line {number}: field {column!r} is missing or not a string")
-        texts.append(value)
-    return texts
+        yield value
 
 
 def _read_folder(path: Path) -> list[str]:
@@ -484,22 +487,7 @@ def _iter_lines(path: Path) -> Iterator[str]:
 
 
 def _iter_jsonl(path: Path, text_column: str | None) -> Iterator[str]:
-    column: str | None = None
-    for number, line in enumerate(_iter_lines(path), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"{path}, line {number}: not valid JSON ({exc.msg}); fix or remove the line") from exc
-        if not isinstance(record, dict):
-            raise FormatError(f"{path}, line {number}: expected a JSON object per line")
-        if column is None:
-            column = _pick_column(record.keys(), text_column, path)
-        value = record.get(column)
-        if not isinstance(value, str):
-            raise FormatError(f"{path}, line {number}: field {column!r} is missing or not a string")
-        yield value
+    return _jsonl_values(_iter_lines(path), path, text_column)
 
 
 def _iter_parquet(path: Path, text_column: str | None, batch_rows: int = 4096) -> Iterator[str]:
