@@ -191,6 +191,7 @@ class SparseCounter:
         self._keys = np.zeros(0, dtype=np.int64)
         self._counts = np.zeros(0, dtype=np.int64)
         self._half = np.zeros(0, dtype=np.int64)
+        self._new_keys = self._new_counts = self._new_half = np.zeros(0, dtype=np.int64)
         self.n_positions = 0
         self.n_sequences = 0
 
@@ -214,11 +215,37 @@ class SparseCounter:
         return int(ids.size)
 
     def _merge(self, keys: np.ndarray, counts: np.ndarray, half: np.ndarray) -> None:
-        """Add sorted distinct keys with their counts to the running ones."""
-        self._keys, (self._counts, self._half) = merge_sorted(self._keys, [self._counts, self._half], keys, [counts, half])
+        """Add sorted distinct keys with their counts to the running ones.
+
+        Keys already held are added in place; new ones go to a small sorted side buffer, folded
+        into the main arrays once it holds an eighth of them (one copy per fold, not per batch).
+        """
+        if self._keys.size:
+            where = np.searchsorted(self._keys, keys)
+            found = where < self._keys.size
+            found[found] = self._keys[where[found]] == keys[found]
+            self._counts[where[found]] += counts[found]
+            self._half[where[found]] += half[found]
+            if found.all():
+                return
+            fresh = ~found
+            keys, counts, half = keys[fresh], counts[fresh], half[fresh]
+        self._new_keys, (self._new_counts, self._new_half) = merge_sorted(
+            self._new_keys, [self._new_counts, self._new_half], keys, [counts, half]
+        )
+        if self._new_keys.size > self._keys.size // 8:
+            self._fold()
+
+    def _fold(self) -> None:
+        if self._new_keys.size:
+            self._keys, (self._counts, self._half) = merge_sorted(
+                self._keys, [self._counts, self._half], self._new_keys, [self._new_counts, self._new_half]
+            )
+            self._new_keys = self._new_counts = self._new_half = np.zeros(0, dtype=np.int64)
 
     def result(self, split_seed: int = 0) -> PositionalCounts:
         """The counts so far, as a :class:`PositionalCounts` with the usual metadata."""
+        self._fold()
         tokenizer = self.tokenizer
         shape = (self.n_positions, tokenizer.vocab_size)
         counts = keys_to_csr(self._keys, self._counts, shape, self._ID_BITS)

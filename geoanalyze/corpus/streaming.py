@@ -854,12 +854,13 @@ def count_stream(
     next_to_merge = 0
     aborted = True
     try:
-        submit_ready()
         if executor.parallel:
-            # The first pass: the sizes that place the later shards, read while the first count.
+            # The first pass: the sizes that place the later shards, queued first so that every
+            # worker takes a share of it before counting (no worker idles at the end for it).
             for k in range(len(shards) - 1):
                 if sizes[k] is None:
                     pending[executor.submit(shard_size, shards[k])] = ("size", k)
+        submit_ready()
         while True:
             # Merge, in shard order, whatever is ready (built vocabularies need that order).
             while next_to_merge < len(shards) and (next_to_merge in results or next_to_merge in skipped):
