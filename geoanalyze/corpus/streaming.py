@@ -635,6 +635,22 @@ class WorkFolder:
         )
         return counts if same else None
 
+    def peek(self, index: int) -> dict[str, Any] | None:
+        """The metadata of a shard's partial counts done before (its header only), or None."""
+        from ..io import read_metadata
+
+        file = self.shard_file(index)
+        if not file.is_file():
+            return None
+        try:
+            metadata = read_metadata(file)
+        except GeoanalyzeError:
+            return None
+        if metadata is None or metadata.get("kind") != "counts":
+            return None
+        same = (metadata.get("job_key"), metadata.get("shard_fingerprint")) == (self.key, self.fingerprints[index])
+        return metadata if same else None
+
     def store(self, index: int, counts: PositionalCounts) -> None:
         counts.metadata.update(job_key=self.key, shard_fingerprint=self.fingerprints[index])
         write_counts(counts, self.shard_file(index))
@@ -780,13 +796,14 @@ def count_stream(
     template = ShardJob(0, shards[0], spec, exclude_special, split_seed, sample=sample, sample_seed=sample_seed)
     sizes = folder.sizes
     results: dict[int, PositionalCounts | None] = {}  # None: in the work folder
-    earlier: dict[int, PositionalCounts] = {}  # partial counts of an earlier run, used if still placed alike
+    # Partial counts of an earlier run (their headers only), used if still placed alike.
+    earlier: dict[int, dict[str, Any]] = {}
     for index in range(len(shards)):
-        partial = folder.load(index)
-        if partial is not None:
-            earlier[index] = partial
-            if partial.metadata.get("complete") and sizes[index] is None:
-                sizes[index] = int(partial.metadata["n_read"])
+        header = folder.peek(index)
+        if header is not None:
+            earlier[index] = header
+            if header.get("complete") and sizes[index] is None:
+                sizes[index] = int(header["n_read"])
     start = time.perf_counter()
 
     prefix: list[tuple[int, int]] = [(0, 0)]  # (raw first, counted first) of shard k
@@ -831,13 +848,13 @@ def count_stream(
             if take == 0:
                 skipped.add(index)  # --limit reached before this shard
                 continue
-            partial = earlier.pop(index, None)
-            if partial is not None and partial.metadata.get("placed") == [raw_first, counted_first, take]:
-                results[index] = partial
+            header = earlier.pop(index, None)
+            if header is not None and header.get("placed") == [raw_first, counted_first, take]:
+                results[index] = None  # read from the work folder when merged
                 report.reused += 1
                 if progress is not None:
                     progress.shard_done(0, counted_here=False)
-                if not partial.metadata.get("complete"):
+                if not header.get("complete"):
                     limit_reached_after(index)
                 continue
             shard_job = replace(
