@@ -131,48 +131,118 @@ class CorpusOptions:
     add_special_tokens: bool = True
     split_seed: int = 0
     cache: bool = True
+    sample: float | None = None
+    sample_seed: int = 0
+    workers: int | None = None
+    cluster: str | None = None
+    work_dir: Path | None = None
 
 
-def load_counts(sources: list[str], options: CorpusOptions, progress: bool = True) -> tuple[Any, list[dict[str, Any]]]:
-    """Count (or load) every source and merge them; return (counts, per-source notes)."""
+def load_counts(
+    sources: list[str], options: CorpusOptions, progress: bool = True, reports: list[dict[str, Any]] | None = None
+) -> tuple[Any, list[dict[str, Any]]]:
+    """Count (or load) every source and merge them; return (counts, per-source notes).
+
+    Every input is checked to merge with the others (tokenizer, max length, options) before
+    any corpus is counted. ``reports`` receives what each streamed count did.
+    """
     from ..corpus.marginals import PositionalCounts, compute_counts
     from ..corpus.sources import resolve_source
-    from ..io import file_kind
-    from ..report.progress import ProgressBars
+    from ..corpus.streaming import CountProgress, CountReport
 
     if not sources:
         raise InputError("no corpus given; pass a dataset name, a file or a counts file")
+    plan = [_classify(source, options) for source in sources]
+    if options.cluster and options.cluster != "local" and any(kind == "corpus" for _, kind in plan):
+        from ..corpus.streaming import connect
+
+        connect(options.cluster)  # an address that does not answer fails now, in seconds
+    _check_mergeable_before_counting(plan, options)
     merged = None
     source_notes: list[dict[str, Any]] = []
-    with ProgressBars(enabled=progress) as bars:
-        for source in sources:
-            path = Path(source)
-            kind = file_kind(source) if path.is_file() else None
-            # A .safetensors file is never a corpus: one without a geoanalyze header is refused by load().
-            if kind == "counts" or (kind is None and path.suffix == ".safetensors" and path.is_file()):
-                counts = PositionalCounts.load(source)
-                source_notes.append({"source": source, "from": "counts file"})
-            elif kind is not None:
-                raise InputError(
-                    f"{source} holds geoanalyze {kind}, not a corpus or counts; pass a corpus or a counts file"
-                )
-            else:
-                resolved = resolve_source(source, options.split, options.data_dir, options.text_column)
-                counts, cached = compute_counts(
-                    resolved,
-                    tokenizer=options.tokenizer or default_tokenizer(source),
-                    max_length=options.max_length,
-                    exclude_special=options.exclude_special,
-                    add_special_tokens=options.add_special_tokens,
-                    limit=options.limit,
-                    split_seed=options.split_seed,
-                    cache=options.cache,
-                    progress=bars.track,
-                )
-                source_notes.append({"source": source, "from": "cache" if cached else resolved.location})
-            merged = counts if merged is None else merged.merge(counts)
+
+    def bar(description: str, n_shards: int) -> CountProgress:
+        return CountProgress(description, n_shards, enabled=progress)
+
+    for source, kind in plan:
+        if kind == "counts":
+            counts = PositionalCounts.load(source)
+            source_notes.append({"source": source, "from": "counts file"})
+        else:
+            resolved = resolve_source(source, options.split, options.data_dir, options.text_column)
+            report = CountReport()
+            counts, cached = compute_counts(
+                resolved,
+                tokenizer=options.tokenizer or default_tokenizer(source),
+                max_length=options.max_length,
+                exclude_special=options.exclude_special,
+                add_special_tokens=options.add_special_tokens,
+                limit=options.limit,
+                split_seed=options.split_seed,
+                cache=options.cache,
+                progress=bar,
+                sample=options.sample,
+                sample_seed=options.sample_seed,
+                workers=options.workers,
+                cluster=options.cluster,
+                work_dir=options.work_dir,
+                report=report,
+            )
+            source_notes.append({"source": source, "from": "cache" if cached else resolved.location})
+            if reports is not None and not cached:
+                reports.append(dict(report.as_dict(), source=source))
+        merged = counts if merged is None else merged.merge(counts)
     assert merged is not None
     return merged, source_notes
+
+
+def _classify(source: str, options: CorpusOptions) -> tuple[str, str]:
+    """(source, "counts" or "corpus"), refusing other geoanalyze files."""
+    from ..io import file_kind
+
+    path = Path(source)
+    kind = file_kind(source) if path.is_file() else None
+    # A .safetensors file is never a corpus: one without a geoanalyze header is refused by load().
+    if kind == "counts" or (kind is None and path.suffix == ".safetensors" and path.is_file()):
+        return source, "counts"
+    if kind is not None:
+        raise InputError(f"{source} holds geoanalyze {kind}, not a corpus or counts; pass a corpus or a counts file")
+    return source, "corpus"
+
+
+def _check_mergeable_before_counting(plan: list[tuple[str, str]], options: CorpusOptions) -> None:
+    """Refuse a mix of tokenizers, max lengths or options now, not after hours of counting."""
+    if len(plan) < 2:
+        return
+    from ..corpus.marginals import check_mergeable
+    from ..corpus.tokenize import get_tokenizer
+    from ..io import read_metadata
+
+    expected: list[tuple[str, dict[str, Any]]] = []
+    tokenizers: dict[str, Any] = {}
+    for source, kind in plan:
+        if kind == "counts":
+            metadata = read_metadata(source) or {}
+        else:
+            spec = options.tokenizer or default_tokenizer(source)
+            if spec not in tokenizers:
+                tokenizers[spec] = get_tokenizer(
+                    spec, max_length=options.max_length, add_special_tokens=options.add_special_tokens
+                )
+            tok = tokenizers[spec]
+            metadata = {
+                "tokenizer": tok.identity(),
+                "max_length": tok.max_length,
+                "exclude_special": bool(options.exclude_special),
+                "add_special_tokens": bool(getattr(tok, "add_special_tokens", False)),
+            }
+        expected.append((source, metadata))
+    first_source, first = expected[0]
+    for source, metadata in expected[1:]:
+        try:
+            check_mergeable(first, metadata)
+        except InputError as exc:
+            raise type(exc)(f"{first_source} and {source}: {exc}") from None
 
 
 def load_geometry(

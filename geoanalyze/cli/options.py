@@ -51,6 +51,30 @@ NoCache = Annotated[
     bool,
     typer.Option("--no-cache", help="Recompute instead of reading the caches (counts; for stress also centroids)."),
 ]
+Workers = Annotated[
+    int | None,
+    typer.Option("--workers", min=1, help="Processes counting shards in parallel (default: every core)."),
+]
+Cluster = Annotated[
+    str | None,
+    typer.Option(
+        "--cluster",
+        help="Count the shards on the Dask scheduler at this address (tcp://host:8786), or 'local' "
+        "for a local Dask cluster of --workers processes.",
+    ),
+]
+WorkDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--work-dir",
+        help="Keep per-shard partial counts here; a re-run of a killed job counts only the missing shards.",
+    ),
+]
+Sample = Annotated[
+    float | None,
+    typer.Option("--sample", min=0.0, max=1.0, help="Count a seeded random FRACTION of the texts, while streaming."),
+]
+SampleSeed = Annotated[int, typer.Option("--sample-seed", help="Seed of --sample.")]
 MinCount = Annotated[int, typer.Option("--min-count", min=1, help="Leave out positions seen in fewer sequences (N_i).")]
 Metric = Annotated[str, typer.Option("--metric", help="hellinger or fisher-rao.")]
 Format = Annotated[str, typer.Option("--format", "-f", help="table or json.")]

@@ -34,6 +34,11 @@ def _corpus_options(
     no_special_tokens: bool,
     split_seed: int,
     no_cache: bool,
+    sample: float | None = None,
+    sample_seed: int = 0,
+    workers: int | None = None,
+    cluster: str | None = None,
+    work_dir: Path | None = None,
 ) -> CorpusOptions:
     return CorpusOptions(
         split=split,
@@ -46,6 +51,11 @@ def _corpus_options(
         add_special_tokens=not no_special_tokens,
         split_seed=split_seed,
         cache=not no_cache,
+        sample=sample,
+        sample_seed=sample_seed,
+        workers=workers,
+        cluster=cluster,
+        work_dir=work_dir,
     )
 
 
@@ -67,13 +77,21 @@ def marginals(
     no_special_tokens: opt.NoSpecialTokens = False,
     split_seed: opt.SplitSeed = 0,
     no_cache: opt.NoCache = False,
+    sample_fraction: opt.Sample = None,
+    sample_seed: opt.SampleSeed = 0,
+    workers: opt.Workers = None,
+    cluster: opt.Cluster = None,
+    work_dir: opt.WorkDir = None,
     min_count: opt.MinCount = DEFAULT_MIN_COUNT,
     format: opt.Format = "table",
 ) -> None:
     """Count tokens per position (the marginals mu_i) of one or more corpora or counts files.
 
     Several sources are merged by adding their counts (same tokenizer only). Results are
-    cached by corpus, tokenizer and options, so a re-run is instant.
+    cached by corpus, tokenizer and options, so a re-run is instant. Corpora are streamed shard
+    by shard (a folder or glob of .txt / .jsonl[.gz] / .parquet shards): memory does not grow
+    with the corpus; shards are counted by --workers processes or a Dask --cluster, and a killed
+    job re-run with the same --work-dir counts only the missing shards.
     """
     check_format(format)
     check_output_suffix(output, ".safetensors", "counts")
@@ -88,8 +106,14 @@ def marginals(
         no_special_tokens,
         split_seed,
         no_cache,
+        sample_fraction,
+        sample_seed,
+        workers,
+        cluster,
+        work_dir,
     )
-    counts, notes = load_counts(sources, options)
+    reports: list[dict[str, Any]] = []
+    counts, notes = load_counts(sources, options, reports=reports)
     if output is not None:
         counts.save(output)
     totals = counts.totals
@@ -104,6 +128,7 @@ def marginals(
         "kept_positions": int(kept.size),
         "left_out": counts.left_out(min_count),
         "totals": totals,
+        "counting": reports,
         "output": str(output) if output else None,
     }
     if format == "json":
@@ -121,6 +146,14 @@ def marginals(
                 ("non-zero counts", result["nonzero"]),
                 (f"kept (N_i >= {min_count})", result["kept_positions"]),
                 ("left out", result["left_out"]["positions"]),
+                *[
+                    (
+                        f"counted {r['source']}",
+                        f"{r['counted']} shards counted, {r['reused']} resumed, {r['tokens']:,} tokens "
+                        f"in {r['seconds']:.1f} s on {r['engine']}",
+                    )
+                    for r in reports
+                ],
                 ("written to", result["output"]),
             ],
         )
@@ -150,6 +183,11 @@ def distances(
     no_special_tokens: opt.NoSpecialTokens = False,
     split_seed: opt.SplitSeed = 0,
     no_cache: opt.NoCache = False,
+    sample_fraction: opt.Sample = None,
+    sample_seed: opt.SampleSeed = 0,
+    workers: opt.Workers = None,
+    cluster: opt.Cluster = None,
+    work_dir: opt.WorkDir = None,
     format: opt.Format = "table",
 ) -> None:
     """Hellinger (or Fisher-Rao) distances between positions, with noise floors and a bias correction.
@@ -170,6 +208,11 @@ def distances(
         no_special_tokens,
         split_seed,
         no_cache,
+        sample_fraction,
+        sample_seed,
+        workers,
+        cluster,
+        work_dir,
     )
     counts, notes = load_counts(sources, options)
     from ..geometry.distances import position_geometry

@@ -115,19 +115,7 @@ class PositionalCounts:
 
         Built vocabularies (whitespace, char) are united by token string.
         """
-        mine, theirs = self.metadata.get("tokenizer"), other.metadata.get("tokenizer")
-        if _vocabulary_identity(mine) != _vocabulary_identity(theirs):
-            raise IncompatibleError(
-                f"cannot merge counts of different tokenizers ({_describe(mine)} vs {_describe(theirs)}); "
-                "count both corpora with the same --tokenizer"
-            )
-        options = ("max_length", "exclude_special", "add_special_tokens")
-        for key in options:
-            if self.metadata.get(key) != other.metadata.get(key):
-                raise IncompatibleError(
-                    f"cannot merge counts made with different {key} "
-                    f"({self.metadata.get(key)} vs {other.metadata.get(key)}); recount with the same options"
-                )
+        check_mergeable(self.metadata, other.metadata)
         a_counts, a_half, b_counts, b_half, vocab = self.counts, self.half, other.counts, other.half, self.vocab
         if self.vocab is not None and other.vocab is not None:
             vocab, remap = _union_vocab(self.vocab, other.vocab)
@@ -153,9 +141,9 @@ class PositionalCounts:
         for name, matrix in (("counts", self.counts), ("half", self.half)):
             matrix = sp.csr_array(matrix)
             matrix.sum_duplicates()
-            arrays[f"{name}.indptr"] = matrix.indptr.astype(np.int64)
-            arrays[f"{name}.indices"] = matrix.indices.astype(np.int64)
-            arrays[f"{name}.data"] = matrix.data.astype(np.int64)
+            arrays[f"{name}.indptr"] = matrix.indptr.astype(np.int64, copy=False)
+            arrays[f"{name}.indices"] = matrix.indices.astype(np.int64, copy=False)
+            arrays[f"{name}.data"] = matrix.data.astype(np.int64, copy=False)
         metadata = dict(self.metadata, shape=[self.n_positions, self.vocab_size], vocab=self.vocab)
         save_arrays(path, arrays, kind="counts", metadata=metadata)
 
@@ -183,6 +171,136 @@ class PositionalCounts:
         return cls(matrices[0], matrices[1], document, vocab)
 
 
+class SparseCounter:
+    """Counts of a stream of batches, merged as they come: memory O(non-zero counts), not O(corpus).
+
+    Each batch is encoded into one flat id array; positions come from the sequence lengths (no
+    Python loop per token) and (position, id) keys are reduced with ``np.unique``. The key is
+    ``position << 40 | id``, so sorted keys are in CSR (row-major) order. A batch's distinct
+    keys are merged into the sorted running keys in place (``searchsorted``), and only keys
+    never seen before are inserted: the memory held is the distinct (position, token) pairs,
+    plus one batch.
+    """
+
+    _ID_BITS = 40  # ids below 2**40, positions below 2**23
+
+    def __init__(self, tokenizer: Tokenizer, exclude_special: bool = False):
+        self.tokenizer = tokenizer
+        self.exclude_special = bool(exclude_special)
+        self._special = tokenizer.special_ids if exclude_special else np.zeros(0, dtype=np.int64)
+        self._keys = np.zeros(0, dtype=np.int64)
+        self._counts = np.zeros(0, dtype=np.int64)
+        self._half = np.zeros(0, dtype=np.int64)
+        self._new_keys = self._new_counts = self._new_half = np.zeros(0, dtype=np.int64)
+        self.n_positions = 0
+        self.n_sequences = 0
+
+    def add(self, texts: Sequence[str], in_half: np.ndarray) -> int:
+        """Count one batch (``in_half[s]``: sequence s is in split-half A); return its tokens."""
+        ids, lengths = self.tokenizer.encode_batch(texts)
+        self.n_sequences += len(texts)
+        if not ids.size:
+            return 0
+        self.n_positions = max(self.n_positions, int(lengths.max()))
+        positions = token_positions(lengths)
+        token_half = np.repeat(np.asarray(in_half, dtype=bool), lengths)
+        if self._special.size:
+            keep = ~np.isin(ids, self._special)
+            ids, positions, token_half = ids[keep], positions[keep], token_half[keep]
+        keys = (positions << self._ID_BITS) | ids
+        del positions
+        unique, inverse, count = np.unique(keys, return_inverse=True, return_counts=True)
+        half_count = np.bincount(inverse.ravel(), weights=token_half, minlength=unique.size).astype(np.int64)
+        self._merge(unique, count.astype(np.int64), half_count)
+        return int(ids.size)
+
+    def _merge(self, keys: np.ndarray, counts: np.ndarray, half: np.ndarray) -> None:
+        """Add sorted distinct keys with their counts to the running ones.
+
+        Keys already held are added in place; new ones go to a small sorted side buffer, folded
+        into the main arrays once it holds an eighth of them (one copy per fold, not per batch).
+        """
+        if self._keys.size:
+            where = np.searchsorted(self._keys, keys)
+            found = where < self._keys.size
+            found[found] = self._keys[where[found]] == keys[found]
+            self._counts[where[found]] += counts[found]
+            self._half[where[found]] += half[found]
+            if found.all():
+                return
+            fresh = ~found
+            keys, counts, half = keys[fresh], counts[fresh], half[fresh]
+        self._new_keys, (self._new_counts, self._new_half) = merge_sorted(
+            self._new_keys, [self._new_counts, self._new_half], keys, [counts, half]
+        )
+        if self._new_keys.size > self._keys.size // 8:
+            self._fold()
+
+    def _fold(self) -> None:
+        if self._new_keys.size:
+            self._keys, (self._counts, self._half) = merge_sorted(
+                self._keys, [self._counts, self._half], self._new_keys, [self._new_counts, self._new_half]
+            )
+            self._new_keys = self._new_counts = self._new_half = np.zeros(0, dtype=np.int64)
+
+    def result(self, split_seed: int = 0) -> PositionalCounts:
+        """The counts so far, as a :class:`PositionalCounts` with the usual metadata."""
+        self._fold()
+        tokenizer = self.tokenizer
+        shape = (self.n_positions, tokenizer.vocab_size)
+        counts = keys_to_csr(self._keys, self._counts, shape, self._ID_BITS)
+        half = sp.csr_array((self._half, counts.indices.copy(), counts.indptr.copy()), shape=shape)
+        half.eliminate_zeros()
+        # The counter is spent: its arrays now belong to the matrices (the keys are dropped).
+        self._keys = self._counts = self._half = np.zeros(0, dtype=np.int64)
+        metadata = {
+            "tokenizer": tokenizer.identity(),
+            "max_length": tokenizer.max_length,
+            "exclude_special": self.exclude_special,
+            "add_special_tokens": bool(getattr(tokenizer, "add_special_tokens", False)),
+            "split_seed": int(split_seed),
+            "n_sequences": self.n_sequences,
+        }
+        return PositionalCounts(counts, half, metadata, tokenizer.vocabulary())
+
+
+def merge_sorted(
+    keys: np.ndarray, values: list[np.ndarray], new_keys: np.ndarray, new_values: list[np.ndarray]
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Add (new_keys, new_values) to (keys, values): both key arrays sorted and distinct.
+
+    Values of keys present in both are added in place; only keys never seen before are
+    inserted (one copy of the arrays then), so a long stream of batches costs memory for the
+    distinct keys, not for the batches.
+    """
+    if keys.size == 0:
+        return new_keys, list(new_values)
+    where = np.searchsorted(keys, new_keys)
+    found = where < keys.size
+    found[found] = keys[where[found]] == new_keys[found]
+    for held, new in zip(values, new_values, strict=True):
+        held[where[found]] += new[found]  # distinct keys: no index repeats
+    fresh = ~found
+    if fresh.any():
+        at = where[fresh]
+        keys = np.insert(keys, at, new_keys[fresh])
+        values = [np.insert(held, at, new[fresh]) for held, new in zip(values, new_values, strict=True)]
+    return keys, values
+
+
+def csr_keys(matrix: sp.csr_array, id_bits: int = 40) -> np.ndarray:
+    """The sorted ``row << id_bits | column`` keys of a canonical CSR matrix's entries."""
+    rows = np.repeat(np.arange(matrix.shape[0], dtype=np.int64), np.diff(matrix.indptr))
+    return (rows << id_bits) | matrix.indices.astype(np.int64)
+
+
+def keys_to_csr(keys: np.ndarray, values: np.ndarray, shape: tuple[int, int], id_bits: int = 40) -> sp.csr_array:
+    """The CSR matrix of sorted ``row << id_bits | column`` keys (the inverse of :func:`csr_keys`)."""
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(keys >> id_bits, minlength=shape[0]))]).astype(np.int64)
+    cols = keys & ((1 << id_bits) - 1)
+    return sp.csr_array((values, cols, indptr), shape=shape)
+
+
 def count_positions(
     texts: Sequence[str],
     tokenizer: Tokenizer,
@@ -191,66 +309,29 @@ def count_positions(
     batch_size: int = _BATCH,
     progress: Callable[[int], None] | None = None,
 ) -> PositionalCounts:
-    """Count tokens per position over a corpus, batched and vectorised.
+    """Count tokens per position over a list of texts, batched and vectorised.
 
-    Each batch is encoded by the tokenizer into one flat id array; positions come from the
-    sequence lengths (no Python loop per token) and (position, id) keys are reduced with
-    ``np.unique``; the batches' partial counts are summed into one CSR matrix at the end.
+    For corpora that do not fit in memory, :func:`compute_counts` streams a source shard by
+    shard through the same :class:`SparseCounter`, with the same split-half coins.
 
     Parameters
     ----------
     texts : the corpus.
     tokenizer : a :class:`~geoanalyze.corpus.tokenize.Tokenizer` (truncates to its max_length).
     exclude_special : drop special tokens ([CLS], [SEP], ...) from the counts.
-    split_seed : seed of the coin that assigns each sequence to split-half A or B.
+    split_seed : seed of the coin that assigns each sequence to split-half A or B: sequence s
+        is in half A when the s-th uniform of ``np.random.default_rng(split_seed)`` is < 0.5.
     batch_size : texts encoded at once.
     progress : called with the number of texts done after each batch.
     """
     rng = np.random.default_rng(split_seed)
-    special = tokenizer.special_ids if exclude_special else np.zeros(0, dtype=np.int64)
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (keys, counts, half counts)
-    n_positions = 0
-    stride = np.int64(tokenizer.max_length)
+    counter = SparseCounter(tokenizer, exclude_special=exclude_special)
     for start in range(0, len(texts), batch_size):
         batch = texts[start : start + batch_size]
-        ids, lengths = tokenizer.encode_batch(batch)
-        in_half = rng.random(len(batch)) < 0.5
-        if ids.size:
-            n_positions = max(n_positions, int(lengths.max()))
-            positions = token_positions(lengths)
-            token_half = np.repeat(in_half, lengths)
-            if special.size:
-                keep = ~np.isin(ids, special)
-                ids, positions, token_half = ids[keep], positions[keep], token_half[keep]
-            # key = id * max_length + position: ids may grow (built vocabularies) but positions cannot.
-            keys = ids * stride + positions
-            unique, inverse, count = np.unique(keys, return_inverse=True, return_counts=True)
-            half_count = np.bincount(inverse.ravel(), weights=token_half, minlength=unique.size).astype(np.int64)
-            parts.append((unique, count.astype(np.int64), half_count))
+        counter.add(batch, rng.random(len(batch)) < 0.5)
         if progress is not None:
             progress(len(batch))
-    vocab_size = tokenizer.vocab_size
-    if parts:
-        keys = np.concatenate([p[0] for p in parts])
-        rows, cols = keys % stride, keys // stride
-        shape = (n_positions, vocab_size)
-        counts = sp.coo_array((np.concatenate([p[1] for p in parts]), (rows, cols)), shape=shape).tocsr()
-        half = sp.coo_array((np.concatenate([p[2] for p in parts]), (rows, cols)), shape=shape).tocsr()
-        counts.sum_duplicates()
-        half.sum_duplicates()
-        half.eliminate_zeros()
-    else:
-        counts = sp.csr_array((0, vocab_size), dtype=np.int64)
-        half = sp.csr_array((0, vocab_size), dtype=np.int64)
-    metadata = {
-        "tokenizer": tokenizer.identity(),
-        "max_length": tokenizer.max_length,
-        "exclude_special": bool(exclude_special),
-        "add_special_tokens": bool(getattr(tokenizer, "add_special_tokens", False)),
-        "split_seed": int(split_seed),
-        "n_sequences": len(texts),
-    }
-    return PositionalCounts(counts, half, metadata, tokenizer.vocabulary())
+    return counter.result(split_seed=split_seed)
 
 
 def compute_counts(
@@ -262,17 +343,34 @@ def compute_counts(
     limit: int | None = None,
     split_seed: int = 0,
     cache: bool = True,
-    progress: Callable[[str, int], Callable[[int], None]] | None = None,
+    progress: Any = None,
+    sample: float | None = None,
+    sample_seed: int = 0,
+    workers: int | None = None,
+    cluster: str | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    report: Any = None,
 ) -> tuple[PositionalCounts, bool]:
-    """Counts of a corpus source, from the cache when the same job was done before.
+    """Counts of a corpus source, streamed shard by shard, from the cache when done before.
 
-    Returns (counts, came_from_cache). ``cache=False`` recounts and refreshes the cache entry. The cache key covers the corpus fingerprint (path,
-    size and modification time, or hub id and split), the tokenizer (its spec and the
-    files it loads from), every option, and the file format version.
+    Returns (counts, came_from_cache). ``cache=False`` recounts and refreshes the cache entry.
+    The cache key covers the corpus fingerprint (path, size and modification time of every
+    shard, or hub id and split), the tokenizer (its spec and the files it loads from), every
+    option that changes the result and the file format version; not ``workers`` or
+    ``cluster``, which never change it.
 
-    ``progress(description, total)`` returns the per-batch callback; used by the CLI for its bar.
+    The counting itself is :func:`geoanalyze.corpus.streaming.count_stream`: memory bounded by
+    one batch of text and the n x V counts per worker, ``workers`` processes (default: every
+    core) or the Dask scheduler at ``cluster``, and per-shard partial counts in ``work_dir``
+    (default: a job folder in the cache, removed once the counts are cached) that a re-run of a
+    killed job picks up. ``progress`` is a factory ``(description, n_shards)`` returning a
+    :class:`~geoanalyze.corpus.streaming.CountProgress`, or a callback advanced by one per
+    shard done; ``report`` a
+    :class:`~geoanalyze.corpus.streaming.CountReport` to fill in.
     """
-    key_parts = {
+    from .streaming import count_stream, shards_of
+
+    key_parts: dict[str, Any] = {
         "source": source.fingerprint,
         "text_column": source.text_column,
         "tokenizer": tokenizer,
@@ -284,17 +382,59 @@ def compute_counts(
         "split_seed": split_seed,
         "version": 2,
     }
+    if sample is not None:
+        key_parts.update(sample=float(sample), sample_seed=int(sample_seed))
     cached = cache_entry("counts", key_parts)
     if cache and cached.is_file():
         try:
             return PositionalCounts.load(cached), True
         except FormatError:
             cached.unlink(missing_ok=True)  # a stale entry is recomputed, never trusted
-    texts = source.read(limit)
+    if limit is not None and limit < 1:
+        raise InputError(f"--limit must be at least 1, got {limit}")
+    shards = shards_of(source)
     tok = get_tokenizer(tokenizer, max_length=max_length, add_special_tokens=add_special_tokens)
-    callback = progress(f"counting {source.name}", len(texts)) if progress else None
-    counts = count_positions(texts, tok, exclude_special=exclude_special, split_seed=split_seed, progress=callback)
+    job = {
+        "corpus": source.name,
+        "location": source.location,
+        "text_column": source.text_column,
+        "tokenizer": tok.identity(),
+        "max_length": tok.max_length,
+        "exclude_special": bool(exclude_special),
+        "add_special_tokens": bool(add_special_tokens),
+        "split_seed": int(split_seed),
+        "limit": limit,
+        "sample": None if sample is None else [float(sample), int(sample_seed)],
+    }
+    bar = progress(f"counting {source.name}", len(shards)) if progress else None
+    if bar is not None and not hasattr(bar, "shard_done"):  # a plain (description, total) -> advance factory
+        from .streaming import ShardCallbackProgress
+
+        bar = ShardCallbackProgress(bar)
+    try:
+        counts = count_stream(
+            shards,
+            tok,
+            job,
+            exclude_special=exclude_special,
+            split_seed=split_seed,
+            limit=limit,
+            sample=sample,
+            sample_seed=sample_seed,
+            workers=workers,
+            cluster=cluster,
+            work_dir=None if work_dir is None else Path(work_dir),
+            keep_work=work_dir is not None,
+            fresh=not cache and work_dir is None,
+            progress=bar,
+            report=report,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
     counts.metadata["corpus"] = [dict(source.describe(), limit=limit)]
+    if sample is not None:
+        counts.metadata["sample"] = {"fraction": float(sample), "seed": int(sample_seed)}
     # --no-cache recounts and refreshes the entry; an unwritable cache never fails the job.
     with contextlib.suppress(OSError, InputError):
         counts.save(cached)
@@ -390,6 +530,29 @@ def _ranges(indices: np.ndarray) -> list[list[int]]:
     starts = np.concatenate([[indices[0]], indices[breaks + 1]])
     stops = np.concatenate([indices[breaks], [indices[-1]]])
     return [[int(a), int(b)] for a, b in zip(starts, stops, strict=True)]
+
+
+MERGE_OPTIONS = ("max_length", "exclude_special", "add_special_tokens")
+
+
+def check_mergeable(first: dict[str, Any], second: dict[str, Any]) -> None:
+    """IncompatibleError unless counts with these metadata can be added (same vocabulary and options).
+
+    Used by :meth:`PositionalCounts.merge`, and before any counting on the metadata a corpus
+    *will* have, so a mix of tokenizers or max lengths is refused before the work, not after.
+    """
+    mine, theirs = first.get("tokenizer"), second.get("tokenizer")
+    if _vocabulary_identity(mine) != _vocabulary_identity(theirs):
+        raise IncompatibleError(
+            f"cannot merge counts of different tokenizers ({_describe(mine)} vs {_describe(theirs)}); "
+            "count both corpora with the same --tokenizer"
+        )
+    for key in MERGE_OPTIONS:
+        if first.get(key) != second.get(key):
+            raise IncompatibleError(
+                f"cannot merge counts made with different {key} "
+                f"({first.get(key)} vs {second.get(key)}); recount with the same options"
+            )
 
 
 def _vocabulary_identity(identity: Any) -> Any:

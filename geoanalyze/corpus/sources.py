@@ -18,15 +18,18 @@ whenever the data would, so counts can be cached by it.
 from __future__ import annotations
 
 import csv
+import glob
 import gzip
 import hashlib
 import io
 import json
 import math
 import os
-from collections.abc import Iterable
+import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import DataNotFoundError, FormatError, InputError, first_line
 
@@ -116,6 +119,8 @@ class CorpusSource:
     fingerprint: str
     hub_config: str | None = None
     tried: tuple[str, ...] = field(default=())
+    #: the shard files of a "shards" source (a glob, or a folder of .jsonl/.parquet/... files), in order
+    files: tuple[str, ...] = field(default=())
 
     def describe(self) -> dict[str, str | None]:
         """A JSON description for metadata and reports."""
@@ -131,6 +136,8 @@ class CorpusSource:
             texts = _read_folder(Path(self.location))
         elif self.kind == "hub":
             texts = _read_hub(self)
+        elif self.kind == "shards":
+            texts = [text for file in self.files for text in iter_file_texts(Path(file), self.text_column)]
         else:
             texts = _read_file(Path(self.location), self.text_column)
         texts = [text for text in texts if text.strip()]
@@ -167,7 +174,21 @@ def resolve_source(
     """Resolve a source string to a :class:`CorpusSource` (see the module docstring)."""
     path = Path(source).expanduser()
     if path.is_dir():
+        shard_files = _shard_files_in(path)
+        if shard_files:
+            return _shard_source(path.name, str(path.resolve()), shard_files, text_column)
         return CorpusSource(path.name, "folder", str(path.resolve()), None, None, _stat_fingerprint(path))
+    if not path.exists() and glob.has_magic(source):
+        matches = sorted(Path(m) for m in glob.glob(str(path), recursive=True) if Path(m).is_file())
+        if not matches:
+            raise InputError(f"no file matches {source}; check the pattern (quote it so the shell leaves it alone)")
+        foreign = [m for m in matches if not _is_shard_file(m)]
+        if foreign:
+            raise InputError(
+                f"{foreign[0]} (matched by {source}) is not a corpus shard; "
+                f"shards end in {', '.join(SHARD_SUFFIXES)}: narrow the pattern"
+            )
+        return _shard_source(source, source, matches, text_column)
     if path.is_file():
         return CorpusSource(path.name, "file", str(path.resolve()), None, text_column, _stat_fingerprint(path))
     if is_synthetic_spec(source):
@@ -245,6 +266,40 @@ def load_texts(
     list of non-blank texts, in corpus order.
     """
     return resolve_source(source, split, data_dir, text_column).read(limit)
+
+
+SHARD_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet", ".txt", ".txt.gz", ".tokens", ".tsv", ".csv", ".json")
+
+
+def _is_shard_file(path: Path) -> bool:
+    name = path.name.lower()
+    return name.endswith(SHARD_SUFFIXES) or name.endswith(tuple(f"{s}.gz" for s in SHARD_SUFFIXES))
+
+
+def _shard_files_in(folder: Path) -> list[Path]:
+    """The shard files of a folder, or [] for a folder of .txt files (one text a file, as before).
+
+    A folder holding .jsonl / .parquet / .tsv / ... files (and no .txt) is a set of shards read in
+    sorted order; for .txt shards with one text a line, pass a glob (``'corpus/*.txt'``).
+    """
+    files = sorted(f for f in folder.rglob("*") if f.is_file() and _is_shard_file(f) and f.suffix.lower() != ".txt")
+    if files and any(folder.rglob("*.txt")):
+        raise InputError(
+            f"{folder} mixes .txt files (one text a file) with {files[0].name}-like shards; "
+            "pass a glob that picks one kind, e.g. "
+            f"'{folder}/*{''.join(files[0].suffixes)}'"
+        )
+    return files
+
+
+def _shard_source(name: str, location: str, files: list[Path], text_column: str | None) -> CorpusSource:
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(f"{_stat_fingerprint(file)}\n".encode())
+    fingerprint = f"shards:{digest.hexdigest()[:16]}:{len(files)}"
+    return CorpusSource(
+        name, "shards", location, None, text_column, fingerprint, files=tuple(str(f.resolve()) for f in files)
+    )
 
 
 def _looks_like_path(source: str) -> bool:
@@ -354,9 +409,13 @@ def _read_table(text: str, path: Path, text_column: str | None, delimiter: str) 
 
 
 def _read_jsonl(text: str, path: Path, text_column: str | None) -> list[str]:
-    texts: list[str] = []
+    return list(_jsonl_values(text.split("\n"), path, text_column))
+
+
+def _jsonl_values(lines: Iterable[str], path: Path, text_column: str | None) -> Iterator[str]:
+    """The text field of each JSON line (blank lines skipped), with the line number in errors."""
     column: str | None = None
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
@@ -370,8 +429,7 @@ def _read_jsonl(text: str, path: Path, text_column: str | None) -> list[str]:
         value = record.get(column)
         if not isinstance(value, str):
             raise FormatError(f"{path}, line {number}: field {column!r} is missing or not a string")
-        texts.append(value)
-    return texts
+        yield value
 
 
 def _read_folder(path: Path) -> list[str]:
@@ -381,10 +439,109 @@ def _read_folder(path: Path) -> list[str]:
     return [_decode(_read_bytes(f), f).strip() for f in files]
 
 
+# --- streaming reads ----------------------------------------------------------------------
+
+
+def iter_file_texts(path: Path, text_column: str | None) -> Iterator[str]:
+    """The non-blank texts of one file, read as a stream (memory: one line, one parquet batch).
+
+    The same texts, in the same order, as :meth:`CorpusSource.read` gives for that file:
+    .txt / .tokens lines stripped, .jsonl / .json records' text field, .parquet's text column.
+    Tables (.tsv / .csv, whose quoted fields may span lines) are read whole, one file at a time.
+    """
+    suffix = _base_suffix(path)
+    if suffix == ".parquet":
+        texts: Iterable[str] = _iter_parquet(path, text_column)
+    elif suffix in (".jsonl", ".json"):
+        texts = _iter_jsonl(path, text_column)
+    elif suffix in (".tsv", ".csv"):
+        texts = _read_file(path, text_column)
+    else:
+        texts = (line.strip() for line in _iter_lines(path))
+    return (text for text in texts if text.strip())
+
+
+def _iter_lines(path: Path) -> Iterator[str]:
+    """Decoded lines of a (gzipped) file, cut at "\\n" only, with the error messages of _decode."""
+    try:
+        handle = gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")  # noqa: SIM115
+    except PermissionError as exc:
+        raise InputError(f"cannot read {path}: permission denied; check its permissions") from exc
+    except OSError as exc:
+        raise FormatError(f"cannot read {path} ({exc}); check that the file is complete") from exc
+    with handle:
+        number = 0
+        try:
+            for raw in handle:
+                number += 1
+                if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise FormatError(
+                        f"{path}, line {number}: not valid UTF-8 (byte {raw[exc.start]:#04x}); "
+                        "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+                    ) from exc
+                yield line[:-1] if line.endswith("\n") else line
+        except (OSError, EOFError, zlib.error) as exc:
+            raise FormatError(f"cannot read {path} ({exc}); check that the file is complete") from exc
+
+
+def _iter_jsonl(path: Path, text_column: str | None) -> Iterator[str]:
+    return _jsonl_values(_iter_lines(path), path, text_column)
+
+
+def _iter_parquet(path: Path, text_column: str | None, batch_rows: int = 4096) -> Iterator[str]:
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+        column = _pick_column(parquet.schema_arrow.names, text_column, path)
+        for batch in parquet.iter_batches(batch_size=batch_rows, columns=[column]):
+            for value in batch.column(0).to_pylist():
+                if not isinstance(value, str):
+                    raise FormatError(f"{path}: column {column!r} holds a {type(value).__name__}, not text")
+                yield value
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise FormatError(f"cannot read {path} ({first_line(exc)}); check that the file is complete") from exc
+
+
+def iter_hub_texts(
+    source: CorpusSource, data_files: tuple[str, ...] = (), batch_rows: int = 1024
+) -> Iterator[str]:
+    """The texts of a hub dataset, streamed: nothing is downloaded in full.
+
+    Online, ``datasets``' streaming mode reads the remote files record by record. Offline
+    (HF_HUB_OFFLINE, or the hub does not answer) the cached copy is used as before, read in
+    batches from its memory-mapped Arrow files. ``data_files`` (with a builder name such as
+    ``json`` as the location) streams local files through the same code.
+    """
+    from .tokenize import hub_offline
+
+    streaming = bool(data_files) or not hub_offline()
+    dataset = _load_hub(source, streaming=streaming, data_files=data_files)
+    column: str | None = None
+    try:
+        for batch in dataset.iter(batch_size=batch_rows):
+            if column is None:
+                column = _pick_column(batch.keys(), source.text_column, Path(source.location))
+            for value in batch[column]:
+                text = str(value)
+                if text.strip():
+                    yield text
+    except GeneratorExit:
+        raise
+    except (InputError, FormatError):
+        raise
+    except Exception as exc:  # a dropped connection or a corrupt remote file, mid-stream
+        raise FormatError(f"reading {source.name} (split {source.split}) failed: {first_line(exc)}; run again") from exc
+
+
 # --- the hub ------------------------------------------------------------------------------
 
 
-def _read_hub(source: CorpusSource) -> list[str]:
+def _load_hub(source: CorpusSource, streaming: bool = False, data_files: tuple[str, ...] = ()) -> Any:
     from .tokenize import hub_offline
 
     tried = list(source.tried)
@@ -401,7 +558,10 @@ def _read_hub(source: CorpusSource) -> list[str]:
 
         datasets.logging.set_verbosity_error()
         datasets.disable_progress_bars()
-        dataset = datasets.load_dataset(source.location, source.hub_config, split=source.split)
+        extra: dict[str, Any] = {"data_files": list(data_files)} if data_files else {}
+        return datasets.load_dataset(
+            source.location, source.hub_config, split=source.split, streaming=streaming, **extra
+        )
     except Exception as exc:  # offline, unknown id, missing split: all reported the same way
         where = "the Hugging Face cache" if hub_offline() else "the Hugging Face cache and hub"
         tried.append(f"{where} ({first_line(exc)})")
@@ -409,6 +569,11 @@ def _read_hub(source: CorpusSource) -> list[str]:
             f"dataset {source.name!r} (split {source.split}) not found; tried {'; '.join(tried)}. "
             "Pass a local file, or --data-dir pointing at a folder laid out <name>/<split>.<tsv|jsonl.gz|tokens|txt>"
         ) from exc
+
+
+
+def _read_hub(source: CorpusSource) -> list[str]:
+    dataset = _load_hub(source)
     column = _pick_column(dataset.column_names, source.text_column, Path(source.location))
     return [str(value) for value in dataset[column]]
 

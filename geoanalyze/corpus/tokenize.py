@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -107,6 +109,75 @@ class Tokenizer(ABC):
         """The token strings of a corpus-built vocabulary (None for fixed vocabularies)."""
         return None
 
+    def spec(self) -> TokenizerSpec:
+        """A picklable recipe that rebuilds this tokenizer in another process (see :func:`from_spec`)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class TokenizerSpec:
+    """What a counting worker needs to rebuild a tokenizer: no transformers import, no file look-up.
+
+    For Hugging Face tokenizers the Rust backend travels as its JSON (truncation set), so a
+    worker on another machine encodes exactly as this process does.
+    """
+
+    kind: str
+    max_length: int
+    add_special_tokens: bool = True
+    identity_json: str = ""
+    vocab_size: int = 0
+    special_ids: tuple[int, ...] = ()
+    backend_json: str | None = None
+
+
+@functools.lru_cache(maxsize=4)
+def from_spec(spec: TokenizerSpec) -> Tokenizer:
+    """The tokenizer of a :class:`TokenizerSpec` (cached per process; built vocabularies are not,
+    since they grow: :func:`fresh_tokenizer` gives those a new one per shard)."""
+    if spec.kind == "hf":
+        return _BackendTokenizer(spec)
+    return get_tokenizer(spec.kind, max_length=spec.max_length)
+
+
+def fresh_tokenizer(spec: TokenizerSpec) -> Tokenizer:
+    """A tokenizer for one shard: shared for fixed vocabularies, new for corpus-built ones."""
+    if spec.kind == "hf":
+        return from_spec(spec)
+    return get_tokenizer(spec.kind, max_length=spec.max_length)
+
+
+class _BackendTokenizer(Tokenizer):
+    """A Hugging Face tokenizer rebuilt from its Rust backend alone (in a counting worker)."""
+
+    def __init__(self, spec: TokenizerSpec):
+        from tokenizers import Tokenizer as RustTokenizer
+
+        assert spec.backend_json is not None
+        self._spec = spec
+        self.name = json.loads(spec.identity_json).get("name", "hf")
+        self.max_length = spec.max_length
+        self.add_special_tokens = spec.add_special_tokens
+        self._backend = RustTokenizer.from_str(spec.backend_json)
+
+    @property
+    def vocab_size(self) -> int:
+        return self._spec.vocab_size
+
+    @property
+    def special_ids(self) -> np.ndarray:
+        return np.asarray(self._spec.special_ids, dtype=np.int64)
+
+    def encode_batch(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        encodings = self._backend.encode_batch_fast(list(texts), add_special_tokens=self.add_special_tokens)
+        return _flatten([encoding.ids for encoding in encodings])
+
+    def identity(self) -> dict[str, Any]:
+        return dict(json.loads(self._spec.identity_json))
+
+    def spec(self) -> TokenizerSpec:
+        return self._spec
+
 
 class HFTokenizer(Tokenizer):
     """A Hugging Face tokenizer, encoded through its Rust backend."""
@@ -162,6 +233,17 @@ class HFTokenizer(Tokenizer):
         digest = hashlib.sha256("\n".join(sorted(vocab, key=vocab.__getitem__)).encode()).hexdigest()
         return {"kind": "hf", "name": self.name, "vocab_size": self.vocab_size, "vocab_sha256": digest[:16]}
 
+    def spec(self) -> TokenizerSpec:
+        return TokenizerSpec(
+            kind="hf",
+            max_length=self.max_length,
+            add_special_tokens=self.add_special_tokens,
+            identity_json=json.dumps(self.identity(), sort_keys=True),
+            vocab_size=self.vocab_size,
+            special_ids=tuple(int(i) for i in self.special_ids),
+            backend_json=self._backend.to_str(),
+        )
+
 
 class _BuiltVocabTokenizer(Tokenizer):
     """Base of the whitespace and char tokenizers: a vocabulary grown from the corpus."""
@@ -209,6 +291,11 @@ class _BuiltVocabTokenizer(Tokenizer):
 
     def identity(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.kind, "vocab": "built"}
+
+    def spec(self) -> TokenizerSpec:
+        return TokenizerSpec(
+            kind=self.kind, max_length=self.max_length, identity_json=json.dumps(self.identity(), sort_keys=True)
+        )
 
     def vocabulary(self) -> list[str]:
         return list(self._tokens)

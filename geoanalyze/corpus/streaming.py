@@ -1,0 +1,939 @@
+"""Counting at scale: streamed shard by shard, on every core or a Dask cluster, resumable.
+
+A corpus source is cut into **shards** (the files of a glob or shard folder; one file; groups
+of a folder's one-text files; a hub stream). Each shard is read as a stream, tokenized and
+counted batch by batch into a sparse accumulator, so a worker holds one batch of text and one
+n x V sparse matrix whatever the corpus size. The shards' counts are merged by addition in
+shard order (built vocabularies unite by first appearance, as one pass would).
+
+The split-half coin of the sequence with global index g is the g-th uniform of the PCG64
+stream seeded by ``split_seed`` (reached with ``PCG64.advance``, no draw of the ones before),
+exactly the coin :func:`~geoanalyze.corpus.marginals.count_positions` has always drawn. It
+depends on g alone, never on the sharding or the number of workers; so the counts are bit for
+bit those of one process over the whole list of texts. A shard's first global index is the
+number of texts before it; when shards run in parallel, a cheap first pass counts each shard's
+texts (reading, no tokenizing) while the first shards are already being counted.
+``--sample FRACTION`` keeps the text of raw index r when the r-th uniform of a second seeded
+stream is below FRACTION; ``--limit`` counts the first LIMIT texts kept.
+
+Each shard's counts are written to a work folder (the ordinary counts format, plus the job's
+key) as soon as they are done; a re-run of the same job loads them and counts only the rest.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import FormatError, GeoanalyzeError, IncompatibleError, InputError, first_line
+from ..io import write_text
+from .marginals import PositionalCounts, SparseCounter, cache_dir, check_mergeable, csr_keys, keys_to_csr, merge_sorted
+from .sources import CorpusSource, _decode, _read_bytes, _read_synthetic, iter_file_texts, iter_hub_texts
+from .tokenize import Tokenizer, TokenizerSpec, fresh_tokenizer
+
+BATCH = 4096
+# A batch also ends at this many characters: the tokenizer's per-token structures (~160 bytes a
+# token) of 4096 long reviews would hold ~200 MB; 1 M characters hold ~30 MB, at the same speed.
+BATCH_CHARS = 1_000_000
+FILES_PER_SHARD = 2000  # one-text-a-file folders: files per shard
+_SAMPLE_STREAM = 0x53414D50  # second seed word of the --sample stream ("SAMP")
+WORK_VERSION = 1
+
+
+# --- shards -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One unit of work: a file, a group of one-text files, a synthetic spec or a hub stream."""
+
+    kind: str  # "file", "files", "synthetic", "hub"
+    location: str
+    name: str
+    text_column: str | None = None
+    members: tuple[str, ...] = ()
+    split: str | None = None
+    hub_config: str | None = None
+    data_files: tuple[str, ...] = ()
+
+    def fingerprint(self) -> str:
+        """Changes whenever the shard's texts would (file sizes and modification times)."""
+        files = [self.location] if self.kind == "file" else list(self.members or self.data_files)
+        parts = [self.kind, self.location, str(self.split), str(self.hub_config), str(self.text_column)]
+        for file in files:
+            with contextlib.suppress(OSError):
+                stat = os.stat(file)
+                parts.append(f"{file}:{stat.st_size}:{stat.st_mtime_ns}")
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+    def texts(self) -> Iterator[str]:
+        """The shard's non-blank texts, in order, as a stream."""
+        if self.kind == "file":
+            yield from iter_file_texts(Path(self.location), self.text_column)
+        elif self.kind == "files":
+            for member in self.members:
+                text = _decode(_read_bytes(Path(member)), Path(member)).strip()
+                if text:
+                    yield text
+        elif self.kind == "synthetic":
+            yield from (text for text in _read_synthetic(self.location) if text.strip())
+        elif self.kind == "hub":
+            source = CorpusSource(
+                self.name, "hub", self.location, self.split, self.text_column, "", hub_config=self.hub_config
+            )
+            yield from iter_hub_texts(source, self.data_files)
+        else:  # pragma: no cover - shards_of builds only the kinds above
+            raise ValueError(self.kind)
+
+
+def shards_of(source: CorpusSource) -> list[Shard]:
+    """Cut a resolved source into shards, in corpus order."""
+    if source.kind == "shards":
+        return [Shard("file", file, Path(file).name, source.text_column) for file in source.files]
+    if source.kind == "file":
+        return [Shard("file", source.location, source.name, source.text_column)]
+    if source.kind == "folder":
+        members = [str(f) for f in sorted(Path(source.location).rglob("*.txt"))]
+        if not members:
+            raise InputError(
+                f"{source.location} holds no .txt files; pass a folder of .txt files (one text each) or a file"
+            )
+        groups = [members[i : i + FILES_PER_SHARD] for i in range(0, len(members), FILES_PER_SHARD)]
+        return [
+            Shard("files", source.location, f"{source.name}[{i * FILES_PER_SHARD}:]", members=tuple(group))
+            for i, group in enumerate(groups)
+        ]
+    if source.kind == "synthetic":
+        return [Shard("synthetic", source.location, source.name)]
+    return [
+        Shard(
+            "hub",
+            source.location,
+            source.name,
+            source.text_column,
+            split=source.split,
+            hub_config=source.hub_config,
+        )
+    ]
+
+
+# --- one shard ----------------------------------------------------------------------------
+
+
+def uniforms(seed: Any, start: int, count: int) -> np.ndarray:
+    """Uniforms start .. start+count-1 of the PCG64 stream of ``seed`` (= default_rng(seed).random)."""
+    generator = np.random.PCG64(seed)
+    generator.advance(start)
+    return np.random.Generator(generator).random(count)
+
+
+def sample_seed_sequence(sample_seed: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence([int(sample_seed), _SAMPLE_STREAM])
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """Everything a worker needs to count one shard (picklable, small but for the tokenizer)."""
+
+    index: int
+    shard: Shard
+    tokenizer: TokenizerSpec
+    exclude_special: bool = False
+    split_seed: int = 0
+    first: int = 0  # global index, among counted texts, of the shard's first counted text
+    raw_first: int = 0  # global index, among all texts, of the shard's first text
+    take: int | None = None  # count at most this many texts of the shard
+    sample: float | None = None
+    sample_seed: int = 0
+    batch_size: int = BATCH
+    batch_chars: int = BATCH_CHARS
+
+
+def _selected_batches(job: ShardJob, state: dict[str, int]) -> Iterator[list[str]]:
+    """The shard's texts that are counted, in batches; ``state`` tracks read / kept / whole."""
+    texts = job.shard.texts()
+    while job.take is None or state["kept"] < job.take:
+        block = _next_block(texts, job.batch_size, job.batch_chars)
+        if not block:
+            state["complete"] = 1
+            return
+        raw_start = job.raw_first + state["read"]
+        state["read"] += len(block)
+        if job.sample is not None:
+            keep = uniforms(sample_seed_sequence(job.sample_seed), raw_start, len(block)) < job.sample
+            block = [text for text, kept in zip(block, keep, strict=True) if kept]
+        if job.take is not None:
+            block = block[: job.take - state["kept"]]
+        state["kept"] += len(block)
+        if block:
+            yield block
+    # Stopped by --limit: the shard may hold more texts, so it was not read whole.
+
+
+def _next_block(texts: Iterator[str], size: int, chars: int) -> list[str]:
+    """Up to ``size`` texts, fewer once they hold ``chars`` characters."""
+    block: list[str] = []
+    held = 0
+    for text in texts:
+        block.append(text)
+        held += len(text)
+        if len(block) >= size or held >= chars:
+            break
+    return block
+
+
+def count_shard(job: ShardJob, progress: Callable[[int], None] | None = None) -> PositionalCounts:
+    """Count one shard: stream its texts, tokenize and count batch by batch (the worker's task).
+
+    The counts' metadata carries ``n_read`` (texts read) and ``complete`` (read to its end).
+    """
+    tokenizer = fresh_tokenizer(job.tokenizer)
+    counter = SparseCounter(tokenizer, exclude_special=job.exclude_special)
+    state = {"read": 0, "kept": 0, "complete": 0}
+    for batch in _selected_batches(job, state):
+        first = job.first + counter.n_sequences
+        in_half = uniforms(job.split_seed, first, len(batch)) < 0.5
+        tokens = counter.add(batch, in_half)
+        if progress is not None:
+            progress(tokens)
+    counts = counter.result(split_seed=job.split_seed)
+    counts.metadata.update(
+        shard=job.shard.name,
+        n_read=state["read"],
+        complete=bool(state["complete"]),
+        placed=[job.raw_first, job.first, job.take],
+        n_tokens=int(counts.counts.sum()),
+    )
+    return counts
+
+
+def count_and_store(job: ShardJob, path: str, stamp: dict[str, Any]) -> dict[str, Any]:
+    """Count a shard and write its counts to ``path`` (a work folder on this machine's disk);
+    return only their metadata, so the counts do not travel through a pipe."""
+    counts = count_shard(job)
+    counts.metadata.update(stamp)
+    write_counts(counts, path)
+    return dict(counts.metadata)
+
+
+def write_counts(counts: PositionalCounts, path: str | os.PathLike[str]) -> None:
+    """:meth:`PositionalCounts.save`, array by array: the same safetensors file, without holding
+    a serialized copy of it in memory (a worker's peak is its counts, not twice them)."""
+    import struct
+
+    from ..io import FORMAT_VERSION, METADATA_KEY, atomic_path, to_jsonable
+
+    arrays: dict[str, np.ndarray] = {}
+    for name, matrix in (("counts", counts.counts), ("half", counts.half)):
+        matrix.sum_duplicates()
+        arrays[f"{name}.data"] = matrix.data.astype(np.int64, copy=False)
+        arrays[f"{name}.indices"] = matrix.indices.astype(np.int64, copy=False)
+        arrays[f"{name}.indptr"] = matrix.indptr.astype(np.int64, copy=False)
+    document = dict(
+        counts.metadata,
+        kind="counts",
+        format_version=FORMAT_VERSION,
+        shape=[counts.n_positions, counts.vocab_size],
+        vocab=counts.vocab,
+    )
+    header: dict[str, Any] = {
+        "__metadata__": {METADATA_KEY: json.dumps(to_jsonable(document), sort_keys=True, allow_nan=False)}
+    }
+    offset = 0
+    names = sorted(arrays)
+    for name in names:
+        size = arrays[name].nbytes
+        header[name] = {"dtype": "I64", "shape": list(arrays[name].shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    encoded = json.dumps(header, separators=(",", ":")).encode()
+    encoded += b" " * (-len(encoded) % 8)
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        handle.write(struct.pack("<Q", len(encoded)))
+        handle.write(encoded)
+        for name in names:
+            handle.write(np.ascontiguousarray(arrays[name]).astype("<i8", copy=False).data)
+
+
+def shard_size(shard: Shard) -> int:
+    """How many (non-blank) texts a shard holds: the first pass, reading without tokenizing."""
+    return sum(1 for _ in shard.texts())
+
+
+def _kept_in(sample: float | None, sample_seed: int, raw_first: int, size: int) -> int:
+    """How many of the raw texts raw_first .. raw_first+size-1 --sample keeps."""
+    if sample is None:
+        return size
+    kept, chunk = 0, 1 << 22
+    for start in range(0, size, chunk):
+        count = min(chunk, size - start)
+        kept += int((uniforms(sample_seed_sequence(sample_seed), raw_first + start, count) < sample).sum())
+    return kept
+
+
+# --- executors ----------------------------------------------------------------------------
+
+
+def default_workers() -> int:
+    """All the cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return os.cpu_count() or 1
+
+
+def return_freed_memory() -> None:
+    """glibc only: serve arrays of 1 MB or more from mmap, so freeing them gives the memory back.
+
+    Otherwise glibc raises its mmap threshold up to 32 MB after the first large free and keeps
+    such arrays in the heap, where a counting process's peak stays resident for the rest of
+    the job.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD (fixed: no dynamic raise)
+        libc.mallopt(-1, 1 << 20)  # M_TRIM_THRESHOLD
+
+
+def _init_worker(threads: int) -> None:
+    return_freed_memory()
+    # One process per core: the tokenizer's own thread pool gets this process's share of cores.
+    os.environ["RAYON_NUM_THREADS"] = str(threads)
+    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "true" if threads > 1 else "false")
+
+
+class _Executor:
+    """submit / wait for the first done / result / close, over one of three engines."""
+
+    parallel = True
+    shares_disk = False  # workers can write the work folder themselves
+    description = ""
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        raise NotImplementedError
+
+    def wait_first(self, handles: Iterable[Any]) -> set[Any]:
+        raise NotImplementedError
+
+    def result(self, handle: Any) -> Any:
+        return handle.result()
+
+    def close(self, abort: bool = False) -> None:
+        pass
+
+
+class _InProcess(_Executor):
+    """One process: each job runs when submitted (the counting loop reports every batch)."""
+
+    parallel = False
+    description = "1 process"
+
+    def __init__(self, progress: Callable[[int], None] | None = None):
+        self._progress = progress
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        future: cf.Future[Any] = cf.Future()
+        try:
+            if fn is count_shard:
+                future.set_result(fn(*args, progress=self._progress))
+            else:
+                future.set_result(fn(*args))
+        except GeoanalyzeError as exc:
+            future.set_exception(exc)
+        return future
+
+    def wait_first(self, handles: Iterable[Any]) -> set[Any]:
+        return set(handles)
+
+
+class _ProcessPool(_Executor):
+    """N worker processes on this machine (spawned: no fork of the tokenizer's threads)."""
+
+    shares_disk = True
+
+    def __init__(self, workers: int):
+        import multiprocessing
+
+        threads = max(1, default_workers() // workers)
+        self.description = f"{workers} processes"
+        self._pool = cf.ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(threads,),
+        )
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return self._pool.submit(fn, *args)
+
+    def wait_first(self, handles: Iterable[Any]) -> set[Any]:
+        done, _ = cf.wait(list(handles), return_when=cf.FIRST_COMPLETED)
+        return set(done)
+
+    def result(self, handle: Any) -> Any:
+        try:
+            return handle.result()
+        except cf.process.BrokenProcessPool as exc:
+            raise InputError(
+                "a counting worker process died (out of memory?); the shards done are kept: "
+                "re-run with fewer --workers to resume"
+            ) from exc
+
+    def close(self, abort: bool = False) -> None:
+        if abort:
+            # A failed job stops now: the shards in flight are abandoned (their partial counts
+            # were never written), not waited for.
+            for process in list(getattr(self._pool, "_processes", {}).values()):
+                with contextlib.suppress(Exception):
+                    process.terminate()
+        self._pool.shutdown(wait=not abort, cancel_futures=True)
+
+
+CONNECT_TIMEOUT_S = 3
+
+
+class _Dask(_Executor):
+    """Dask ``distributed``: a running scheduler at ADDRESS, or ``local``: a LocalCluster here."""
+
+    def __init__(self, address: str, workers: int):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError as exc:  # pragma: no cover - a dependency
+            raise InputError("--cluster needs the distributed package: pip install distributed") from exc
+        self._cluster: Any = None
+        self._futures: list[Any] = []
+        if address == "local":
+            threads = max(1, default_workers() // workers)
+            self._cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                env={"RAYON_NUM_THREADS": str(threads), "OMP_NUM_THREADS": "1"},
+            )
+            self._client = Client(self._cluster)
+            self.description = f"a local Dask cluster of {workers} processes"
+            return
+        self._client = connect(address)
+        n = len(self._client.scheduler_info().get("workers", {}))
+        self.description = f"the Dask cluster at {address} ({n} workers)"
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        future = self._client.submit(fn, *args, pure=False)
+        self._futures.append(future)
+        return future
+
+    def wait_first(self, handles: Iterable[Any]) -> set[Any]:
+        from distributed import wait
+
+        done, _ = wait(list(handles), return_when="FIRST_COMPLETED")
+        return set(done)
+
+    def close(self, abort: bool = False) -> None:
+        if abort:  # the shards still queued or running are dropped; those done were written
+            with contextlib.suppress(Exception):
+                self._client.cancel(self._futures)
+        if self._cluster is not None:  # a running scheduler's connection stays open for the next source
+            with contextlib.suppress(Exception):
+                self._client.close()
+            with contextlib.suppress(Exception):
+                self._cluster.close()
+
+
+@functools.lru_cache(maxsize=4)
+def connect(address: str) -> Any:
+    """A client of the Dask scheduler at ``address``, or one error line within CONNECT_TIMEOUT_S."""
+    from distributed import Client
+
+    full = address if "://" in address else f"tcp://{address}"
+    try:
+        return Client(full, timeout=CONNECT_TIMEOUT_S)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise InputError(
+            f"no Dask scheduler answers at {full} ({first_line(exc)}); start one "
+            "(dask scheduler, or dask-jobqueue on Slurm) or fix --cluster"
+        ) from exc
+
+
+def make_executor(
+    workers: int | None, cluster: str | None, n_jobs: int, progress: Callable[[int], None] | None = None
+) -> _Executor:
+    """The engine: a Dask cluster when ``cluster`` is given, else a process pool of
+    min(workers, shards) processes, else this process."""
+    workers = default_workers() if workers is None else workers
+    if workers < 1:
+        raise InputError(f"--workers must be at least 1, got {workers}")
+    if cluster:
+        return _Dask(cluster, workers)
+    if min(workers, n_jobs) <= 1:
+        return _InProcess(progress)
+    return _ProcessPool(min(workers, n_jobs))
+
+
+# --- progress -----------------------------------------------------------------------------
+
+
+class CountProgress:
+    """Shards done and tokens/s on stderr: a bar on a terminal, else a plain line now and then.
+
+    Plain lines are for logs (Slurm, CI): one per finished shard at most every ``every``
+    seconds, and a last one; jobs of a single shard stay silent there.
+    """
+
+    def __init__(self, description: str, n_shards: int, enabled: bool = True, every: float = 5.0):
+        self.description, self.n_shards, self.every = description, n_shards, every
+        self.tty = enabled and sys.stderr.isatty()
+        self.plain = enabled and not self.tty and n_shards > 1
+        self.tokens = 0
+        self.done = 0
+        self.start = time.perf_counter()
+        self._last_line = self.start
+        self._bar: Any = None
+        if self.tty:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            from ..report.progress import stderr_console
+
+            self._bar = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("shards  {task.fields[rate]}"),
+                TimeElapsedColumn(),
+                console=stderr_console,
+                transient=True,
+            )
+            self._task = self._bar.add_task(description, total=n_shards, rate="")
+            self._bar.start()
+
+    def rate(self) -> float:
+        return self.tokens / max(time.perf_counter() - self.start, 1e-9)
+
+    def add_tokens(self, tokens: int) -> None:
+        self.tokens += tokens
+        if self._bar is not None:
+            self._bar.update(self._task, rate=f"{_si(self.tokens)} tokens, {_si(self.rate())} tokens/s")
+
+    def shard_done(self, tokens: int, counted_here: bool) -> None:
+        self.done += 1
+        if counted_here:
+            self.add_tokens(tokens)
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1)
+        now = time.perf_counter()
+        if self.plain and (now - self._last_line >= self.every or self.done == self.n_shards):
+            self._last_line = now
+            print(
+                f"{self.description}: {self.done}/{self.n_shards} shards, {_si(self.tokens)} tokens, "
+                f"{_si(self.rate())} tokens/s",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+class ShardCallbackProgress(CountProgress):
+    """A plain ``advance(n)`` callback (another command's progress bar) advanced per shard."""
+
+    def __init__(self, advance: Callable[[int], None]):
+        super().__init__("", 0, enabled=False)
+        self._advance = advance
+
+    def shard_done(self, tokens: int, counted_here: bool) -> None:
+        super().shard_done(tokens, counted_here)
+        self._advance(1)
+
+
+def _si(value: float) -> str:
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.1f} {unit}"
+    return f"{value:.0f}"
+
+
+# --- the work folder ----------------------------------------------------------------------
+
+
+@dataclass
+class WorkFolder:
+    """Per-shard partial counts and the shard sizes of one job, for resuming it."""
+
+    path: Path
+    key: str
+    job: dict[str, Any]
+    fingerprints: list[str]
+    sizes: list[int | None] = field(default_factory=list)
+
+    @classmethod
+    def open(cls, path: Path, job: dict[str, Any], fingerprints: list[str]) -> WorkFolder:
+        """Open (or start) the work folder of a job; refuse one that holds another job's counts."""
+        key = hashlib.sha256(json.dumps(job, sort_keys=True, default=str).encode()).hexdigest()[:24]
+        plan_file = path / "plan.json"
+        sizes: list[int | None] = [None] * len(fingerprints)
+        if plan_file.is_file():
+            try:
+                plan = json.loads(plan_file.read_text(encoding="utf-8"))
+                theirs = plan["job"]
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise FormatError(f"{plan_file} is corrupt ({exc}); delete the work folder {path}") from exc
+            if plan.get("key") != key:
+                raise _refusal(path, theirs, job)
+            # A size is kept only while its shard is unchanged (a repaired shard is re-read).
+            known = {str(fp): int(size) for fp, size in plan.get("sizes", {}).items()}
+            sizes = [known.get(fp) for fp in fingerprints]
+        if path.exists() and not path.is_dir():
+            raise InputError(f"--work-dir {path} is a file; pass a folder")
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot create the work folder {path}: {exc.strerror}; pass another --work-dir") from exc
+        folder = cls(path, key, job, fingerprints, sizes)
+        folder.save_plan()
+        return folder
+
+    def save_plan(self) -> None:
+        sizes = {fp: size for fp, size in zip(self.fingerprints, self.sizes, strict=True) if size is not None}
+        plan = {"version": WORK_VERSION, "key": self.key, "job": self.job, "sizes": sizes}
+        write_text(self.path / "plan.json", json.dumps(plan, indent=1, sort_keys=True))
+
+    def shard_file(self, index: int) -> Path:
+        return self.path / f"shard-{index:06d}.safetensors"
+
+    def load(self, index: int) -> PositionalCounts | None:
+        """The partial counts of a shard done before, or None (a damaged file is counted again)."""
+        file = self.shard_file(index)
+        if not file.is_file():
+            return None
+        try:
+            counts = PositionalCounts.load(file)
+        except GeoanalyzeError:
+            return None
+        same = (counts.metadata.get("job_key"), counts.metadata.get("shard_fingerprint")) == (
+            self.key,
+            self.fingerprints[index],
+        )
+        return counts if same else None
+
+    def peek(self, index: int) -> dict[str, Any] | None:
+        """The metadata of a shard's partial counts done before (its header only), or None."""
+        from ..io import read_metadata
+
+        file = self.shard_file(index)
+        if not file.is_file():
+            return None
+        try:
+            metadata = read_metadata(file)
+        except GeoanalyzeError:
+            return None
+        if metadata is None or metadata.get("kind") != "counts":
+            return None
+        same = (metadata.get("job_key"), metadata.get("shard_fingerprint")) == (self.key, self.fingerprints[index])
+        return metadata if same else None
+
+    def store(self, index: int, counts: PositionalCounts) -> None:
+        counts.metadata.update(job_key=self.key, shard_fingerprint=self.fingerprints[index])
+        write_counts(counts, self.shard_file(index))
+
+
+def _refusal(path: Path, theirs: dict[str, Any], mine: dict[str, Any]) -> InputError:
+    """Why a work folder's partial counts cannot be mixed with this job's, before any counting."""
+    for key, label in (("tokenizer", "tokenizer"), ("max_length", "max length")):
+        if theirs.get(key) != mine.get(key):
+            return IncompatibleError(
+                f"the work folder {path} holds partial counts of another {label} "
+                f"({_short(theirs.get(key))} vs {_short(mine.get(key))}); they cannot be mixed: "
+                "pass another --work-dir or delete that one"
+            )
+    changed = sorted(k for k in set(theirs) | set(mine) if theirs.get(k) != mine.get(k))
+    return IncompatibleError(
+        f"the work folder {path} holds partial counts of another job (it differs in {', '.join(changed)}); "
+        "pass another --work-dir or delete that one"
+    )
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(value.get("name", value))
+    return str(value)
+
+
+# --- merging ------------------------------------------------------------------------------
+
+
+class ShardMerger:
+    """The shards' counts added in shard order, holding only the running sum.
+
+    Fixed vocabularies: each part's entries (as sorted ``row << 40 | column`` keys) are added in
+    place into the running sorted keys, so merging costs the distinct (position, token) pairs
+    plus one part. Built vocabularies (whitespace, char) are united by token string through
+    :meth:`PositionalCounts.merge`.
+    """
+
+    def __init__(self) -> None:
+        self._built: PositionalCounts | None = None
+        self._metadata: dict[str, Any] | None = None
+        self._shape = (0, 0)
+        self._keys: dict[str, np.ndarray] = {}
+        self._values: dict[str, np.ndarray] = {}
+
+    def add(self, part: PositionalCounts) -> None:
+        if part.vocab is not None or self._built is not None:
+            self._built = part if self._built is None else self._built.merge(part)
+            return
+        if self._metadata is None:
+            self._metadata = dict(part.metadata)
+        else:
+            check_mergeable(self._metadata, part.metadata)
+            self._metadata["n_sequences"] = int(self._metadata.get("n_sequences", 0)) + part.n_sequences
+        self._shape = (max(self._shape[0], part.n_positions), max(self._shape[1], part.vocab_size))
+        for name, matrix in (("counts", part.counts), ("half", part.half)):
+            matrix = sp.csr_array(matrix)
+            matrix.sum_duplicates()  # canonical: sorted, distinct entries
+            keys, (values,) = merge_sorted(
+                self._keys.get(name, np.zeros(0, dtype=np.int64)),
+                [self._values.get(name, np.zeros(0, dtype=np.int64))],
+                csr_keys(matrix),
+                [matrix.data.astype(np.int64)],
+            )
+            self._keys[name], self._values[name] = keys, values
+
+    def result(self) -> PositionalCounts | None:
+        if self._built is not None or self._metadata is None:
+            return self._built
+        counts, half = (keys_to_csr(self._keys[n], self._values[n], self._shape) for n in ("counts", "half"))
+        return PositionalCounts(counts, half, self._metadata, None)
+
+
+# --- the driver ---------------------------------------------------------------------------
+
+
+@dataclass
+class CountReport:
+    """What a streamed count did: shards counted now and reused, tokens, time, engine."""
+
+    shards: int = 0
+    counted: int = 0
+    reused: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+    engine: str = ""
+    work_dir: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "shards": self.shards,
+            "counted": self.counted,
+            "reused": self.reused,
+            "tokens": self.tokens,
+            "seconds": round(self.seconds, 3),
+            "tokens_per_second": round(self.tokens / self.seconds) if self.seconds > 0 else None,
+            "engine": self.engine,
+            "work_dir": self.work_dir,
+        }
+
+
+def count_stream(
+    shards: list[Shard],
+    tokenizer: Tokenizer,
+    job: dict[str, Any],
+    exclude_special: bool = False,
+    split_seed: int = 0,
+    limit: int | None = None,
+    sample: float | None = None,
+    sample_seed: int = 0,
+    workers: int | None = None,
+    cluster: str | None = None,
+    work_dir: Path | None = None,
+    keep_work: bool = True,
+    fresh: bool = False,
+    progress: CountProgress | None = None,
+    report: CountReport | None = None,
+) -> PositionalCounts:
+    """Count shards into one :class:`PositionalCounts`, streamed, in parallel, resumably.
+
+    ``job`` describes everything that determines the result (it keys the work folder); the
+    partial counts land in ``work_dir`` (a temporary job folder under the cache when None,
+    removed after success unless ``keep_work``). ``fresh`` discards earlier partial counts.
+    """
+    if limit is not None and limit < 1:
+        raise InputError(f"--limit must be at least 1, got {limit}")
+    if sample is not None and not 0.0 < sample <= 1.0:
+        raise InputError(f"--sample must be a fraction in (0, 1], got {sample}")
+    return_freed_memory()
+    job = dict(job, version=WORK_VERSION, shards=[s.name for s in shards])
+    if work_dir is None:
+        key = hashlib.sha256(json.dumps(job, sort_keys=True, default=str).encode()).hexdigest()[:24]
+        work_dir = cache_dir() / "jobs" / key
+    if fresh and work_dir.is_dir():
+        for old in work_dir.glob("shard-*.safetensors"):
+            old.unlink()
+        (work_dir / "plan.json").unlink(missing_ok=True)
+    folder = WorkFolder.open(work_dir, job, [shard.fingerprint() for shard in shards])
+    report = report if report is not None else CountReport()
+    report.shards, report.work_dir = len(shards), str(work_dir)
+    spec = tokenizer.spec()
+    template = ShardJob(0, shards[0], spec, exclude_special, split_seed, sample=sample, sample_seed=sample_seed)
+    sizes = folder.sizes
+    results: dict[int, PositionalCounts | None] = {}  # None: in the work folder
+    # Partial counts of an earlier run (their headers only), used if still placed alike.
+    earlier: dict[int, dict[str, Any]] = {}
+    for index in range(len(shards)):
+        header = folder.peek(index)
+        if header is not None:
+            earlier[index] = header
+            if header.get("complete") and sizes[index] is None:
+                sizes[index] = int(header["n_read"])
+    start = time.perf_counter()
+
+    prefix: list[tuple[int, int]] = [(0, 0)]  # (raw first, counted first) of shard k
+
+    def offsets(index: int) -> tuple[int, int, int | None] | None:
+        """(raw first, counted first, take) of a shard, once the sizes before it are known."""
+        while len(prefix) <= index:
+            k = len(prefix) - 1
+            size = sizes[k]
+            if size is None:
+                return None
+            raw, counted = prefix[k]
+            prefix.append((raw + size, counted + _kept_in(sample, sample_seed, raw, size)))
+        raw_first, counted_first = prefix[index]
+        take = None if limit is None else max(0, limit - counted_first)
+        return raw_first, counted_first, take
+
+    tick = progress.add_tokens if progress is not None else None
+    executor = make_executor(workers, cluster, len(shards) - len(earlier), progress=tick)
+    report.engine = executor.description
+    pending: dict[Any, tuple[str, int]] = {}
+    submitted: set[int] = set()
+    skipped: set[int] = set()
+
+    def limit_reached_after(index: int) -> None:
+        """A shard cut short by --limit: the shards after it count nothing."""
+        for k in range(index + 1, len(shards)):
+            if k not in submitted:
+                submitted.add(k)
+                skipped.add(k)
+
+
+    def submit_ready() -> None:
+        for index in range(len(shards)):
+            if index in submitted:
+                continue
+            placed = offsets(index)
+            if placed is None:
+                return  # the shards after this one wait for its size too
+            raw_first, counted_first, take = placed
+            submitted.add(index)
+            if take == 0:
+                skipped.add(index)  # --limit reached before this shard
+                continue
+            header = earlier.pop(index, None)
+            if header is not None and header.get("placed") == [raw_first, counted_first, take]:
+                results[index] = None  # read from the work folder when merged
+                report.reused += 1
+                if progress is not None:
+                    progress.shard_done(0, counted_here=False)
+                if not header.get("complete"):
+                    limit_reached_after(index)
+                continue
+            shard_job = replace(
+                template, index=index, shard=shards[index], first=counted_first, raw_first=raw_first, take=take
+            )
+            if executor.shares_disk:
+                stamp = {"job_key": folder.key, "shard_fingerprint": folder.fingerprints[index]}
+                handle = executor.submit(count_and_store, shard_job, str(folder.shard_file(index)), stamp)
+            else:
+                handle = executor.submit(count_shard, shard_job)
+            pending[handle] = ("count", index)
+
+    merger = ShardMerger()
+    next_to_merge = 0
+    aborted = True
+    try:
+        if executor.parallel:
+            # The first pass: the sizes that place the later shards, queued first so that every
+            # worker takes a share of it before counting (no worker idles at the end for it).
+            for k in range(len(shards) - 1):
+                if sizes[k] is None:
+                    pending[executor.submit(shard_size, shards[k])] = ("size", k)
+        submit_ready()
+        while True:
+            # Merge, in shard order, whatever is ready (built vocabularies need that order).
+            while next_to_merge < len(shards) and (next_to_merge in results or next_to_merge in skipped):
+                if next_to_merge in results:
+                    part = results.pop(next_to_merge) or folder.load(next_to_merge)
+                    if part is None:
+                        raise FormatError(f"the partial counts of shard {next_to_merge} vanished from {work_dir}")
+                    merger.add(part)
+                next_to_merge += 1
+            if next_to_merge == len(shards):
+                break
+            if not pending:  # pragma: no cover - every shard is either submitted or being sized
+                raise RuntimeError("no shard can be placed")
+            for handle in executor.wait_first(list(pending)):
+                what, index = pending.pop(handle)
+                value = executor.result(handle)
+                if what == "size":
+                    sizes[index] = int(value)
+                    folder.save_plan()
+                else:
+                    if isinstance(value, PositionalCounts):
+                        folder.store(index, value)
+                        results[index] = value
+                        metadata = value.metadata
+                    else:  # written to the work folder by the worker: read back when merged
+                        results[index] = None
+                        metadata = value
+                    if metadata.get("complete") and sizes[index] is None:
+                        sizes[index] = int(metadata["n_read"])
+                        folder.save_plan()
+                    elif not metadata.get("complete"):
+                        limit_reached_after(index)
+                    report.counted += 1
+                    tokens = int(metadata["n_tokens"])
+                    report.tokens += tokens
+                    if progress is not None:
+                        progress.shard_done(tokens, counted_here=executor.parallel)
+            submit_ready()
+        aborted = False
+    finally:
+        executor.close(abort=aborted)
+        report.seconds = time.perf_counter() - start
+    merged = merger.result()
+    if merged is None or merged.n_sequences == 0:
+        raise InputError(f"the corpus {job.get('corpus', '')} holds no text; check the files or the split")
+    if not keep_work:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    return _finished(merged)
+
+
+def _finished(counts: PositionalCounts) -> PositionalCounts:
+    """Canonical matrices and the metadata of a one-pass count (no per-shard keys)."""
+    for matrix in (counts.counts, counts.half):
+        matrix.sum_duplicates()
+        matrix.sort_indices()
+    counts.half.eliminate_zeros()
+    for key in ("shard", "n_read", "complete", "placed", "n_tokens", "job_key", "shard_fingerprint", "corpus"):
+        counts.metadata.pop(key, None)
+    return counts
