@@ -22,7 +22,7 @@ negation       x ~ N(0, I_64) from ``torch.manual_seed(seed)``, validation from 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -31,6 +31,9 @@ from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
 from ..errors import InputError
 from ..train.geometric import SEQUENCE_TASKS, SequenceData
+
+if TYPE_CHECKING:
+    from ..models.edelta import BareOperator
 
 #: (dimension, sequence length, training sequences, validation sequences) of the reference
 REFERENCE_SIZES: dict[str, tuple[int, int, int, int]] = {
@@ -152,7 +155,7 @@ def reference_negation_data(seed: int, size: int, d: int = 64, n_valid: int = 50
 
 
 def fit_reference_negation(
-    op: nn.Module,
+    op: BareOperator,
     train: torch.Tensor,
     valid: torch.Tensor,
     steps: int,
@@ -174,8 +177,8 @@ def fit_reference_negation(
         index = torch.randint(0, n, (min(batch_size, n),))
         x = train[index]
         loss = F.mse_loss(op(x), -x)
-        aux = op.aux_loss() if hasattr(op, "aux_loss") else 0.0
-        if isinstance(aux, torch.Tensor) and float(aux) > 0:
+        aux = op.aux_loss()
+        if isinstance(aux, torch.Tensor) and float(aux.detach()) > 0:
             loss = loss + aux
         optimizer.zero_grad()
         loss.backward()
@@ -192,8 +195,8 @@ def fit_reference_negation(
                 "valid_mse": float(F.mse_loss(y, -valid)),
             }
             op(valid[:100])
-            gate = op.gate() if hasattr(op, "gate") else None
-            beta = getattr(getattr(op, "residual", None), "beta", None)
+            gate = op.gate()
+            beta = getattr(op.residual, "beta", None)
             record["gate"] = math.nan if gate is None else gate
             record["beta"] = math.nan if beta is None else float(beta.mean())
         history.append(record)
