@@ -223,6 +223,18 @@ def sinkhorn(logits: torch.Tensor, iterations: int = SINKHORN_ITERATIONS) -> tor
     return log_p.exp()
 
 
+def sinkhorn_reference(logits: torch.Tensor, iterations: int = SINKHORN_ITERATIONS, eps: float = 1e-8) -> torch.Tensor:
+    r"""The reference code's Sinkhorn-Knopp: M = exp(logits), then ``iterations`` times rows then columns
+    divided by their sums + eps. The same matrix as :func:`sinkhorn` while exp does not overflow, in
+    about a third of the kernels (no logsumexp), as the mHC baseline of the reference protocol uses it.
+    """
+    m = logits.exp()
+    for _ in range(iterations):
+        m = m / (m.sum(dim=-1, keepdim=True) + eps)
+        m = m / (m.sum(dim=-2, keepdim=True) + eps)
+    return m
+
+
 def skew_from_vector(w: torch.Tensor, n: int) -> torch.Tensor:
     """(..., n (n - 1) / 2) -> (..., n, n) skew-symmetric W - W^T from the strict upper triangle."""
     rows, cols = torch.triu_indices(n, n, offset=1, device=w.device)
@@ -638,8 +650,8 @@ class SinkhornReferenceResidual(Residual):
     h = RMSNorm(x); h_pre = sigmoid(a_pre phi_pre h + b_pre), h_post = 2 sigmoid(a_post phi_post h +
     b_post), H_res = Sinkhorn(a_res mat(phi_res h) + b_res), with b_pre = b_post = 0, b_res = 2 I,
     a = 0.01 at init; X' = H_res X + h_post * F(LN(rep_n(sum_i h_pre_i X_i))): F reads the
-    weighted sum of the streams replicated n times. Sinkhorn runs in the log domain here (the
-    reference divides exp(logits) with eps 1e-8; the same matrix at these logits).
+    weighted sum of the streams replicated n times. Sinkhorn as the reference runs it
+    (:func:`sinkhorn_reference`: exp, then divisions by sums + 1e-8).
     """
 
     def __init__(self, d: int, n_streams: int = 4, hidden: int = 32, pooling: str = "token"):
@@ -658,7 +670,7 @@ class SinkhornReferenceResidual(Residual):
         p = self.phi(self.rms(x))  # (B, T, 2n + n^2)
         pre = torch.sigmoid(self.alpha[0] * p[..., :n] + self.b_pre)  # (B, T, n)
         post = 2.0 * torch.sigmoid(self.alpha[1] * p[..., n : 2 * n] + self.b_post)  # (B, T, n)
-        res = sinkhorn(self.alpha[2] * p[..., 2 * n :].unflatten(-1, (n, n)) + self.b_res)  # (B, T, n, n)
+        res = sinkhorn_reference(self.alpha[2] * p[..., 2 * n :].unflatten(-1, (n, n)) + self.b_res)  # (B, T, n, n)
         self.mixing = res.detach()
         return pre, post, res
 

@@ -3,8 +3,6 @@ order, the norm-deviation metric on known maps, the negation data and loop."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 import torch
@@ -19,14 +17,6 @@ from geoanalyze.experiments.edelta_reference import (
     reference_sequences,
 )
 from geoanalyze.models.edelta import BareOperator
-
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _rotation(d: int, planes: list[tuple[int, int]], theta: float) -> np.ndarray:

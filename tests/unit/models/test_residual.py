@@ -413,8 +413,8 @@ def test_mhc_reference_block_matches_its_equations() -> None:
     post = 2 * torch.sigmoid(-0.4 * h @ wq.T + residual.b_post)
     m = torch.exp(0.9 * (h @ wr.T).view(2, 5, n, n) + residual.b_res)
     for _ in range(20):  # the reference's plain Sinkhorn
-        m = m / m.sum(-1, keepdim=True)
-        m = m / m.sum(-2, keepdim=True)
+        m = m / (m.sum(-1, keepdim=True) + 1e-8)
+        m = m / (m.sum(-2, keepdim=True) + 1e-8)
     xs = x.view(2, 5, n, c)
     read = torch.einsum("btn,btnc->btc", pre, xs).repeat(1, 1, n)  # the weighted sum, replicated n times
     expected = m @ xs + post[..., None] * branch(norm(read)).view(2, 5, n, c)
@@ -440,3 +440,10 @@ def test_jpmhc_reference_block_is_parallel_routing_at_stream_width() -> None:
     out = branch(norm((pre @ xs).mean(-2)))  # (B, T, c)
     expected = y @ xs + post @ out[:, :, None, :].expand(2, 5, n, c)  # H_post (y (x) 1_n)
     assert torch.allclose(residual(x, norm, branch), expected.flatten(-2), atol=1e-5)
+
+
+def test_reference_sinkhorn_equals_the_log_domain_one_at_moderate_logits() -> None:
+    from geoanalyze.models.residual import sinkhorn_reference
+
+    logits = 2.0 * torch.eye(4, dtype=torch.float64) + torch.rand(64, 4, 4, dtype=torch.float64) - 0.5
+    assert torch.allclose(sinkhorn_reference(logits, eps=0.0), sinkhorn(logits), atol=1e-12)
