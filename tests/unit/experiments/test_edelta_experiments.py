@@ -86,9 +86,12 @@ def test_causal_protocol_uses_our_models_and_the_entropy_gate_is_opt_in(tmp_path
 def test_workers_give_the_same_runs(tmp_path: Path) -> None:
     one = run_experiment("edelta-benchmarks", _options(tmp_path / "a", SMALL, "smoke"))
     two = run_experiment("edelta-benchmarks", _options(tmp_path / "b", [*SMALL, "workers=2"], "smoke"))
-    assert (
-        one.data["runs"]["stability"]["edelta"][0]["history"] == two.data["runs"]["stability"]["edelta"][0]["history"]
-    )
+    for name in ("gpt", "edelta"):  # every record but its wall time
+        curves = [
+            [{k: v for k, v in r.items() if k != "time_s"} for r in x.data["runs"]["stability"][name][0]["history"]]
+            for x in (one, two)
+        ]
+        assert repr(curves[0]) == repr(curves[1])  # repr: NaN gates (GPT) compare equal
     assert one.data["norm_deviation"] == two.data["norm_deviation"]
 
 
@@ -159,7 +162,9 @@ def test_every_command_in_the_docs_runs(command: str, tmp_path: Path) -> None:
 
     words = command.split()
     if words[0] == "bash":  # the GPU script, on the CPU at the smoke preset
-        env = dict(os.environ, PRESET="smoke", DEVICE="cpu", OUT=str(tmp_path / "gpu"), PYTHON=sys.executable, WORKERS="1")
+        env = dict(
+            os.environ, PRESET="smoke", DEVICE="cpu", OUT=str(tmp_path / "gpu"), PYTHON=sys.executable, WORKERS="1"
+        )
         done = subprocess.run(["bash", str(REPO_ROOT / words[1])], env=env, capture_output=True, text=True, check=False)
         assert done.returncode in (0, 1), done.stderr
         assert (tmp_path / "gpu" / "reference" / "edelta-benchmarks.json").is_file()
