@@ -161,7 +161,7 @@ def verify(
     under runs/. The output folder appears only when the experiment completes.
     """
     from ..experiments import EXPERIMENTS, ExperimentOptions, get_experiment, markdown, run_experiment, write_result
-    from ..experiments.record import PRESET_NAMES, check_rows
+    from ..experiments.record import check_rows
 
     if format not in ("table", "json", "markdown"):
         raise InputError(f"unknown --format {format!r}; choose one of table, json, markdown")
@@ -182,9 +182,9 @@ def verify(
         else:
             stdout_console.print(grid_table("experiments", header, rows, text_columns=("paper", "claim")))
         return
-    get_experiment(name)
-    if preset not in PRESET_NAMES:
-        raise InputError(f"unknown preset {preset!r}; choose one of {', '.join(PRESET_NAMES)}")
+    presets = get_experiment(name).presets
+    if preset not in presets:
+        raise InputError(f"unknown preset {preset!r}; choose one of {', '.join(presets)}")
     if device not in ("auto", "cpu", "cuda"):
         raise InputError(f"unknown --device {device!r}; choose auto, cpu or cuda")
     if device == "cuda" or (preset == "paper" and device == "auto"):

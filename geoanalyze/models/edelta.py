@@ -5,12 +5,16 @@ r"""A GPT-style model for continuous sequences whose shortcut is any residual op
     y = W_out ln_f(h)                                 (B, T, d_out)
 
 With ``residual="plain"`` a block is nanoGPT's (h + attn(ln(h)), then h + mlp(ln(h))); the other
-kinds change only what the shortcut does (:mod:`.residual`). There is no positional table: the
-synthetic tasks are per-step maps (next vector of a rotation, an echo) that causal attention
-solves without positions, and every variant gets the same inputs.
+kinds change only what the shortcut does (:mod:`.residual`). ``positions > 0`` adds a learned
+position table after the input projection (the reference code's wrapper); 0 (our causal
+design) has none: the synthetic tasks are per-step maps that causal attention solves without
+positions.
 
-:data:`PRESETS` are the paper's models matched at ~1.78M parameters (n_embd 128, 4 heads,
-4 streams): GPT 9 layers, DDL 8, mHC 9, JPmHC 7, EΔ 6.
+:data:`PRESETS` are our models matched at ~1.78M parameters (n_embd 128, 4 heads, 4 streams):
+GPT 9 layers, DDL 8, mHC 9, JPmHC 7, EΔ 6. :data:`REFERENCE_PRESETS` are the reference code's
+(commit f51372f): the same layer counts, its baselines (``ddl-ref``, ``mhc-ref``, ``jpmhc-ref`` at
+n_embd 512), sequence-pooled (non-causal) EΔ and DDL generators, no biases in attention, MLP and
+LayerNorms, a learned position table, and every Linear drawn from N(0, 0.02).
 """
 
 from __future__ import annotations
@@ -25,7 +29,17 @@ from torch import nn
 from ..errors import InputError
 from .attention import SelfAttention
 from .config import ModelConfig
-from .residual import POOLINGS, RESIDUALS, Generators, HybridResidual, Residual, make_residual
+from .residual import (
+    GATES,
+    NARROW_BRANCH,
+    POOLINGS,
+    RESIDUALS,
+    DenseCayleyResidual,
+    Generators,
+    HybridResidual,
+    Residual,
+    make_residual,
+)
 from .transformer import MLP
 
 #: the paper's five models at ~1.78M parameters (n_embd 128). The paper gives the layer counts;
@@ -38,7 +52,18 @@ PRESETS: dict[str, dict[str, Any]] = {
     "jpmhc": {"residual": "jpmhc", "n_layers": 7, "hidden": 208, "branch_maps": False},
     "edelta": {"residual": "hybrid", "n_layers": 6},
 }
+#: the reference code's five models (train_continuous.py with --match_proposed_params); n_embd_factor
+#: multiplies the experiment's width (JPmHC: 512 = 4 x 128, so that F runs at d / n = 128)
+REFERENCE_PRESETS: dict[str, dict[str, Any]] = {
+    "gpt": {"residual": "plain", "n_layers": 9},
+    "ddl": {"residual": "ddl-ref", "n_layers": 8, "pooling": "sequence"},
+    "mhc": {"residual": "mhc-ref", "n_layers": 9},
+    "jpmhc": {"residual": "jpmhc-ref", "n_layers": 7, "n_embd_factor": 4},
+    "edelta": {"residual": "hybrid", "n_layers": 6, "pooling": "sequence"},
+}
+REFERENCE_COMMON: dict[str, Any] = {"init": "reference", "bias": False}
 MODEL_NAMES = tuple(PRESETS)
+INITS = ("default", "reference")
 
 
 @dataclass
@@ -60,6 +85,13 @@ class EDeltaConfig:
     beta_max : DDL's largest beta, in (0, 2].
     branch_maps : the d x d pre / post maps around the branch (jpmhc, cayley, householder, hybrid).
     dropout : dropout on attention and branches.
+    positions : length of a learned position table added after the input projection (0: none).
+    init : "default" (N(0, 0.02) matrices; generators keep PyTorch's default, pre / post maps the
+        identity) or "reference" (every Linear N(0, 0.02), the gate alone kept at weight 0, bias
+        gate_bias, as the reference code).
+    bias : biases in the attention and MLP Linears and the LayerNorms (the reference has none).
+    gate : "plain" (gamma = sigmoid(logit), the paper) or "entropy" (the reference code's
+        sigmoid(logit (1 + phi)), :func:`~.residual.entropy_proxy`).
     """
 
     residual: str = "hybrid"
@@ -76,8 +108,18 @@ class EDeltaConfig:
     beta_max: float = 2.0
     branch_maps: bool = True
     dropout: float = 0.0
+    positions: int = 0
+    init: str = "default"
+    bias: bool = True
+    gate: str = "plain"
 
     def __post_init__(self) -> None:
+        if self.init not in INITS:
+            raise InputError(f"unknown init {self.init!r}; choose one of {', '.join(INITS)}")
+        if self.gate not in GATES:
+            raise InputError(f"unknown gate {self.gate!r}; choose one of {', '.join(GATES)}")
+        if not isinstance(self.positions, int) or isinstance(self.positions, bool) or self.positions < 0:
+            raise InputError(f"positions must be an integer >= 0, got {self.positions!r}")
         if self.residual not in RESIDUALS:
             raise InputError(f"unknown residual {self.residual!r}; choose one of {', '.join(RESIDUALS)}")
         if self.pooling not in POOLINGS:
@@ -113,15 +155,33 @@ class EDeltaConfig:
     def generator_width(self) -> int:
         return self.hidden or max(1, self.n_embd // 4)
 
+    @property
+    def branch_width(self) -> int:
+        """Width of the attention and MLP branches: d, or d / n for JPmHC's parallel routing."""
+        return self.n_embd // self.n_streams if self.residual in NARROW_BRANCH else self.n_embd
+
+    @property
+    def branch_heads(self) -> int:
+        """Heads of the branch attention: n_heads, lowered until it divides a narrow branch (the reference's rule)."""
+        heads = min(self.n_heads, self.branch_width)
+        while self.branch_width % heads:
+            heads -= 1
+        return heads
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def preset_config(name: str, **overrides: Any) -> EDeltaConfig:
-    """The paper's model ``name`` (one of :data:`MODEL_NAMES`), with ``overrides`` applied."""
+def preset_config(name: str, reference: bool = False, **overrides: Any) -> EDeltaConfig:
+    """The paper's model ``name`` (one of :data:`MODEL_NAMES`), ours or (``reference``) the reference
+    code's, with ``overrides`` applied (``n_embd`` is multiplied by the preset's n_embd_factor)."""
     if name not in PRESETS:
         raise InputError(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}")
-    return replace(EDeltaConfig(**PRESETS[name]), **overrides)
+    fields = {**REFERENCE_COMMON, **REFERENCE_PRESETS[name]} if reference else dict(PRESETS[name])
+    factor = fields.pop("n_embd_factor", 1)
+    overrides = dict(overrides)
+    overrides["n_embd"] = overrides.get("n_embd", EDeltaConfig.n_embd) * factor
+    return replace(EDeltaConfig(**fields), **overrides)
 
 
 class EDeltaBlock(nn.Module):
@@ -129,20 +189,24 @@ class EDeltaBlock(nn.Module):
 
     def __init__(self, config: EDeltaConfig) -> None:
         super().__init__()
+        width = config.branch_width
         inner = ModelConfig(
             arch="gpt",
             vocab_size=1,
             n_positions=1,
-            d_model=config.n_embd,
-            n_heads=config.n_heads,
-            d_ff=4 * config.n_embd,
+            d_model=width,
+            n_heads=config.branch_heads,
+            d_ff=4 * width,
             dropout=config.dropout,
             pe="none",
         )
-        self.ln_1 = nn.LayerNorm(config.n_embd)
+        self.ln_1 = nn.LayerNorm(width, bias=config.bias)
         self.attn = SelfAttention(inner)
-        self.ln_2 = nn.LayerNorm(config.n_embd)
+        self.ln_2 = nn.LayerNorm(width, bias=config.bias)
         self.mlp = MLP(inner)
+        if not config.bias:
+            for layer in (self.attn.qkv, self.attn.proj, self.mlp.fc, self.mlp.proj):
+                layer.register_parameter("bias", None)
         self.res_attn = _residual(config)
         self.res_mlp = _residual(config)
         # Both branches take their input through their first Linear and give it out through their
@@ -167,6 +231,7 @@ def _residual(config: EDeltaConfig) -> Residual:
         gate_bias=config.gate_bias,
         gate_weight=config.gate_weight,
         beta_max=config.beta_max,
+        gate=config.gate,
     )
 
 
@@ -177,15 +242,24 @@ class EDeltaModel(nn.Module):
         super().__init__()
         self.config = config
         self.w_in = nn.Linear(config.d_in, config.n_embd)
+        self.pos = nn.Parameter(torch.zeros(1, config.positions, config.n_embd)) if config.positions else None
         self.blocks = nn.ModuleList(EDeltaBlock(config) for _ in range(config.n_layers))
-        self.ln_f = nn.LayerNorm(config.n_embd)
+        self.ln_f = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.w_out = nn.Linear(config.n_embd, config.d_out or config.d_in)
         self._init_weights()
 
     def _init_weights(self) -> None:
         """nanoGPT's N(0, 0.02) matrices and zero biases, branch output projections scaled by depth;
-        then each residual restores what its method fixes (gate logit = gate_bias, identity maps)."""
-        generators = {id(m) for g in self.modules() if isinstance(g, Generators) for m in g.modules()}
+        then each residual restores what its method fixes (gate logit = gate_bias, identity maps).
+
+        ``init="default"`` leaves the generator networks at PyTorch's default; ``"reference"`` draws
+        them (and the pre / post maps) from N(0, 0.02) too, as the reference code."""
+        reference = self.config.init == "reference"
+        generators = (
+            set() if reference else {id(m) for g in self.modules() if isinstance(g, Generators) for m in g.modules()}
+        )
+        if self.pos is not None:
+            nn.init.normal_(self.pos, mean=0.0, std=0.02)
         for module in self.modules():
             if isinstance(module, nn.Linear) and id(module) not in generators:
                 nn.init.normal_(module.weight, mean=0.0, std=0.02)
@@ -195,7 +269,7 @@ class EDeltaModel(nn.Module):
             if name.endswith(("attn.proj.weight", "mlp.proj.weight")):
                 nn.init.normal_(parameter, mean=0.0, std=0.02 / math.sqrt(2 * self.config.n_layers))
         for residual in self.residuals():
-            residual.init_special()
+            residual.init_special(reference)
 
     def residuals(self) -> list[Residual]:
         """Every residual operator, in order (two per block)."""
@@ -205,6 +279,13 @@ class EDeltaModel(nn.Module):
         if x.ndim != 3 or x.shape[-1] != self.config.d_in:
             raise InputError(f"input has shape {tuple(x.shape)}; expected (batch, length, {self.config.d_in})")
         h = self.w_in(x)  # (B, T, d)
+        if self.pos is not None:
+            if x.shape[1] > self.pos.shape[1]:
+                raise InputError(
+                    f"sequence of {x.shape[1]} steps is longer than the position table ({self.pos.shape[1]}); "
+                    "build the model with positions >= the sequence length"
+                )
+            h = h + self.pos[:, : x.shape[1]]
         for block in self.blocks:
             h = block(h)
         return self.w_out(self.ln_f(h))  # (B, T, d_out)
@@ -240,12 +321,34 @@ class BareOperator(nn.Module):
     hidden : width of the generator networks (128 in the paper).
     gate_bias : initial gate logit of the hybrid (-1.5 in the paper).
     gate_weight : weight of L_gate.
+    reference : the reference's bare operators (train_reflection.py): u and v of the Cayley
+        rotation normalised and orthogonalised (t = beta / 2); JPmHC as a full n x n generator
+        (d -> hidden -> d^2) through 2 fixed-point Cayley iterations from the identity, unbounded.
     """
 
-    def __init__(self, kind: str, d: int = 64, hidden: int = 128, gate_bias: float = -1.5, gate_weight: float = 0.1):
+    def __init__(
+        self,
+        kind: str,
+        d: int = 64,
+        hidden: int = 128,
+        gate_bias: float = -1.5,
+        gate_weight: float = 0.1,
+        reference: bool = False,
+    ):
         super().__init__()
+        self.residual: Residual
+        if reference and kind == "jpmhc":
+            self.residual = DenseCayleyResidual(d, hidden)
+            return
         self.residual = make_residual(
-            kind, d, n_streams=d, hidden=hidden, maps=False, gate_bias=gate_bias, gate_weight=gate_weight
+            kind,
+            d,
+            n_streams=d,
+            hidden=hidden,
+            maps=False,
+            gate_bias=gate_bias,
+            gate_weight=gate_weight,
+            unit=reference and kind in ("cayley", "hybrid"),
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

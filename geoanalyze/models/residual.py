@@ -17,7 +17,20 @@ jpmhc                 G = iterative Cayley of a full skew matrix;  X' = G + P F(
 cayley                G = Q X, Q = (I + beta/2 A)^{-1}(I - beta/2 A), A = u v^T - v u^T
 householder           G = H_2(k) X = (I - 2 k k^T) X
 hybrid (EΔ-MHC-Geo)   G = gamma Q X + (1 - gamma) H_2(k) X;  L_gate = 4 gamma (1 - gamma)
+ddl-ref               the reference code's DDL: G = (I - beta k k^T) X with k in the full width d,
+                      X' = G + F(LN(G))  (no write term)
+mhc-ref               the reference code's mHC: h = RMSNorm(x); h_pre = sigmoid(a phi_pre h + b),
+                      h_post = 2 sigmoid(...), H_res = Sinkhorn(a mat(phi_res h) + 2 I);
+                      X' = H_res X + h_post * F(LN(rep_n(sum_i h_pre_i X_i)))
+jpmhc-ref             the reference code's JPmHC (parallel routing): [H_pre | H_post | H~] = W LN(x),
+                      H_pre row-softmax, H_post column-softmax, H_res = 2 fixed-point Cayley
+                      iterations of the unbounded skew W = H~ - H~^T (alpha 0.1);
+                      X' = H_res X + H_post (F(avg_i (H_pre X)_i) (x) 1_n), F at width d / n
 ====================  =====================================================================
+
+The ``-ref`` kinds reproduce the baselines of the reference code (arash-shahmansoori/edelta,
+commit f51372f) for the reference protocol; the plain names are our variants (DDL with the DDL
+paper's write term, mHC with static pre / post weights, JPmHC with a norm-bounded generator).
 
 For the last four, X' = G + P F(R LN(G)) with R, P (d x d, identity at init) the mHC pre / post
 maps of the reference code (``maps=False``: X' = G + F(LN(G))); they are folded into the
@@ -43,8 +56,13 @@ from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
 from ..errors import InputError
 
-RESIDUALS = ("plain", "ddl", "mhc", "jpmhc", "cayley", "householder", "hybrid")
+RESIDUALS = ("plain", "ddl", "mhc", "jpmhc", "cayley", "householder", "hybrid", "ddl-ref", "mhc-ref", "jpmhc-ref")
 POOLINGS = ("token", "sequence")
+GATES = ("plain", "entropy")
+#: the kinds whose branch F runs at the width of one stream (d / n), not d
+NARROW_BRANCH = ("jpmhc-ref",)
+JPMHC_REF_ALPHA = 0.1
+JPMHC_REF_ITERATIONS = 2
 SINKHORN_ITERATIONS = 20
 JPMHC_ITERATIONS = 3
 _EPS = 1e-12
@@ -100,7 +118,9 @@ def lowrank_apply(x: torch.Tensor, w: torch.Tensor, core: torch.Tensor) -> torch
     return x - w @ (core @ (w.transpose(-1, -2) @ x))  # (..., n, c)
 
 
-def cayley_factors(u: torch.Tensor, v: torch.Tensor, beta: torch.Tensor | float) -> tuple[torch.Tensor, torch.Tensor]:
+def cayley_factors(
+    u: torch.Tensor, v: torch.Tensor, beta: torch.Tensor | float, unit: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     r"""W = [e1, e2] (..., n, 2) and K (..., 2, 2) with Q = I - W K W^T the Cayley transform of A = u v^T - v u^T.
 
     With A = r S, S = e1 e2^T - e2 e1^T (:func:`cayley_plane`) and t = beta r / 2: S^2 = -P, P = W W^T
@@ -111,8 +131,13 @@ def cayley_factors(u: torch.Tensor, v: torch.Tensor, beta: torch.Tensor | float)
 
     a rotation by phi in the (e1, e2) plane with cos phi = (1 - t^2) / (1 + t^2) > -1: orthogonal,
     det +1, never the eigenvalue -1, for every beta.
+
+    ``unit=True`` is the reference's bare operator: u and v normalised and orthogonalised before
+    A is formed, so |u| = |v_perp| = 1 and t = beta / 2.
     """
     e1, e2, t = cayley_plane(u, v, beta)
+    if unit:
+        t = 0.5 * torch.as_tensor(beta, dtype=u.dtype, device=u.device).expand_as(t)
     scale = 2.0 * t / (1.0 + t * t)  # (..., 1)
     one = torch.ones_like(t)
     core = torch.stack([torch.cat([t, one], -1), torch.cat([-one, t], -1)], -2) * scale.unsqueeze(-1)
@@ -198,6 +223,18 @@ def sinkhorn(logits: torch.Tensor, iterations: int = SINKHORN_ITERATIONS) -> tor
     return log_p.exp()
 
 
+def sinkhorn_reference(logits: torch.Tensor, iterations: int = SINKHORN_ITERATIONS, eps: float = 1e-8) -> torch.Tensor:
+    r"""The reference code's Sinkhorn-Knopp: M = exp(logits), then ``iterations`` times rows then columns
+    divided by their sums + eps. The same matrix as :func:`sinkhorn` while exp does not overflow, in
+    about a third of the kernels (no logsumexp), as the mHC baseline of the reference protocol uses it.
+    """
+    m = logits.exp()
+    for _ in range(iterations):
+        m = m / (m.sum(dim=-1, keepdim=True) + eps)
+        m = m / (m.sum(dim=-2, keepdim=True) + eps)
+    return m
+
+
 def skew_from_vector(w: torch.Tensor, n: int) -> torch.Tensor:
     """(..., n (n - 1) / 2) -> (..., n, n) skew-symmetric W - W^T from the strict upper triangle."""
     rows, cols = torch.triu_indices(n, n, offset=1, device=w.device)
@@ -216,6 +253,40 @@ def iterative_cayley_apply(x: torch.Tensor, m: torch.Tensor, iterations: int = J
     y = x - 2.0 * mx  # the first iterate from y_0 = x
     for _ in range(iterations - 1):
         y = x - mx - m @ y
+    return y
+
+
+def entropy_proxy(xs: torch.Tensor, pool: bool = False) -> torch.Tensor:
+    r"""The reference code's "thermodynamic" gate scale: phi = 1 - ||G||_F^2 / tr(G)^2 of the streams' Gram matrix.
+
+    xs (B, T, n, c): G = X X^T (n x n) per token; phi lies in [0, 1 - 1/n]: 0 when the streams are
+    parallel (G of rank 1), 1 - 1/n when they are orthogonal and of equal norm. The reference adds
+    1e-8 to tr(G)^2. ``pool``: averaged over the sequence, (B, 1, 1), as the reference (not causal);
+    otherwise per token, (B, T, 1). The gate is then gamma = sigmoid(logit (1 + phi)) (reference
+    commit f51372f; the paper's text has gamma = sigmoid(logit)).
+    """
+    gram = xs @ xs.transpose(-1, -2)  # (B, T, n, n)
+    frobenius = gram.square().sum(dim=(-1, -2))  # (B, T)
+    trace = torch.diagonal(gram, dim1=-2, dim2=-1).sum(-1)  # (B, T)
+    phi = (1.0 - frobenius / (trace.square() + 1e-8)).unsqueeze(-1)  # (B, T, 1)
+    return phi.mean(dim=1, keepdim=True) if pool else phi
+
+
+def jpmhc_reference_cayley(
+    raw: torch.Tensor, alpha: float = JPMHC_REF_ALPHA, iterations: int = JPMHC_REF_ITERATIONS, start: str = "alpha"
+) -> torch.Tensor:
+    r"""The reference code's JPmHC retraction of an unconstrained raw (..., n, n): W = raw - raw^T,
+    Y_0 = I + alpha W (``start="alpha"``, JPmHC's Algorithm 8; ``"identity"``: Y_0 = I, the reference's
+    bare negation operator), then ``iterations`` times Y <- I + (alpha / 2) W (I + Y).
+
+    Its fixed point is the Cayley transform (I - alpha/2 W)^{-1} (I + alpha/2 W), reached only while
+    ||alpha W / 2|| < 1: W is not bounded, so a trained Y may be far from orthogonal.
+    """
+    w = raw - raw.transpose(-1, -2)
+    eye = torch.eye(w.shape[-1], dtype=w.dtype, device=w.device)
+    y = eye + alpha * w if start == "alpha" else eye.expand_as(w)
+    for _ in range(iterations):
+        y = eye + 0.5 * alpha * (w @ (eye + y))
     return y
 
 
@@ -294,9 +365,10 @@ class Residual(nn.Module):
         self.aux_loss: torch.Tensor | float = 0.0
         self.gate: torch.Tensor | None = None
 
-    def init_special(self) -> None:
+    def init_special(self, reference: bool = False) -> None:
         """Restore the parameters whose initialisation is part of the method (gate, identity maps) after
-        a model re-initialises every matrix."""
+        a model re-initialises every matrix. ``reference``: as the reference code, which re-draws the
+        pre / post maps with every other Linear and keeps only the gate (weight 0, bias gate_bias)."""
 
     def context(self, x: torch.Tensor) -> torch.Tensor:
         """What the generators read: x (B, T, d) per token, or its mean over T (B, 1, d), non-causal."""
@@ -397,9 +469,9 @@ class GeometricResidual(Residual):
         self.post = nn.Linear(d, d, bias=False) if maps else None
         self.init_special()
 
-    def init_special(self) -> None:
+    def init_special(self, reference: bool = False) -> None:
         for layer in (self.pre, self.post):
-            if layer is not None:
+            if layer is not None and not reference:
                 nn.init.eye_(layer.weight)
 
     def forward(self, x: torch.Tensor, norm: Branch, branch: Branch) -> torch.Tensor:
@@ -453,15 +525,27 @@ class IterativeCayleyResidual(GeometricResidual):
 
 
 class CayleyResidual(GeometricResidual):
-    """EΔ's rotation alone: G = Q(x) X, u, v from generator networks, beta = softplus(beta_net(x))."""
+    """EΔ's rotation alone: G = Q(x) X, u, v from generator networks, beta = softplus(beta_net(x)).
 
-    def __init__(self, d: int, n_streams: int = 4, hidden: int = 32, pooling: str = "token", maps: bool = True):
+    ``unit=True``: u and v normalised and orthogonalised (t = beta / 2), as the reference's bare operator.
+    """
+
+    def __init__(
+        self,
+        d: int,
+        n_streams: int = 4,
+        hidden: int = 32,
+        pooling: str = "token",
+        maps: bool = True,
+        unit: bool = False,
+    ):
         super().__init__(d, n_streams, hidden, pooling, maps)
+        self.unit = unit
         self.nets = Generators(d, hidden, {"u": n_streams, "v": n_streams, "beta": 1})
 
     def operator(self, x: torch.Tensor) -> torch.Tensor:
         out = self.nets(self.context(x))
-        w, core = cayley_factors(out["u"], out["v"], F.softplus(out["beta"]))
+        w, core = cayley_factors(out["u"], out["v"], F.softplus(out["beta"]), self.unit)
         return lowrank_apply(_as_streams(x, self.n), w, core).flatten(-2)
 
 
@@ -479,6 +563,11 @@ class HouseholderResidual(GeometricResidual):
 class HybridResidual(GeometricResidual):
     r"""EΔ-MHC-Geo: G = gamma Q X + (1 - gamma) H_2(k) X, gamma = sigmoid(w . x + b).
 
+    ``gate="entropy"`` is the reference code's gate (commit f51372f), not the paper's text:
+    gamma = sigmoid((w . x + b)(1 + phi)), phi = :func:`entropy_proxy` of the token's streams
+    (sequence-averaged under sequence pooling). ``unit=True`` normalises and orthogonalises u and v
+    (t = beta / 2), as the reference's bare negation operator.
+
     Both terms are the identity minus a low-rank update, so G is too:
     G = I - [e1 e2 k] diag(gamma K, 2 (1 - gamma)) [e1 e2 k]^T (rank 3), applied in one pass.
     The gate starts at w = 0, b = ``gate_bias`` (0 in the model, -1.5 in the negation task);
@@ -495,7 +584,12 @@ class HybridResidual(GeometricResidual):
         maps: bool = True,
         gate_bias: float = 0.0,
         gate_weight: float = 0.1,
+        gate: str = "plain",
+        unit: bool = False,
     ):
+        if gate not in GATES:
+            raise InputError(f"unknown gate {gate!r}; choose one of {', '.join(GATES)}")
+        self.gate_mode, self.unit = gate, unit
         if not math.isfinite(gate_bias):
             raise InputError(f"gate_bias must be a finite number, got {gate_bias}")
         if not (math.isfinite(gate_weight) and gate_weight >= 0):
@@ -506,8 +600,8 @@ class HybridResidual(GeometricResidual):
         self.nets = Generators(d, hidden, {"u": n_streams, "v": n_streams, "beta": 1, "k": n_streams}, {"gate": 1})
         self.init_special()
 
-    def init_special(self) -> None:
-        super().init_special()
+    def init_special(self, reference: bool = False) -> None:
+        super().init_special(reference)
         if self.nets is not None:
             rows = self.nets.linear_slice("gate")
             with torch.no_grad():
@@ -517,17 +611,129 @@ class HybridResidual(GeometricResidual):
     def operator(self, x: torch.Tensor) -> torch.Tensor:
         assert self.nets is not None
         out = self.nets(self.context(x))
-        gamma = torch.sigmoid(out["gate"])  # (B, T|1, 1)
+        xs = _as_streams(x, self.n)  # (B, T, n, c)
+        logit = out["gate"]  # (B, T|1, 1)
+        if self.gate_mode == "entropy":
+            logit = logit * (1.0 + entropy_proxy(xs, pool=self.pooling == "sequence"))
+        gamma = torch.sigmoid(logit)  # (B, T|1, 1)
         self.gate = gamma.detach()
         self.aux_loss = self.gate_weight * (4.0 * gamma * (1.0 - gamma)).mean()
-        w, core = cayley_factors(out["u"], out["v"], F.softplus(out["beta"]))  # (.., n, 2), (.., 2, 2)
+        w, core = cayley_factors(out["u"], out["v"], F.softplus(out["beta"]), self.unit)  # (.., n, 2), (.., 2, 2)
         k = F.normalize(out["k"], dim=-1, eps=_EPS)
         g = gamma.unsqueeze(-1)  # (B, T|1, 1, 1)
         zero = torch.zeros_like(core[..., :1])  # (.., 2, 1)
         top = torch.cat([g * core, zero], -1)  # (.., 2, 3)
         bottom = torch.cat([zero.transpose(-1, -2), 2.0 * (1.0 - g)], -1)  # (.., 1, 3)
         w3 = torch.cat([w, k.unsqueeze(-1)], -1)  # (.., n, 3)
-        return lowrank_apply(_as_streams(x, self.n), w3, torch.cat([top, bottom], -2)).flatten(-2)
+        return lowrank_apply(xs, w3, torch.cat([top, bottom], -2)).flatten(-2)
+
+
+class DeltaShortcutResidual(DeltaResidual):
+    r"""The reference code's DDL block: G = (I - beta k k^T) X, k in the full width d (d streams of 1),
+    beta = 2 sigmoid(beta_net), then X' = G + F(LN(G)) with no write term.
+
+    Compared with :class:`DeltaResidual` (the DDL paper's X' = X + beta k (v^T - k^T X)), the branch
+    reads the erased state and is added in full.
+    """
+
+    def __init__(self, d: int, hidden: int = 32, pooling: str = "token"):
+        super().__init__(d, d, hidden, pooling, 2.0)
+
+    def forward(self, x: torch.Tensor, norm: Branch, branch: Branch) -> torch.Tensor:
+        g = self.operator(x)  # (B, T, d)
+        return g + branch(norm(g))
+
+
+class SinkhornReferenceResidual(Residual):
+    r"""The reference code's mHC: pre / post weights and H_res all computed from the token.
+
+    h = RMSNorm(x); h_pre = sigmoid(a_pre phi_pre h + b_pre), h_post = 2 sigmoid(a_post phi_post h +
+    b_post), H_res = Sinkhorn(a_res mat(phi_res h) + b_res), with b_pre = b_post = 0, b_res = 2 I,
+    a = 0.01 at init; X' = H_res X + h_post * F(LN(rep_n(sum_i h_pre_i X_i))): F reads the
+    weighted sum of the streams replicated n times. Sinkhorn as the reference runs it
+    (:func:`sinkhorn_reference`: exp, then divisions by sums + 1e-8).
+    """
+
+    def __init__(self, d: int, n_streams: int = 4, hidden: int = 32, pooling: str = "token"):
+        super().__init__(d, n_streams, hidden, pooling)
+        n = n_streams
+        self.rms = nn.RMSNorm(d, eps=1e-6)
+        self.phi = nn.Linear(d, 2 * n + n * n, bias=False)  # phi_pre, phi_post, phi_res side by side
+        self.alpha = nn.Parameter(torch.full((3,), 0.01))  # a_pre, a_post, a_res
+        self.b_pre = nn.Parameter(torch.zeros(n))
+        self.b_post = nn.Parameter(torch.zeros(n))
+        self.b_res = nn.Parameter(2.0 * torch.eye(n))
+        self.mixing: torch.Tensor | None = None
+
+    def _maps(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        n = self.n
+        p = self.phi(self.rms(x))  # (B, T, 2n + n^2)
+        pre = torch.sigmoid(self.alpha[0] * p[..., :n] + self.b_pre)  # (B, T, n)
+        post = 2.0 * torch.sigmoid(self.alpha[1] * p[..., n : 2 * n] + self.b_post)  # (B, T, n)
+        res = sinkhorn_reference(self.alpha[2] * p[..., 2 * n :].unflatten(-1, (n, n)) + self.b_res)  # (B, T, n, n)
+        self.mixing = res.detach()
+        return pre, post, res
+
+    def operator(self, x: torch.Tensor) -> torch.Tensor:
+        _, _, res = self._maps(x)
+        return (res @ _as_streams(x, self.n)).flatten(-2)
+
+    def forward(self, x: torch.Tensor, norm: Branch, branch: Branch) -> torch.Tensor:
+        pre, post, res = self._maps(x)
+        xs = _as_streams(x, self.n)  # (B, T, n, c)
+        read = (pre.unsqueeze(-1) * xs).sum(-2)  # (B, T, c): the weighted sum of the streams
+        out = _as_streams(branch(norm(read.repeat(1, 1, self.n))), self.n)  # (B, T, n, c)
+        return (res @ xs + post.unsqueeze(-1) * out).flatten(-2)
+
+
+class JPmHCReferenceResidual(Residual):
+    r"""The reference code's JPmHC, parallel routing (JPmHC's Eq. 14):
+
+    [H_pre | H_post | H~] = W LN(x) + b (per token), H_pre = row-softmax, H_post = column-softmax,
+    H_res = :func:`jpmhc_reference_cayley` (alpha 0.1, 2 iterations from Y_0 = I + alpha W, W unbounded),
+    X' = H_res X + H_post (y (x) 1_n), y = F(LN(mean_i (H_pre X)_i)): the branch F (and its LN) run
+    at the width of one stream, c = d / n (hence the reference's n_embd 512 for c = 128).
+    """
+
+    def __init__(self, d: int, n_streams: int = 4, hidden: int = 32, pooling: str = "token"):
+        super().__init__(d, n_streams, hidden, pooling)
+        self.norm_in = nn.LayerNorm(d)
+        self.fused = nn.Linear(d, 3 * n_streams * n_streams)
+        self.mixing: torch.Tensor | None = None
+
+    def _maps(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        n = self.n
+        f = self.fused(self.norm_in(x)).unflatten(-1, (3, n, n))  # (B, T, 3, n, n)
+        res = jpmhc_reference_cayley(f[..., 2, :, :])
+        self.mixing = res.detach()
+        return torch.softmax(f[..., 0, :, :], dim=-1), torch.softmax(f[..., 1, :, :], dim=-2), res
+
+    def operator(self, x: torch.Tensor) -> torch.Tensor:
+        _, _, res = self._maps(x)
+        return (res @ _as_streams(x, self.n)).flatten(-2)
+
+    def forward(self, x: torch.Tensor, norm: Branch, branch: Branch) -> torch.Tensor:
+        pre, post, res = self._maps(x)
+        xs = _as_streams(x, self.n)  # (B, T, n, c)
+        y = branch(norm((pre @ xs).mean(dim=-2)))  # (B, T, c)
+        # H_post (y (x) 1_n): row i of the result is (sum_j H_post_ij) y
+        return (res @ xs + post.sum(-1, keepdim=True) * y.unsqueeze(-2)).flatten(-2)
+
+
+class DenseCayleyResidual(Residual):
+    r"""The reference's bare JPmHC operator for the negation task: G = Y(x) x with
+    Y = :func:`jpmhc_reference_cayley` (``start="identity"``, alpha 0.1, 2 iterations) of a full n x n
+    raw matrix from a d -> hidden -> n^2 GELU network; n = d streams of width 1.
+    """
+
+    def __init__(self, d: int, hidden: int = 128, pooling: str = "token"):
+        super().__init__(d, d, hidden, pooling)
+        self.nets = Generators(d, hidden, {"w": d * d})
+
+    def operator(self, x: torch.Tensor) -> torch.Tensor:
+        raw = self.nets(self.context(x))["w"].unflatten(-1, (self.n, self.n))  # (B, T|1, n, n)
+        y = jpmhc_reference_cayley(raw, start="identity")
+        return (y @ _as_streams(x, self.n)).flatten(-2)
 
 
 def make_residual(
@@ -540,11 +746,14 @@ def make_residual(
     gate_bias: float = 0.0,
     gate_weight: float = 0.1,
     beta_max: float = 2.0,
+    gate: str = "plain",
+    unit: bool = False,
 ) -> Residual:
     """The residual operator ``kind`` (one of :data:`RESIDUALS`); InputError listing the choices otherwise.
 
-    ``plain`` ignores the stream count; ``mhc`` needs n >= 2 to mix anything; ``maps`` (the pre / post
-    maps) applies to jpmhc, cayley, householder and hybrid.
+    ``plain`` ignores the stream count, ``ddl-ref`` uses d streams (k in the full width); ``mhc``
+    needs n >= 2 to mix anything; ``maps`` (the pre / post maps) applies to jpmhc, cayley,
+    householder and hybrid; ``gate`` to hybrid; ``unit`` to cayley and hybrid.
     """
     if kind not in RESIDUALS:
         raise InputError(f"unknown residual {kind!r}; choose one of {', '.join(RESIDUALS)}")
@@ -552,13 +761,20 @@ def make_residual(
         return PlainResidual(d, 1, hidden, pooling)
     if kind == "ddl":
         return DeltaResidual(d, n_streams, hidden, pooling, beta_max)
+    if kind == "ddl-ref":
+        return DeltaShortcutResidual(d, hidden, pooling)
     if kind == "mhc":
         return SinkhornResidual(d, n_streams, hidden, pooling)
+    if kind == "mhc-ref":
+        return SinkhornReferenceResidual(d, n_streams, hidden, pooling)
+    if kind == "jpmhc-ref":
+        return JPmHCReferenceResidual(d, n_streams, hidden, pooling)
     if kind == "hybrid":
-        return HybridResidual(d, n_streams, hidden, pooling, maps, gate_bias, gate_weight)
+        return HybridResidual(d, n_streams, hidden, pooling, maps, gate_bias, gate_weight, gate, unit)
+    if kind == "cayley":
+        return CayleyResidual(d, n_streams, hidden, pooling, maps, unit)
     classes: dict[str, type[GeometricResidual]] = {
         "jpmhc": IterativeCayleyResidual,
-        "cayley": CayleyResidual,
         "householder": HouseholderResidual,
     }
     return classes[kind](d, n_streams, hidden, pooling, maps)

@@ -135,3 +135,87 @@ def test_unknown_preset_and_wrong_input_shape() -> None:
     model = EDeltaModel(EDeltaConfig(**SMALL))
     with pytest.raises(InputError, match="expected"):
         model(torch.randn(2, 3, 4))
+
+
+# --- the reference code's models (protocol=reference) ----------------------------------------------
+
+#: parameters of the reference code's five models (arash-shahmansoori/edelta f51372f, train_continuous.py
+#: --match_proposed_params, gyroscope: d_in 16, 256 positions), counted by instantiating that code, less
+#: the two tables it counts but never uses (its GPT core's 1 x d token table and 256 x d position table)
+REFERENCE_COUNTS = {"gpt": 1808912, "ddl": 1812256, "mhc": 1866998, "jpmhc": 1885616, "edelta": 1816376}
+
+
+def test_reference_presets_have_the_reference_codes_parameter_counts() -> None:
+    for name, expected in REFERENCE_COUNTS.items():
+        config = preset_config(name, reference=True, d_in=16, positions=256)
+        assert count_parameters(EDeltaModel(config)) == expected, name
+    assert preset_config("jpmhc", reference=True).n_embd == 512
+    assert preset_config("jpmhc", reference=True).branch_width == 128
+
+
+def test_reference_init_draws_every_linear_and_keeps_only_the_gate() -> None:
+    config = preset_config("edelta", reference=True, d_in=8, n_embd=64, n_layers=2, positions=10)
+    model = EDeltaModel(config)
+    residual = model.blocks[0].res_attn
+    nets = residual.nets
+    gate = nets.linear_slice("gate")
+    assert torch.count_nonzero(nets.first.weight[gate]) == 0 and torch.all(nets.first.bias[gate] == 0.0)
+    others = torch.cat([nets.first.weight[: gate.start].flatten(), nets.second["u"].weight.flatten()]).detach()
+    assert 0.015 < float(others.std()) < 0.025  # N(0, 0.02), not PyTorch's default
+    assert not torch.allclose(residual.pre.weight, torch.eye(64))  # the maps are re-drawn too
+    assert model.pos is not None and 0.015 < float(model.pos.detach().std()) < 0.025
+    ours = EDeltaModel(preset_config("edelta", d_in=8, n_embd=64, n_layers=2))
+    assert torch.equal(ours.blocks[0].res_attn.pre.weight, torch.eye(64))
+
+
+def test_reference_models_have_no_branch_biases_and_pool_edelta_and_ddl_over_the_sequence() -> None:
+    x = torch.randn(2, 6, 5)
+    changed = x.clone()
+    changed[:, 5] += 2.0
+    for name in MODEL_NAMES:
+        config = preset_config(name, reference=True, d_in=5, n_embd=16, n_layers=1, positions=6)
+        model = EDeltaModel(config).eval()
+        block = model.blocks[0]
+        assert block.attn.qkv.bias is None and block.mlp.proj.bias is None and block.ln_1.bias is None
+        causal = torch.allclose(model(x)[:, :5], model(changed)[:, :5], atol=1e-6)
+        assert causal is (config.pooling == "token"), name
+        assert (config.pooling == "sequence") is (name in ("ddl", "edelta"))
+
+
+def test_position_table_breaks_permutation_equivariance_and_bounds_the_length() -> None:
+    model = EDeltaModel(EDeltaConfig(residual="plain", positions=4, **SMALL)).eval()
+    x = torch.randn(1, 1, 5).expand(1, 4, 5)  # the same vector at every position
+    y = model(x)
+    assert not torch.allclose(y[0, 0], y[0, 3])  # position 0 sees what position 3 sees, but has its own vector
+    with pytest.raises(InputError, match="position table"):
+        model(torch.randn(1, 5, 5))
+
+
+def test_entropy_gate_in_the_model_and_bad_new_fields() -> None:
+    model = EDeltaModel(EDeltaConfig(residual="hybrid", gate="entropy", **SMALL))
+    model(torch.randn(2, 3, 5))
+    assert model.gate() == pytest.approx(0.5)  # logit 0 at init: sigmoid(0 (1 + phi))
+    for fields, message in (
+        ({"gate": "thermo"}, "unknown gate"),
+        ({"init": "xavier"}, "unknown init"),
+        ({"positions": -1}, "positions"),
+    ):
+        with pytest.raises(InputError, match=message):
+            EDeltaConfig(**fields)  # type: ignore[arg-type]
+
+
+def test_reference_bare_operators() -> None:
+    x = torch.randn(5, 8)
+    hybrid = BareOperator("hybrid", d=8, hidden=4, reference=True)
+    assert hybrid.residual.unit  # type: ignore[union-attr]
+    before = hybrid(x)
+    with torch.no_grad():  # the lengths of u and v do not matter once normalised
+        hybrid.residual.nets.second["u"].weight.mul_(3.0)  # type: ignore[union-attr]
+        hybrid.residual.nets.second["u"].bias.mul_(3.0)  # type: ignore[union-attr]
+    assert torch.allclose(hybrid(x), before, atol=1e-5)
+    dense = BareOperator("jpmhc", d=8, hidden=4, reference=True)
+    raw = dense.residual.nets(x[:, None])["w"].view(5, 8, 8)  # type: ignore[union-attr]
+    w = raw - raw.transpose(-1, -2)
+    y = torch.eye(8) + 0.1 * w + 0.005 * w @ w  # two iterations from Y_0 = I
+    assert torch.allclose(dense(x), (y @ x[:, :, None])[..., 0], atol=1e-5)
+    assert count_parameters(dense) == (8 * 4 + 4) + (4 * 64 + 64)

@@ -12,15 +12,19 @@ from hypothesis import strategies as st
 
 from geoanalyze.errors import InputError
 from geoanalyze.models.residual import (
+    NARROW_BRANCH,
     RESIDUALS,
     Generators,
     cayley_apply,
+    cayley_factors,
     cayley_matrix,
     cayley_plane,
     delta_apply,
+    entropy_proxy,
     householder_apply,
     hybrid_apply,
     iterative_cayley_apply,
+    jpmhc_reference_cayley,
     make_residual,
     sinkhorn,
     skew_from_vector,
@@ -220,8 +224,9 @@ def test_iterative_cayley_converges_to_the_exact_transform() -> None:
 def test_every_residual_keeps_the_shape(kind: str) -> None:
     residual = make_residual(kind, 16, n_streams=4, hidden=8)
     x = torch.randn(2, 5, 16)
-    branch = torch.nn.Linear(16, 16)
-    assert residual(x, torch.nn.LayerNorm(16), branch).shape == x.shape
+    width = 4 if kind in NARROW_BRANCH else 16  # JPmHC's F runs on one stream
+    branch = torch.nn.Linear(width, width)
+    assert residual(x, torch.nn.LayerNorm(width), branch).shape == x.shape
     assert residual.operator(x).shape == x.shape
 
 
@@ -318,3 +323,127 @@ def test_sequence_pooling_mixes_positions_and_token_pooling_does_not() -> None:
 def test_bad_input_is_one_clear_error(call, message: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError, match=message):
         call()
+
+
+# --- the reference code's variants (protocol=reference) --------------------------------------------
+
+
+def test_unit_cayley_is_the_references_normalised_rotation() -> None:
+    """unit=True against the reference's bare operator: u, v normalised, v orthogonalised, dense solve."""
+    u, v = _vectors(11, 6, 8, dtype=torch.float64), _vectors(12, 6, 8, dtype=torch.float64)
+    beta = torch.rand(6, 1, generator=torch.Generator().manual_seed(13), dtype=torch.float64) * 5
+    un = torch.nn.functional.normalize(u, dim=-1)
+    vn = torch.nn.functional.normalize(v, dim=-1)
+    vn = torch.nn.functional.normalize(vn - (un * vn).sum(-1, keepdim=True) * un, dim=-1)
+    eye = torch.eye(8, dtype=torch.float64)
+    m = beta[:, :, None] / 2 * _skew(un, vn)
+    dense = torch.linalg.solve(eye + m, eye - m)
+    w, core = cayley_factors(u * 7.0, v * 0.1, beta, unit=True)  # the lengths of u and v do not matter
+    closed = eye - w @ core @ w.transpose(-1, -2)
+    assert torch.allclose(closed, dense, atol=1e-12)
+
+
+def test_entropy_proxy_on_hand_computed_gram_matrices() -> None:
+    # one token, n = 2 streams of c = 2: X = [[1, 0], [0, 2]] -> G = diag(1, 4), ||G||^2 = 17, tr = 5
+    x = torch.tensor([[[[1.0, 0.0], [0.0, 2.0]]]], dtype=torch.float64)  # (B=1, T=1, n=2, c=2)
+    assert float(entropy_proxy(x)) == pytest.approx(1 - 17 / 25, abs=1e-9)
+    # parallel streams (rank-1 G): phi = 0; n orthonormal streams: phi = 1 - 1/n
+    parallel = torch.tensor([[1.0, 2.0], [2.0, 4.0], [-1.0, -2.0]], dtype=torch.float64)[None, None]
+    assert float(entropy_proxy(parallel)) == pytest.approx(0.0, abs=1e-9)
+    assert float(entropy_proxy(torch.eye(4, dtype=torch.float64)[None, None])) == pytest.approx(0.75, abs=1e-9)
+    # streams (1, 1) and (1, 0): G = [[2, 1], [1, 1]], ||G||^2 = 7, tr = 3
+    x = torch.tensor([[[[1.0, 1.0], [1.0, 0.0]]]], dtype=torch.float64)  # G = [[2, 1], [1, 1]]: 7 / 9
+    assert float(entropy_proxy(x)) == pytest.approx(1 - 7 / 9, abs=1e-9)
+    # sequence pooling: the mean over positions of the per-token values
+    seq = torch.cat([torch.eye(4, dtype=torch.float64)[None, None], parallel.new_zeros(1, 1, 4, 4)], 1)
+    seq[0, 1, :, 0] = 1.0  # four parallel streams at position 1: phi = 0
+    assert entropy_proxy(seq, pool=True).shape == (1, 1, 1)
+    assert float(entropy_proxy(seq, pool=True)) == pytest.approx(0.375, abs=1e-9)
+
+
+def test_entropy_gate_scales_the_logit_by_one_plus_phi() -> None:
+    residual = make_residual("hybrid", 8, n_streams=4, hidden=4, gate="entropy")
+    nets = residual.nets
+    torch.nn.init.normal_(nets.first.weight[nets.linear_slice("gate")])
+    x = torch.randn(2, 3, 8)
+    residual.operator(x)
+    logit = nets(x)["gate"]
+    expected = torch.sigmoid(logit * (1 + entropy_proxy(x.view(2, 3, 4, 2))))
+    assert residual.gate is not None and torch.allclose(residual.gate, expected, atol=1e-6)
+
+
+def test_jpmhc_reference_cayley_is_the_truncated_series_and_converges_to_cayley() -> None:
+    raw = _vectors(21, 3, 5, 5, dtype=torch.float64)
+    w = raw - raw.transpose(-1, -2)
+    eye = torch.eye(5, dtype=torch.float64)
+    a = 0.1
+    # Y_0 = I + a W; two steps of Y <- I + a/2 W (I + Y): I + aW + a^2/2 W^2 + a^3/4 W^3
+    series = eye + a * w + a**2 / 2 * w @ w + a**3 / 4 * w @ w @ w
+    assert torch.allclose(jpmhc_reference_cayley(raw), series, atol=1e-12)
+    # from Y_0 = I: I + a W + a^2 / 2 W^2
+    assert torch.allclose(jpmhc_reference_cayley(raw, start="identity"), eye + a * w + a**2 / 2 * w @ w, atol=1e-12)
+    cayley = torch.linalg.solve(eye - a / 2 * w, eye + a / 2 * w)
+    assert torch.allclose(jpmhc_reference_cayley(raw, iterations=200), cayley, atol=1e-10)
+
+
+def test_ddl_reference_block_erases_along_k_in_full_width_then_adds_the_branch() -> None:
+    residual = make_residual("ddl-ref", 8, n_streams=4, hidden=4, pooling="sequence")
+    x = torch.randn(2, 3, 8)
+    branch = torch.nn.Linear(8, 8)
+    norm = torch.nn.LayerNorm(8)
+    out = residual.nets(x.mean(dim=1))  # the sequence mean (B, d)
+    k = torch.nn.functional.normalize(out["k"], dim=-1)  # (B, d): full width
+    beta = 2 * torch.sigmoid(out["beta"])  # (B, 1)
+    g = torch.stack([(torch.eye(8) - beta[b] * torch.outer(k[b], k[b])) @ x[b].T for b in range(2)]).transpose(1, 2)
+    assert torch.allclose(residual(x, norm, branch), g + branch(norm(g)), atol=1e-5)
+
+
+def test_mhc_reference_block_matches_its_equations() -> None:
+    n, c = 4, 3
+    residual = make_residual("mhc-ref", n * c, n_streams=n)
+    with torch.no_grad():
+        residual.alpha.copy_(torch.tensor([0.7, -0.4, 0.9]))
+        residual.b_pre.normal_()
+    x = torch.randn(2, 5, n * c)
+    branch = torch.nn.Linear(n * c, n * c)
+    norm = torch.nn.LayerNorm(n * c)
+    h = x / torch.sqrt(x.square().mean(-1, keepdim=True) + 1e-6) * residual.rms.weight
+    wp, wq, wr = residual.phi.weight.split([n, n, n * n])
+    pre = torch.sigmoid(0.7 * h @ wp.T + residual.b_pre)
+    post = 2 * torch.sigmoid(-0.4 * h @ wq.T + residual.b_post)
+    m = torch.exp(0.9 * (h @ wr.T).view(2, 5, n, n) + residual.b_res)
+    for _ in range(20):  # the reference's plain Sinkhorn
+        m = m / (m.sum(-1, keepdim=True) + 1e-8)
+        m = m / (m.sum(-2, keepdim=True) + 1e-8)
+    xs = x.view(2, 5, n, c)
+    read = torch.einsum("btn,btnc->btc", pre, xs).repeat(1, 1, n)  # the weighted sum, replicated n times
+    expected = m @ xs + post[..., None] * branch(norm(read)).view(2, 5, n, c)
+    assert torch.allclose(residual(x, norm, branch), expected.flatten(-2), atol=1e-5)
+    assert torch.allclose(residual.operator(x), (m @ xs).flatten(-2), atol=1e-5)
+
+
+def test_jpmhc_reference_block_is_parallel_routing_at_stream_width() -> None:
+    n, c = 4, 3
+    residual = make_residual("jpmhc-ref", n * c, n_streams=n)
+    torch.nn.init.normal_(residual.fused.weight)
+    x = torch.randn(2, 5, n * c)
+    branch = torch.nn.Linear(c, c)  # F at the width of one stream
+    norm = torch.nn.LayerNorm(c)
+    f = residual.fused(residual.norm_in(x)).view(2, 5, 3, n, n)
+    pre, post = torch.softmax(f[:, :, 0], -1), torch.softmax(f[:, :, 1], -2)
+    w = f[:, :, 2] - f[:, :, 2].transpose(-1, -2)
+    eye = torch.eye(n)
+    y = eye + 0.1 * w
+    for _ in range(2):
+        y = eye + 0.05 * w @ (eye + y)
+    xs = x.view(2, 5, n, c)
+    out = branch(norm((pre @ xs).mean(-2)))  # (B, T, c)
+    expected = y @ xs + post @ out[:, :, None, :].expand(2, 5, n, c)  # H_post (y (x) 1_n)
+    assert torch.allclose(residual(x, norm, branch), expected.flatten(-2), atol=1e-5)
+
+
+def test_reference_sinkhorn_equals_the_log_domain_one_at_moderate_logits() -> None:
+    from geoanalyze.models.residual import sinkhorn_reference
+
+    logits = 2.0 * torch.eye(4, dtype=torch.float64) + torch.rand(64, 4, 4, dtype=torch.float64) - 0.5
+    assert torch.allclose(sinkhorn_reference(logits, eps=0.0), sinkhorn(logits), atol=1e-12)
