@@ -69,6 +69,8 @@ class Shard:
     split: str | None = None
     hub_config: str | None = None
     data_files: tuple[str, ...] = ()
+    #: where a hub source was looked for before the hub (its error names them, with their hints)
+    tried: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
         """Changes whenever the shard's texts would (file sizes and modification times)."""
@@ -93,7 +95,14 @@ class Shard:
             yield from (text for text in _read_synthetic(self.location) if text.strip())
         elif self.kind == "hub":
             source = CorpusSource(
-                self.name, "hub", self.location, self.split, self.text_column, "", hub_config=self.hub_config
+                self.name,
+                "hub",
+                self.location,
+                self.split,
+                self.text_column,
+                "",
+                hub_config=self.hub_config,
+                tried=self.tried,
             )
             yield from iter_hub_texts(source, self.data_files)
         else:  # pragma: no cover - shards_of builds only the kinds above
@@ -127,6 +136,7 @@ def shards_of(source: CorpusSource) -> list[Shard]:
             source.text_column,
             split=source.split,
             hub_config=source.hub_config,
+            tried=source.tried,
         )
     ]
 
@@ -494,14 +504,18 @@ def make_executor(
 class CountProgress:
     """Shards done and tokens/s on stderr: a bar on a terminal, else a plain line now and then.
 
-    Plain lines are for logs (Slurm, CI): one per finished shard at most every ``every``
-    seconds, and a last one; jobs of a single shard stay silent there.
+    Plain lines are for logs (Slurm, CI): ``progress: ...`` at most every ``every`` seconds
+    (``GEOANALYZE_PROGRESS_SECONDS``, default 30, as every other command's), also inside a long
+    shard, and a last one when the job ends.
     """
 
-    def __init__(self, description: str, n_shards: int, enabled: bool = True, every: float = 5.0):
-        self.description, self.n_shards, self.every = description, n_shards, every
+    def __init__(self, description: str, n_shards: int, enabled: bool = True, every: float | None = None):
+        from ..report.progress import _interval
+
+        self.description, self.n_shards = description, n_shards
+        self.every = _interval() if every is None else every
         self.tty = enabled and sys.stderr.isatty()
-        self.plain = enabled and not self.tty and n_shards > 1
+        self.plain = enabled and not self.tty
         self.tokens = 0
         self.done = 0
         self.start = time.perf_counter()
@@ -531,6 +545,22 @@ class CountProgress:
         self.tokens += tokens
         if self._bar is not None:
             self._bar.update(self._task, rate=f"{_si(self.tokens)} tokens, {_si(self.rate())} tokens/s")
+        self._line(final=False)
+
+    def _line(self, final: bool) -> None:
+        now = time.perf_counter()
+        if not self.plain or (not final and now - self._last_line < self.every):
+            return
+        from ..report.progress import duration
+
+        self._last_line = now
+        share = f" ({100 * self.done // max(self.n_shards, 1)}%)"
+        print(
+            f"progress: {self.description}: {self.done}/{self.n_shards} shards{share}, {_si(self.tokens)} tokens, "
+            f"{_si(self.rate())} tokens/s, elapsed {duration(now - self.start)}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def shard_done(self, tokens: int, counted_here: bool) -> None:
         self.done += 1
@@ -538,15 +568,7 @@ class CountProgress:
             self.add_tokens(tokens)
         if self._bar is not None:
             self._bar.update(self._task, advance=1)
-        now = time.perf_counter()
-        if self.plain and (now - self._last_line >= self.every or self.done == self.n_shards):
-            self._last_line = now
-            print(
-                f"{self.description}: {self.done}/{self.n_shards} shards, {_si(self.tokens)} tokens, "
-                f"{_si(self.rate())} tokens/s",
-                file=sys.stderr,
-                flush=True,
-            )
+        self._line(final=self.done == self.n_shards)
 
     def close(self) -> None:
         if self._bar is not None:
@@ -834,7 +856,6 @@ def count_stream(
             if k not in submitted:
                 submitted.add(k)
                 skipped.add(k)
-
 
     def submit_ready() -> None:
         for index in range(len(shards)):

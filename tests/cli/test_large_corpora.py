@@ -157,7 +157,10 @@ def test_progress_lines_when_stderr_is_not_a_terminal(reviews: list[str], tmp_pa
     result = ok(run("marginals", "corpus", "--workers", "1", cwd=tmp_path))
     progress = [line for line in result.stderr.splitlines() if "shards" in line]
     assert progress, result.stderr
-    assert re.fullmatch(r"counting corpus: 3/3 shards, [\d.]+ k tokens, [\d.]+ k tokens/s", progress[-1])
+    assert re.fullmatch(
+        r"progress: counting corpus: 3/3 shards \(100%\), [\d.]+ k tokens, [\d.]+ [kM] tokens/s, elapsed \d+s",
+        progress[-1],
+    ), progress[-1]
 
 
 # --- Dask ---------------------------------------------------------------------------------
@@ -175,7 +178,9 @@ def test_a_local_dask_cluster_of_two_workers_gives_identical_counts(
         Client(cluster) as client,
     ):
         assert len(client.scheduler_info()["workers"]) == 2
-        on_cluster, _ = compute_counts(source, tokenizer=str(bert.resolved), cluster=cluster.scheduler_address, cache=False)
+        on_cluster, _ = compute_counts(
+            source, tokenizer=str(bert.resolved), cluster=cluster.scheduler_address, cache=False
+        )
     one_process, _ = compute_counts(source, tokenizer=str(bert.resolved), workers=1, cache=False)
     identical(on_cluster, one_process)
     identical(one_process, count_positions(reviews, bert))
@@ -225,13 +230,20 @@ def test_every_documented_command_runs(
             if words[0] == "dask":
                 assert DASK is not None
                 started.append(
-                    subprocess.Popen([DASK, *words[1:]], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    subprocess.Popen(
+                        [DASK, *words[1:]], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                    )
                 )
                 if words[1] == "scheduler":
                     _wait_for_port(port)
                 continue
             assert words[0] == "geoanalyze", command
-            if "/" in words[2] and not words[2].startswith("'") and not Path(tmp_path, words[2]).exists() and "*" not in words[2]:
+            if (
+                "/" in words[2]
+                and not words[2].startswith("'")
+                and not Path(tmp_path, words[2]).exists()
+                and "*" not in words[2]
+            ):
                 _run_hub_command(words[1:], tmp_path, reviews, monkeypatch)
                 continue
             ok(run(*words[1:], cwd=tmp_path))
