@@ -520,6 +520,7 @@ class CountProgress:
         self.done = 0
         self.start = time.perf_counter()
         self._last_line = self.start
+        self._printed = False
         self._bar: Any = None
         if self.tty:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -549,11 +550,12 @@ class CountProgress:
 
     def _line(self, final: bool) -> None:
         now = time.perf_counter()
-        if not self.plain or (not final and now - self._last_line < self.every):
-            return
+        if not self.plain or (now - self._last_line < self.every and not (final and self._printed)):
+            return  # a job shorter than the interval prints nothing; one that printed ends with a line
         from ..report.progress import duration
 
         self._last_line = now
+        self._printed = True
         share = f" ({100 * self.done // max(self.n_shards, 1)}%)"
         print(
             f"progress: {self.description}: {self.done}/{self.n_shards} shards{share}, {_si(self.tokens)} tokens, "

@@ -152,7 +152,10 @@ def test_mixed_tokenizers_are_refused_before_counting(reviews: list[str], tmp_pa
     assert "max_length" in line
 
 
-def test_progress_lines_when_stderr_is_not_a_terminal(reviews: list[str], tmp_path: Path) -> None:
+def test_progress_lines_when_stderr_is_not_a_terminal(
+    reviews: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GEOANALYZE_PROGRESS_SECONDS", "0")  # a line at every update (default: every 30 s)
     write_shards(tmp_path / "corpus", reviews[:120], 40)
     result = ok(run("marginals", "corpus", "--workers", "1", cwd=tmp_path))
     progress = [line for line in result.stderr.splitlines() if "shards" in line]
