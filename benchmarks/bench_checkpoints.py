@@ -167,7 +167,14 @@ def main() -> int:
             )
         print_table(
             rows,
-            ("model", "plain transformers", "ours, hidden only", "ours, hidden + q/k", "ratio hidden", "ratio capture"),
+            (
+                "model (wall / CPU)",
+                "plain transformers",
+                "ours, hidden only",
+                "ours, hidden + q/k",
+                "CPU ratio hidden",
+                "CPU ratio capture",
+            ),
         )
     print(f"{len(sample)} sentences, max length {MAX_LENGTH}, batch {BATCH}, best of 3 interleaved")
     return 0 if ok else 1
