@@ -434,25 +434,9 @@ def forward_pass(
 
 
 def hidden_centroids(
-    checkpoint: Checkpoint,
-    texts: Sequence[str],
-    max_length: int,
-    batch_size: int = 32,
-    progress: Callable[[int], None] | None = None,
-    trust_remote_code: bool = False,
-    device: str | None = None,
-    tokenizer_spec: str | None = None,
+    checkpoint: Checkpoint, texts: Sequence[str], max_length: int, **options: Any
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-layer position centroids of ``texts``: (L + 1, n, hidden) and the (n,) reach (no capture)."""
-    result = forward_pass(
-        checkpoint,
-        texts,
-        max_length,
-        batch_size=batch_size,
-        progress=progress,
-        trust_remote_code=trust_remote_code,
-        device=device,
-        tokenizer_spec=tokenizer_spec,
-        capture=False,
-    )
+    """Per-layer position centroids of ``texts``: (L + 1, n, hidden) and the (n,) reach; the options are
+    :func:`forward_pass`'s, without the query/key capture."""
+    result = forward_pass(checkpoint, texts, max_length, capture=False, **options)
     return result.centroids, result.reach
