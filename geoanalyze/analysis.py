@@ -174,7 +174,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
 
     vectors = {}
     if checkpoint is not None:
-        if checkpoint_has_position_vectors(checkpoint):
+        if checkpoint.mechanism.has_vectors:
             vectors[target] = checkpoint.position_vectors(positions)
     else:
         vectors[target] = encoding.vectors(positions, context)
@@ -332,11 +332,6 @@ def bootstrap_intervals(
         }
     intervals["samples"] = {"count": options.bootstrap - skipped, "skipped": skipped, "level": 0.95}
     return intervals
-
-
-def checkpoint_has_position_vectors(checkpoint: Any) -> bool:
-    """Whether the checkpoint's position row exists: a table, RoPE or ALiBi (not relative, not none)."""
-    return checkpoint.mechanism.kind in ("learned", "fixed", "rope", "alibi")
 
 
 def checkpoint_layers(

@@ -237,10 +237,10 @@ def _projection_hooks(model: Any, capture: _Capture, blocks: list[Any]) -> list[
     for index, block in enumerate(blocks):
         number = index + 1
         for name, module in block.named_modules():
-            last = name.rsplit(".", 1)[-1].lower()
-            parent = block.get_submodule(name.rsplit(".", 1)[0]) if "." in name else block
             if not isinstance(module, torch.nn.Linear):
                 continue
+            last = name.rsplit(".", 1)[-1].lower()
+            parent = block.get_submodule(name.rsplit(".", 1)[0]) if "." in name else block
             if last in _QUERY_NAMES:
                 handles.append(module.register_forward_hook(_store(capture, capture.queries, number)))
             elif last in _KEY_NAMES:

@@ -23,7 +23,6 @@ neither torch nor transformers.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -101,6 +100,11 @@ class Mechanism:
     @property
     def has_table(self) -> bool:
         return self.kind in ("learned", "fixed")
+
+    @property
+    def has_vectors(self) -> bool:
+        """Whether there is a position row: a table, RoPE or ALiBi (relative and none have none)."""
+        return self.kind in ("learned", "fixed", "rope", "alibi")
 
     @property
     def max_positions(self) -> int | None:
@@ -252,7 +256,7 @@ def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
     if rope_sets:
         mechanism.kind = "rope"
         mechanism.rope = rope_sets
-        mechanism.rope_main = _main_set(rope_sets, config)
+        mechanism.rope_main = _main_set(rope_sets)
         mechanism.rope_layers = _rope_layers(config, rope_sets, mechanism.rope_main, n_blocks, module_of_layer)
         if len(rope_sets) > 1:
             mechanism.notes.append(
@@ -407,7 +411,7 @@ def _rope_sets(model: Any, config: Any) -> dict[str, RopeSet]:
     return sets
 
 
-def _main_set(sets: dict[str, RopeSet], config: Any) -> str:
+def _main_set(sets: dict[str, RopeSet]) -> str:
     if "full_attention" in sets:
         return "full_attention"
     return next(iter(sets))
@@ -459,9 +463,7 @@ def _offset(module: Any) -> int:
 
 
 def check_rope_matches(rope: RopeSet, cos: np.ndarray, sin: np.ndarray) -> float:
-    """Largest gap between our vectors and a model's (cos, sin) tables of the first 2K columns (tests)."""
-    positions = np.arange(cos.shape[0])
-    ours = rope.vectors(positions)
+    """Largest gap between our vectors and a model's (cos, sin) tables of the first K columns (tests)."""
+    ours = rope.vectors(np.arange(cos.shape[0]))
     k = len(rope.inv_freq)
-    gap = max(np.abs(ours[:, 0::2] - cos[:, :k]).max(), np.abs(ours[:, 1::2] - sin[:, :k]).max())
-    return float(gap) if math.isfinite(float(gap)) else math.inf
+    return float(max(np.abs(ours[:, 0::2] - cos[:, :k]).max(), np.abs(ours[:, 1::2] - sin[:, :k]).max()))
