@@ -374,9 +374,18 @@ def mds(
         if output is not None:
             encoding.save(stage(output))
         if plot is not None:
-            from ..report.figures import mds_figure
+            from ..report.figures import known_distances, mds_figure
 
-            mds_figure(result, curve, geometry.positions, stage(plot), rank=encoding.rank, subtitle=", ".join(sources))
+            truth = known_distances(geometry)  # a synthetic corpus's exact distances, drawn beside the estimate
+            mds_figure(
+                result,
+                curve,
+                geometry.positions,
+                stage(plot),
+                rank=encoding.rank,
+                subtitle=", ".join(sources),
+                truth=truth,
+            )
         # Last, as it cannot be staged: the copy is itself built aside and renamed into place.
         if into_checkpoint is not None and checkpoint_output is not None:
             written = write_into_checkpoint(encoding, into_checkpoint, checkpoint_output)
