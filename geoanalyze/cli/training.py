@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -204,6 +206,7 @@ def verify(
     check_output_place(target, folder=True)
     if target.exists() and any(target.iterdir()) and not force:
         raise InputError(f"{target} already holds results; pass --force to replace them or choose another folder")
+    from ..report.progress import duration
     from ..report.render import provenance
 
     run = provenance(seed)
@@ -212,10 +215,20 @@ def verify(
     staging.mkdir(parents=True)
     try:
         results = []
-        for each in names:
+        began = time.perf_counter()
+        for index, each in enumerate(names, 1):
             folder = staging / each if name == "all" else staging
             folder.mkdir(exist_ok=True)
             results.append(_run_experiment(each, folder, preset, seed, device, sets, data_dir, run))
+            if name == "all":  # one line per experiment on stderr, so a log follows a long run
+                done = results[-1]
+                print(
+                    f"progress: verify all: {each} {'PASS' if done.passed else 'FAIL'} "
+                    f"({sum(c.passed for c in done.checks)}/{len(done.checks)} checks), {index}/{len(names)} done, "
+                    f"elapsed {duration(time.perf_counter() - began)}",
+                    file=sys.stderr,
+                    flush=True,
+                )
         if name == "all":
             _write_summary(results, staging, run)
         if target.exists():
@@ -283,7 +296,7 @@ def _print_experiments(format: str) -> None:
         )
         return
     title = f"experiments (presets: {', '.join(PRESET_NAMES)})"
-    print_table(grid_table(title, header, rows, text_columns=("paper", "claim")), format)
+    print_table(grid_table(title, header, rows, text_columns=("paper", "claim"), whole=("name",)), format)
 
 
 def _print_result(result: Any, target: Path, run: dict[str, Any], format: str) -> None:
@@ -303,7 +316,7 @@ def _print_result(result: Any, target: Path, run: dict[str, Any], format: str) -
     rows = [[*row[:-1], "PASS" if row[-1] else "FAIL"] for row in rows]
     verdict = "PASS" if result.passed else "FAIL"
     title = f"{result.name} ({result.preset}, {result.seconds:.0f} s): {verdict}; written to {target}/"
-    print_table(grid_table(title, header, rows, text_columns=("claim", "paper")), format)
+    print_table(grid_table(title, header, rows, text_columns=("claim", "paper"), whole=("check",)), format)
     if result.preset == "smoke":
         print(f"note: {PRESET_NOTES['smoke']}")
 
@@ -373,6 +386,8 @@ def _print_summary(results: list[Any], preset: str, target: Path, run: dict[str,
         return
     verdict = "PASS" if all(r.passed for r in results) else "FAIL"
     title = f"every experiment at preset {preset}: {verdict}; written to {target}/"
-    print_table(grid_table(title, *_summary_rows(results), text_columns=("failed checks",)), format)
+    print_table(
+        grid_table(title, *_summary_rows(results), text_columns=("failed checks",), whole=("experiment",)), format
+    )
     if preset == "smoke":
         print(f"note: {PRESET_NOTES['smoke']}")

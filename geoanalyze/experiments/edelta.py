@@ -1,4 +1,4 @@
-r"""EΔ-MHC-Geo (PAPERS.md §3): the operators' guarantees, and the five models on the synthetic benchmarks.
+r"""EΔ-MHC-Geo (arXiv 2605.06729; docs/edelta.md): the operators' guarantees, and the five models on the synthetic benchmarks.
 
 ``edelta`` (seconds): Q^T Q = I for beta from 1e-6 to 1e6, the closed form against
 torch.linalg.solve, det Q = +1 and |lambda + 1| = 2 / sqrt(1 + t^2) > 0 (no eigenvalue -1),
@@ -39,7 +39,7 @@ from .record import (
 
 PAPER_SEEDS = (42, 123, 456)
 
-#: the paper's table (PAPERS.md §3): task -> model -> reported mean
+#: the paper's table (arXiv 2605.06729, docs/edelta.md): task -> model -> reported mean
 PAPER_TABLE: dict[str, dict[str, str]] = {
     "gyroscope": {"gpt": "3.78e-3", "ddl": "3.36e-3", "mhc": "4.02e-3", "jpmhc": "3.08e-4", "edelta": "1.02e-3"},
     "stability": {"gpt": "16.4e-6", "ddl": "15.3e-6", "mhc": "8650e-6", "jpmhc": "8.19e-6", "edelta": "4.35e-6"},

@@ -1,4 +1,4 @@
-r"""The geometry paper's optimality claims (PAPERS.md §1) against the exact optimum, the MDS.
+r"""The geometry paper's optimality claims (arXiv 2604.05217; docs/results.md) against the exact optimum, the MDS.
 
 sinusoidal-optimality  "Sinusoidal encoding is an optimal approximation for corpora whose positional
                        statistics vary smoothly (approximately stationary)."

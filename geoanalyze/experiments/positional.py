@@ -1,4 +1,4 @@
-"""The positional-encoding paper's claims (PAPERS.md §1) as experiments with a verdict.
+"""The positional-encoding paper's claims (arXiv 2604.05217; docs/training.md) as experiments with a verdict.
 
 necessity      Theorem 1. A bidirectional model without PE is permutation-equivariant, measured
                at float32 round-off; trained on the order task (train/tasks.py: no equivariant
@@ -236,7 +236,7 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
     """Violation rates of a learned table after MLM on SST-2, against MDS of the same corpus and random.
 
     Two readings of the paper's unstated "violation rate": ours (Kendall discordance between E and
-    the Hellinger distances D, GEOMETRY.md) and the lag reading (monotonicity of E in |i - j|,
+    the Hellinger distances D, docs/definitions.md) and the lag reading (monotonicity of E in |i - j|,
     which needs no D), each with its own random null.
     """
     from ..geometry.mds import classical_mds
@@ -311,7 +311,7 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
         + markdown_table(header, rows)
         + f"\n\nThe paper reports {PAPER_MDS_VIOLATION} for its MDS encoding and {PAPER_BERT_VIOLATION} for "
         "pretrained BERT-base (random: 50%) without defining the rate. Two readings are measured. "
-        "**violation** (ours, GEOMETRY.md): the share of pairs of position-pairs ordered differently by "
+        "**violation** (ours, docs/definitions.md): the share of pairs of position-pairs ordered differently by "
         "the vectors' distances E and the Hellinger distances D. Our MDS encoding is the full-rank "
         "classical MDS of the very distances it is scored against; a Hellinger matrix is Euclidean, so "
         "that MDS orders every pair as D does (violation ~0): this reading cannot give the paper's 22%. "

@@ -82,6 +82,14 @@ def known_distances(geometry: PositionGeometry) -> np.ndarray | None:
     return truth
 
 
+def corpus_caption(geometry: PositionGeometry) -> str:
+    """'<corpus>, <tokenizer> tokens' from the counts' metadata: what a figure without a target names."""
+    metadata = geometry.metadata or {}
+    names = ", ".join(str(c.get("name") or c.get("location")) for c in metadata.get("corpus") or [])
+    tokenizer = (metadata.get("tokenizer") or {}).get("name")
+    return ", ".join(part for part in (names, f"{tokenizer} tokens" if tokenizer else "") if part)
+
+
 def _by_lag(matrix: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(lags, mean of the finite entries at each lag |p_i - p_j| > 0) of a distance matrix."""
     i, j = np.triu_indices(len(positions), k=1)
@@ -119,6 +127,7 @@ def distance_heatmap(
     """
     if isinstance(truth, str):
         truth = known_distances(geometry)
+    subtitle = subtitle or corpus_caption(geometry)
     plt = _pyplot()
     panels = 3 if truth is None else 4
     figure, axes = plt.subplots(1, panels, figsize=(16 if truth is None else 21, 4.6), layout="constrained")

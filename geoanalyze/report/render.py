@@ -63,13 +63,15 @@ def grid_table(
     rows: Iterable[Sequence[Any]],
     text_columns: Sequence[str] = (),
     compact: bool = False,
+    whole: Sequence[str] = (),
 ) -> Table:
     """A table with a header row.
 
     A column whose cells are all numbers never wraps: a number split over two lines (``0.0801``
     / ``2``) reads as two numbers; text columns fold to fit the terminal instead. Columns named in
     ``text_columns`` are left-aligned. ``compact``: no rules and no outer padding (2 characters a
-    column), for the wide score tables in 80 columns.
+    column), for the wide score tables in 80 columns. Columns named in ``whole`` (names: a check,
+    an experiment) never wrap either: the other text columns fold to make room.
     """
     rows = [list(row) for row in rows]
     table = (
@@ -80,14 +82,16 @@ def grid_table(
     for index, name in enumerate(header):
         cells = [row[index] for row in rows if index < len(row)]
         numeric = bool(cells) and all(_is_number(cell) for cell in cells)
+        keep = name in whole
+        widest = max((len(fmt(cell)) for cell in cells), default=0)
         left = index == 0 or name in text_columns or name in ("", "name")
         # A text column is never squeezed below its header (up to 12 characters) to make room.
         table.add_column(
             name,
             justify="left" if left else "right",
             overflow="fold",
-            no_wrap=numeric,
-            min_width=None if numeric else min(len(name), 12),
+            no_wrap=numeric or keep,
+            min_width=max(widest, len(name)) if keep else None if numeric else min(len(name), 12),
         )
     for row in rows:
         table.add_row(*(fmt(v) for v in row))

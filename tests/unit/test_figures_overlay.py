@@ -96,6 +96,7 @@ def test_a_corpus_without_known_marginals_draws_no_truth(tmp_path: Path) -> None
 def test_the_heatmap_overlays_the_true_distance_by_lag(drift, drift_truth, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     figure = distance_heatmap(drift, tmp_path / "h.png")
     assert (tmp_path / "h.png").stat().st_size > 1000
+    assert figure._suptitle.get_text() == "drift.txt, whitespace tokens"  # the figure names its corpus
     by_lag = next(axis for axis in figure.axes if axis.get_title() == "estimated vs true distance by lag")
     assert labels(by_lag) == ["naive (estimated)", "corrected (estimated)", TRUE_LABEL]
     assert by_lag.get_xlabel() == "lag |i - j|"

@@ -110,9 +110,10 @@ def test_verify_all_runs_every_experiment_into_its_own_folder(in_tmp: Path, monk
     monkeypatch.setattr(experiments, "EXPERIMENTS", quick)
     result = runner.invoke(app, ["verify", "all", "--preset", "smoke", "-o", "all", "-f", "json"])
     assert result.exit_code == 0, result.output
-    document = json.loads(result.output)
+    document = json.loads(result.stdout)
     assert document["preset"] == "smoke" and document["passed"] is True
     assert [e["experiment"] for e in document["experiments"]] == ["journey", "edelta"]
+    assert "progress: verify all: journey PASS (9/9 checks), 1/2 done" in result.stderr
     for name in quick:
         assert (in_tmp / "all" / name / f"{name}.json").is_file()
         assert (in_tmp / "all" / name / f"{name}.md").is_file()
