@@ -204,9 +204,11 @@ def mds_figure(
     if negative.any():
         axes[0].bar(index[negative], -shown[negative], color="tab:red", label="negative (non-Euclidean part)")
     if truth is not None:
-        exact = true_eigenvalues(truth)[: len(shown)]
-        keep = exact > tolerance
-        axes[0].plot(np.arange(1, len(exact) + 1)[keep], exact[keep], "k.--", linewidth=0.8, label=TRUE_LABEL)
+        true_values = true_eigenvalues(truth)[: len(shown)]
+        keep = true_values > tolerance
+        axes[0].plot(
+            np.arange(1, len(true_values) + 1)[keep], true_values[keep], "k.--", linewidth=0.8, label=TRUE_LABEL
+        )
     axes[0].set_yscale("log")
     axes[0].set_title(f"eigen-spectrum (effective rank {result.effective_rank_})")
     axes[0].set_xlabel("component")
