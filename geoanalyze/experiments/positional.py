@@ -148,7 +148,12 @@ def necessity(options: ExperimentOptions) -> ExperimentResult:
     ]
     figure = "necessity-accuracy.png"
     _curves_figure(
-        options.work_dir / figure, runs, "eval_accuracy", "held-out accuracy", chance=(0.5 - band, 0.5 + band)
+        options.work_dir / figure,
+        runs,
+        "eval_accuracy",
+        "held-out accuracy",
+        chance=(0.5 - band, 0.5 + band),
+        title=f"order task ({config.order_length} tokens), one run per positional encoding",
     )
     rows = [[kind, deviations[kind], final[kind], runs[kind][-1]["eval_loss"]] for kind in runs]
     sections = [
@@ -275,7 +280,12 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
                 ]
             )
     figure = "monotonicity-shepard.png"
-    shepard_diagram(tables["corrected"], geometry.matrix("corrected"), options.work_dir / figure)
+    shepard_diagram(
+        tables["corrected"],
+        geometry.matrix("corrected"),
+        options.work_dir / figure,
+        subtitle=f"{config.dataset} after {config.steps} MLM steps (corrected Hellinger)",
+    )
     learned = scores["learned (trained), corrected"]
     mds = scores["mds, corrected"]
     checks = [
@@ -440,7 +450,11 @@ def mds_training(options: ExperimentOptions) -> ExperimentResult:
     ]
     figure = "mds-training.png"
     _curves_figure(
-        options.work_dir / figure, {k: v["mlm_curve"] for k, v in results.items()}, "eval_loss", "MLM held-out loss"
+        options.work_dir / figure,
+        {k: v["mlm_curve"] for k, v in results.items()},
+        "eval_loss",
+        "MLM held-out loss",
+        title=f"MLM on {config.dataset}, {config.steps} steps per run",
     )
     rows = [
         [name, r["pe_parameters"], r["mlm_loss"], r["mlm_accuracy"], r["sst2_accuracy"]] for name, r in results.items()
@@ -627,6 +641,7 @@ def _curves_figure(
     key: str,
     label: str,
     chance: tuple[float, float] | None = None,
+    title: str = "",
 ) -> None:
     from ..report.figures import _pyplot, _save
 
@@ -638,6 +653,8 @@ def _curves_figure(
         axis.axhspan(*chance, color="grey", alpha=0.2, label="chance (3 sd)")
     axis.set_xlabel("step")
     axis.set_ylabel(label)
+    if title:
+        axis.set_title(title)
     axis.legend(fontsize=8)
     _save(figure, path)
 
