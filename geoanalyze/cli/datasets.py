@@ -11,7 +11,7 @@ import typer
 from ..corpus.sources import DATASETS, LOCAL_SUFFIXES, data_dir_from_env
 from ..corpus.synthetic import KINDS
 from ..errors import InputError
-from ..report.render import grid_table, print_json, stdout_console
+from ..report.render import grid_table, print_json, print_table
 from . import options as opt
 from .common import check_format, handles_errors
 
@@ -58,7 +58,7 @@ def list_datasets(data_dir: opt.DataDir = None, format: opt.Format = "table") ->
         return
     header = ["name", "hub id", "config", "splits", "local", "text column"]
     table = [(r["name"], r["hub_id"], r["config"], r["splits"], r["local_splits"], r["text_column"]) for r in rows]
-    stdout_console.print(grid_table(f"datasets (data dir: {directory or 'not set'})", header, table))
+    print_table(grid_table(f"datasets (data dir: {directory or 'not set'})", header, table), format)
 
 
 @app.command("synthesize")

@@ -77,4 +77,6 @@ Sample = Annotated[
 SampleSeed = Annotated[int, typer.Option("--sample-seed", help="Seed of --sample.")]
 MinCount = Annotated[int, typer.Option("--min-count", min=1, help="Leave out positions seen in fewer sequences (N_i).")]
 Metric = Annotated[str, typer.Option("--metric", help="hellinger or fisher-rao.")]
-Format = Annotated[str, typer.Option("--format", "-f", help="table or json.")]
+Format = Annotated[
+    str, typer.Option("--format", "-f", help="table, json or markdown (GitHub tables; all say the same).")
+]

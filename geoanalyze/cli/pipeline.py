@@ -10,7 +10,7 @@ import typer
 
 from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import InputError
-from ..report.render import fmt, grid_table, key_value_table, print_json, stdout_console
+from ..report.render import fmt, grid_table, key_value_table, print_json, print_table
 from . import options as opt
 from .common import (
     CorpusOptions,
@@ -134,7 +134,7 @@ def marginals(
     if format == "json":
         print_json(result)
         return
-    stdout_console.print(
+    print_table(
         key_value_table(
             "per-position token counts",
             [
@@ -156,11 +156,13 @@ def marginals(
                 ],
                 ("written to", result["output"]),
             ],
-        )
+        ),
+        format,
     )
     sample = _sample_positions(counts.n_positions)
-    stdout_console.print(
-        grid_table("N_i at some positions", ["position", "N_i"], [(i, int(totals[i])) for i in sample])
+    print_table(
+        grid_table("N_i at some positions", ["position", "N_i"], [(i, int(totals[i])) for i in sample]),
+        format,
     )
 
 
@@ -241,7 +243,7 @@ def distances(
         print_json(result)
         return
     summary = geometry.summary
-    stdout_console.print(
+    print_table(
         key_value_table(
             f"{metric} distances between positions",
             [
@@ -257,10 +259,11 @@ def distances(
                 ("written to", result["output"]),
                 ("heatmap", result["heatmap"]),
             ],
-        )
+        ),
+        format,
     )
     rows = [(int(geometry.positions[k]), int(geometry.totals[k]), float(geometry.noise_floor[k])) for k in sample]
-    stdout_console.print(grid_table("noise floor at some positions", ["position", "N_i", "floor"], rows))
+    print_table(grid_table("noise floor at some positions", ["position", "N_i", "floor"], rows), format)
 
 
 @handles_errors
@@ -371,9 +374,18 @@ def mds(
         if output is not None:
             encoding.save(stage(output))
         if plot is not None:
-            from ..report.figures import mds_figure
+            from ..report.figures import known_distances, mds_figure
 
-            mds_figure(result, curve, geometry.positions, stage(plot), rank=encoding.rank, subtitle=", ".join(sources))
+            truth = known_distances(geometry)  # a synthetic corpus's exact distances, drawn beside the estimate
+            mds_figure(
+                result,
+                curve,
+                geometry.positions,
+                stage(plot),
+                rank=encoding.rank,
+                subtitle=", ".join(sources),
+                truth=truth,
+            )
         # Last, as it cannot be staged: the copy is itself built aside and renamed into place.
         if into_checkpoint is not None and checkpoint_output is not None:
             written = write_into_checkpoint(encoding, into_checkpoint, checkpoint_output)
@@ -399,7 +411,7 @@ def mds(
     if format == "json":
         print_json(payload)
         return
-    stdout_console.print(
+    print_table(
         key_value_table(
             "classical MDS positional encoding",
             [
@@ -414,13 +426,15 @@ def mds(
                 ("written to", payload["output"]),
                 ("checkpoint", written["checkpoint"] if written else None),
             ],
-        )
+        ),
+        format,
     )
     top = result.eigenvalues_[:10]
-    stdout_console.print(
-        grid_table("top eigenvalues", ["component", "eigenvalue"], [(k + 1, float(v)) for k, v in enumerate(top)])
+    print_table(
+        grid_table("top eigenvalues", ["component", "eigenvalue"], [(k + 1, float(v)) for k, v in enumerate(top)]),
+        format,
     )
-    stdout_console.print(grid_table("stress against rank", ["rank", "stress"], [(r, s) for r, s in curve.items()]))
+    print_table(grid_table("stress against rank", ["rank", "stress"], [(r, s) for r, s in curve.items()]), format)
 
 
 def _rank_line(result: Any) -> str:

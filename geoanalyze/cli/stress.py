@@ -14,7 +14,7 @@ import typer
 
 from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import DataNotFoundError, GeoanalyzeError, InputError, ThresholdError, first_line
-from ..report.render import grid_table, print_json, stdout_console
+from ..report.render import grid_table, print_json, print_table, stdout_console
 from . import options as opt
 from .common import check_output_place, check_output_suffix, handles_errors
 
@@ -476,6 +476,7 @@ def list_encodings(format: opt.Format = "table") -> None:
         print_json(rows)
         return
     table = [(r["name"], r["summary"], ", ".join(f"{k}={v}" for k, v in r["parameters"].items()) or "-") for r in rows]
-    stdout_console.print(
-        grid_table("encodings (spec: NAME[:key=value,...] or NAME:<path>)", ["name", "what", "parameters"], table)
+    print_table(
+        grid_table("encodings (spec: NAME[:key=value,...] or NAME:<path>)", ["name", "what", "parameters"], table),
+        format,
     )

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from ..errors import InputError
-from ..report.render import grid_table, key_value_table, print_json, stdout_console
+from ..report.render import grid_table, key_value_table, print_json, print_table
 from . import options as opt
 from .common import check_format, check_output_place, handles_errors
 
@@ -114,7 +116,7 @@ def train(
         *((key, value) for key, value in metrics.items()),
         ("written", f"{output_dir}/metrics.jsonl, {output_dir}/checkpoint/, {curves}"),
     ]
-    stdout_console.print(key_value_table("training run", rows))
+    print_table(key_value_table("training run", rows), format)
 
 
 def _draw_training_curves(output_dir: Path, subtitle: str) -> Path:
@@ -135,17 +137,31 @@ def _print_keys(keys: list[str], defaults: dict[str, Any], format: str) -> None:
     if format == "json":
         print_json(values)
         return
-    stdout_console.print(grid_table("settings (--set KEY=VALUE)", ["key", "value of the preset"], values.items()))
+    print_table(grid_table("settings (--set KEY=VALUE)", ["key", "value of the preset"], values.items()), format)
 
 
 @handles_errors
 def verify(
-    name: Annotated[str, typer.Argument(help="Experiment name, or 'list' to list them.", show_default=False)],
-    preset: Preset = "ci",
+    name: Annotated[
+        str,
+        typer.Argument(help="Experiment name, 'all' to run every one, or 'list' to list them.", show_default=False),
+    ],
+    preset: Annotated[
+        str,
+        typer.Option(
+            "--preset",
+            "-p",
+            help="smoke (seconds on a CPU, looser thresholds: checks that it runs), ci (CPU, minutes) or "
+            "paper (GPU scale).",
+        ),
+    ] = "ci",
     output_dir: Annotated[
         Path | None,
         typer.Option(
-            "--output-dir", "-o", help="Folder for <name>.json, <name>.md, figures and runs (default verify-<name>)."
+            "--output-dir",
+            "-o",
+            help="Folder for <name>.json, <name>.md, figures and runs (default verify-<name>; "
+            "for all: one subfolder per experiment).",
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace --output-dir if it already holds results.")] = False,
@@ -153,38 +169,27 @@ def verify(
     data_dir: opt.DataDir = None,
     device: Annotated[str, typer.Option("--device", help="auto (cuda when present), cpu or cuda.")] = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Base seed of every run and draw.")] = 0,
-    format: Annotated[str, typer.Option("--format", "-f", help="table, json or markdown.")] = "table",
+    format: opt.Format = "table",
 ) -> None:
     """Run one of the papers' claims as an experiment; print the verdicts, exit 1 when one fails.
 
     Writes <name>.json (every number), <name>.md (summary) and PNG figures, with the training runs
-    under runs/. The output folder appears only when the experiment completes.
+    under runs/. The output folder appears only when the experiment completes. `verify all
+    --preset smoke` runs every experiment in seconds each (its thresholds are looser; it checks
+    that they run, not the claims).
     """
-    from ..experiments import EXPERIMENTS, ExperimentOptions, get_experiment, markdown, run_experiment, write_result
-    from ..experiments.record import check_rows
+    from ..experiments import EXPERIMENTS, PRESET_NAMES, get_experiment
 
-    if format not in ("table", "json", "markdown"):
-        raise InputError(f"unknown --format {format!r}; choose one of table, json, markdown")
+    check_format(format)
     if name == "list":
-        rows = [[e.name, e.paper, f"{e.minutes_ci:g}", e.summary] for e in EXPERIMENTS.values()]
-        header = ["name", "paper", "ci minutes", "claim"]
-        if format == "json":
-            print_json(
-                [
-                    {"name": r[0], "paper": r[1], "minutes_ci": EXPERIMENTS[r[0]].minutes_ci, "summary": r[3]}
-                    for r in rows
-                ]
-            )
-        elif format == "markdown":
-            from ..experiments.record import markdown_table
-
-            print(markdown_table(header, rows))
-        else:
-            stdout_console.print(grid_table("experiments", header, rows, text_columns=("paper", "claim")))
+        _print_experiments(format)
         return
-    presets = get_experiment(name).presets
+    names = list(EXPERIMENTS) if name == "all" else [get_experiment(name).name]
+    presets = PRESET_NAMES if name == "all" else get_experiment(name).presets
     if preset not in presets:
         raise InputError(f"unknown preset {preset!r}; choose one of {', '.join(presets)}")
+    if name == "all" and sets:
+        raise InputError("--set applies to one experiment's settings; run `geoanalyze verify NAME --set ...` instead")
     if device not in ("auto", "cpu", "cuda"):
         raise InputError(f"unknown --device {device!r}; choose auto, cpu or cuda")
     if device == "cuda" or (preset == "paper" and device == "auto"):
@@ -201,42 +206,188 @@ def verify(
     check_output_place(target, folder=True)
     if target.exists() and any(target.iterdir()) and not force:
         raise InputError(f"{target} already holds results; pass --force to replace them or choose another folder")
+    from ..report.progress import duration
+    from ..report.render import provenance
+
+    run = provenance(seed)
     staging = target.with_name(f".{target.name}.{os.getpid()}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
-        options = ExperimentOptions(
-            preset=preset,
-            work_dir=staging,
-            seed=seed,
-            device=device,
-            overrides=tuple(sets or ()),
-            data_dir=str(data_dir) if data_dir is not None else None,
-            progress=True,
-        )
-        result = run_experiment(name, options)
-        written = write_result(result, staging)
-        from ..io import write_text
-        from ..report.render import provenance, provenance_line
-
-        run = provenance(seed)
-        page = written["markdown"].read_text(encoding="utf-8")
-        write_text(written["markdown"], page + "\n" + provenance_line(run) + "\n")
+        results = []
+        began = time.perf_counter()
+        for index, each in enumerate(names, 1):
+            folder = staging / each if name == "all" else staging
+            folder.mkdir(exist_ok=True)
+            results.append(_run_experiment(each, folder, preset, seed, device, sets, data_dir, run))
+            if name == "all":  # one line per experiment on stderr, so a log follows a long run
+                done = results[-1]
+                print(
+                    f"progress: verify all: {each} {'PASS' if done.passed else 'FAIL'} "
+                    f"({sum(c.passed for c in done.checks)}/{len(done.checks)} checks), {index}/{len(names)} done, "
+                    f"elapsed {duration(time.perf_counter() - began)}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        if name == "all":
+            _write_summary(results, staging, run)
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    if name == "all":
+        _print_summary(results, preset, target, run, format)
+    else:
+        _print_result(results[0], target, run, format)
+    if not all(result.passed for result in results):
+        raise typer.Exit(1)
+
+
+def _run_experiment(
+    name: str,
+    folder: Path,
+    preset: str,
+    seed: int,
+    device: str,
+    sets: list[str] | None,
+    data_dir: Path | None,
+    run: dict[str, Any],
+) -> Any:
+    """Run one experiment into ``folder``: its record, its page (with the provenance line) and figures."""
+    from ..experiments import ExperimentOptions, run_experiment, write_result
+    from ..io import write_text
+    from ..report.render import provenance_line
+
+    options = ExperimentOptions(
+        preset=preset,
+        work_dir=folder,
+        seed=seed,
+        device=device,
+        overrides=tuple(sets or ()),
+        data_dir=str(data_dir) if data_dir is not None else None,
+        progress=True,
+    )
+    result = run_experiment(name, options)
+    written = write_result(result, folder)
+    page = written["markdown"].read_text(encoding="utf-8")
+    write_text(written["markdown"], page + "\n" + provenance_line(run) + "\n")
+    return result
+
+
+def _print_experiments(format: str) -> None:
+    """`verify list`: the experiments, their papers, CI minutes and claims."""
+    from ..experiments import EXPERIMENTS, PRESET_NAMES
+
+    header = ["name", "paper", "ci minutes", "claim"]
+    rows = [[e.name, e.paper, f"{e.minutes_ci:g}", e.summary] for e in EXPERIMENTS.values()]
+    if format == "json":
+        print_json(
+            [
+                {
+                    "name": e.name,
+                    "paper": e.paper,
+                    "minutes_ci": e.minutes_ci,
+                    "presets": list(e.presets),
+                    "summary": e.summary,
+                }
+                for e in EXPERIMENTS.values()
+            ]
+        )
+        return
+    title = f"experiments (presets: {', '.join(PRESET_NAMES)})"
+    print_table(grid_table(title, header, rows, text_columns=("paper", "claim"), whole=("name",)), format)
+
+
+def _print_result(result: Any, target: Path, run: dict[str, Any], format: str) -> None:
+    """One experiment's verdicts in ``format``; the smoke preset's note under the table."""
+    from ..experiments import markdown
+    from ..experiments.record import PRESET_NOTES, check_rows
+    from ..report.render import provenance_line
+
     if format == "json":
         print_json({**result.to_dict(), "run": run})
-    elif format == "markdown":
+        return
+    if format == "markdown":
         print(markdown(result), end="")
         print("\n" + provenance_line(run))
-    else:
-        header, rows = check_rows(result.checks)
-        rows = [[*row[:-1], "PASS" if row[-1] else "FAIL"] for row in rows]
-        verdict = "PASS" if result.passed else "FAIL"
-        title = f"{name} ({preset}, {result.seconds:.0f} s): {verdict}; written to {target}/"
-        stdout_console.print(grid_table(title, header, rows))
-    if not result.passed:
-        raise typer.Exit(1)
+        return
+    header, rows = check_rows(result.checks)
+    rows = [[*row[:-1], "PASS" if row[-1] else "FAIL"] for row in rows]
+    verdict = "PASS" if result.passed else "FAIL"
+    title = f"{result.name} ({result.preset}, {result.seconds:.0f} s): {verdict}; written to {target}/"
+    print_table(grid_table(title, header, rows, text_columns=("claim", "paper"), whole=("check",)), format)
+    if result.preset == "smoke":
+        print(f"note: {PRESET_NOTES['smoke']}")
+
+
+def _summary_rows(results: list[Any]) -> tuple[list[str], list[list[Any]]]:
+    header = ["experiment", "verdict", "checks passed", "seconds", "failed checks"]
+    rows = [
+        [
+            r.name,
+            "PASS" if r.passed else "FAIL",
+            f"{sum(c.passed for c in r.checks)}/{len(r.checks)}",
+            round(r.seconds, 1),
+            ", ".join(c.name for c in r.checks if not c.passed) or "-",
+        ]
+        for r in results
+    ]
+    return header, rows
+
+
+def _summary_markdown(results: list[Any], run: dict[str, Any]) -> str:
+    from ..experiments.record import PRESET_NOTES
+    from ..report.render import markdown_table, provenance_line
+
+    preset = results[0].preset if results else ""
+    passed = all(r.passed for r in results)
+    parts = [
+        f"## `verify all` at preset `{preset}`: {'PASS' if passed else 'FAIL'}",
+        f"> {PRESET_NOTES.get(preset, '')}.",
+        markdown_table(*_summary_rows(results)),
+        "Each experiment's page: `<experiment>/<experiment>.md` in the output folder.",
+        provenance_line(run),
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def _write_summary(results: list[Any], folder: Path, run: dict[str, Any]) -> None:
+    """summary.md and summary.json of `verify all` beside the experiments' folders."""
+    import json
+
+    from ..io import to_jsonable, write_text
+
+    write_text(folder / "summary.md", _summary_markdown(results, run))
+    document = {
+        "preset": results[0].preset if results else None,
+        "passed": all(r.passed for r in results),
+        "experiments": [r.to_dict() for r in results],
+        "run": run,
+    }
+    write_text(folder / "summary.json", json.dumps(to_jsonable(document), indent=2, allow_nan=False) + "\n")
+
+
+def _print_summary(results: list[Any], preset: str, target: Path, run: dict[str, Any], format: str) -> None:
+    from ..experiments.record import PRESET_NOTES
+
+    if format == "json":
+        print_json(
+            {
+                "preset": preset,
+                "passed": all(r.passed for r in results),
+                "experiments": [r.to_dict() for r in results],
+                "run": run,
+            }
+        )
+        return
+    if format == "markdown":
+        print(_summary_markdown(results, run), end="")
+        return
+    verdict = "PASS" if all(r.passed for r in results) else "FAIL"
+    title = f"every experiment at preset {preset}: {verdict}; written to {target}/"
+    print_table(
+        grid_table(title, *_summary_rows(results), text_columns=("failed checks",), whole=("experiment",)), format
+    )
+    if preset == "smoke":
+        print(f"note: {PRESET_NOTES['smoke']}")

@@ -31,7 +31,23 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .record import ExperimentOptions, ExperimentResult, Stopwatch, apply_overrides, check, fmt, markdown_table
+from .record import (
+    ExperimentOptions,
+    ExperimentResult,
+    Stopwatch,
+    apply_overrides,
+    check,
+    fmt,
+    markdown_table,
+    smoke_or,
+    training_preset,
+)
+
+#: the smoke preset's corpora: synthetic drift texts (no download), read as characters or BPE tokens
+SMOKE_CORPUS = "synthetic:drift,n=300,length=16,vocab=40,seed=0"
+SMOKE_EVAL_CORPUS = "synthetic:drift,n=100,length=16,vocab=40,seed=1"
+#: the smoke preset's LM: one layer of width 16
+SMOKE_LM = ["model.d_model=16", "model.n_heads=2", "model.n_layers=1", "model.d_ff=32", "model.dropout=0.0"]
 
 # --- length generalization ------------------------------------------------------------------------
 
@@ -46,6 +62,24 @@ MULTIPLIERS = (1, 2, 4, 8)
 PAPER_RATIOS = {"joformer-projected": 1.02, "joformer-fixed": 4.41, "rope": 6.29}
 
 LM_PRESETS: dict[str, list[str]] = {
+    "smoke": [
+        "task=lm",
+        f"dataset={SMOKE_CORPUS}",
+        "eval_split=none",
+        "tokenizer=char",
+        "model.arch=gpt",
+        "model.n_positions=8",
+        *SMOKE_LM,
+        "max_length=8",
+        "limit=none",
+        "steps=20",
+        "batch_size=16",
+        "lr=3e-3",
+        "warmup_steps=5",
+        "eval_every=20",
+        "eval_batches=2",
+        "device=cpu",
+    ],
     "ci": [
         "task=lm",
         "dataset=wikitext2",
@@ -94,7 +128,7 @@ LM_PRESETS: dict[str, list[str]] = {
     ],
 }
 #: blocks of the longest length scored per length (ci, paper): the same tokens at every length
-EVAL_BLOCKS = {"ci": 24, "paper": 16}
+EVAL_BLOCKS = {"smoke": 4, "ci": 24, "paper": 16}
 
 
 def block_perplexity(
@@ -139,7 +173,7 @@ def length_generalization(options: ExperimentOptions) -> ExperimentResult:
     watch = Stopwatch()
     preset = options.preset
     base = [*LM_PRESETS[preset], f"seed={options.seed}"]
-    if options.device != "auto" or preset == "ci":
+    if options.device != "auto" or preset in ("smoke", "ci"):
         base.append(f"device={'cpu' if options.device == 'auto' else options.device}")
     if options.data_dir is not None:
         base.append(f"data_dir={options.data_dir}")
@@ -148,7 +182,7 @@ def length_generalization(options: ExperimentOptions) -> ExperimentResult:
     runs: dict[str, Any] = {}
     held_out: np.ndarray | None = None
     for name, settings in LM_VARIANTS.items():
-        config = resolve_config(preset, [*base, *settings, *options.overrides])
+        config = resolve_config(training_preset(preset), [*base, *settings, *options.overrides])
         out = Path(options.work_dir) / f"lm-{name}"
         metrics = train(config, out, progress=options.progress)
         if held_out is None:  # the same stream the runs held out (the tokenization is deterministic)
@@ -170,6 +204,9 @@ def length_generalization(options: ExperimentOptions) -> ExperimentResult:
     longest = f"{MULTIPLIERS[-1]}L"
     finite = all(math.isfinite(p) for values in perplexities.values() for p in values)
     worst = max(max(r) for r in ratios.values())
+    # smoke: 20 steps of a width-16 model; the comparisons are read with a margin of 0.25 in the ratio
+    margin = smoke_or(preset, 0.25, 0.0)
+    than = f"< RoPE's + {margin:g}" if margin else "< RoPE's"
     checks = [
         check(
             "finite",
@@ -180,17 +217,17 @@ def length_generalization(options: ExperimentOptions) -> ExperimentResult:
         ),
         check(
             "projected-vs-rope",
-            f"JoFormer-projected's ppl ratio at {longest} < RoPE's",
+            f"JoFormer-projected's ppl ratio at {longest} {than}",
             ratios["joformer-projected"][-1],
-            ratios["joformer-projected"][-1] < ratios["rope"][-1],
+            ratios["joformer-projected"][-1] < ratios["rope"][-1] + margin,
             paper="1.02x vs 6.29x (512 -> 4096)",
             detail=f"RoPE {ratios['rope'][-1]:.3f}x",
         ),
         check(
             "fixed-vs-rope",
-            f"JoFormer-fixed's ppl ratio at {longest} < RoPE's",
+            f"JoFormer-fixed's ppl ratio at {longest} {than}",
             ratios["joformer-fixed"][-1],
-            ratios["joformer-fixed"][-1] < ratios["rope"][-1],
+            ratios["joformer-fixed"][-1] < ratios["rope"][-1] + margin,
             paper="4.41x vs 6.29x (512 -> 4096)",
             detail=f"RoPE {ratios['rope'][-1]:.3f}x",
         ),
@@ -239,6 +276,15 @@ def _ratio_figure(ratios: dict[str, list[float]], L: int, path: Path) -> None:
 
 VISION_ROTATIONS = ("none", "rope2d", "rope2d-learned", "joformer-fixed", "joformer-learned", "dense")
 VISION_PRESETS: dict[str, dict[str, Any]] = {
+    "smoke": {
+        "dataset": "digits",
+        "seeds": 1,
+        "steps": 20,
+        "batch_size": 16,
+        "lr": 1e-2,
+        "weight_decay": 0.05,
+        "model": {"image_size": 8, "patch": 2, "channels": 1, "d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32},
+    },
     "ci": {
         "dataset": "digits",
         "seeds": 2,
@@ -360,7 +406,7 @@ def vision_2d(options: ExperimentOptions) -> ExperimentResult:
         data = load_digits_split(options.seed)
     else:
         data = load_cifar100(options.data_dir)
-    device = "cpu" if options.preset == "ci" and options.device == "auto" else options.device
+    device = "cpu" if options.preset in ("smoke", "ci") and options.device == "auto" else options.device
     seeds = [options.seed + s for s in range(settings["seeds"])]
     accuracy: dict[str, list[float]] = {}
     for rotation in VISION_ROTATIONS:
@@ -381,6 +427,10 @@ def vision_2d(options: ExperimentOptions) -> ExperimentResult:
     }
     synergy = gains["both"] - gains["learned frequencies alone"] - gains["value rotation alone"]
     floor = DIGITS_FLOOR if settings["dataset"] == "digits" else 0.0
+    # smoke: 20 steps leave every ViT near chance (0.1): the checks ask only that nothing broke
+    floor = smoke_or(options.preset, 0.08, floor)
+    blind_margin = smoke_or(options.preset, 0.02, 0.0)
+    synergy_floor = smoke_or(options.preset, -5.0, 0.0)
     checks = [
         check(
             "learns",
@@ -392,9 +442,10 @@ def vision_2d(options: ExperimentOptions) -> ExperimentResult:
         ),
         check(
             "positions-matter",
-            "the position-blind ViT (no rotation, mean pooling) is below every rotated one",
+            "the position-blind ViT (no rotation, mean pooling) is below every rotated one"
+            + (f" (smoke: or within {blind_margin:g} of the lowest)" if blind_margin else ""),
             blind,
-            blind < min(mean[name] for name in VISION_ROTATIONS if name != "none"),
+            blind < min(mean[name] for name in VISION_ROTATIONS if name != "none") + blind_margin,
         ),
         check(
             "v-rotation-vs-2d-rope",
@@ -407,9 +458,9 @@ def vision_2d(options: ExperimentOptions) -> ExperimentResult:
         check(
             "synergy",
             "gain of both (learned axial frequencies + value rotation) over 2D-RoPE minus the sum of the gains "
-            "of each alone, points, > 0",
+            f"of each alone, points, > {synergy_floor:g}",
             synergy,
-            synergy > 0,
+            synergy > synergy_floor,
             paper="synergy of V rotation and learnable frequencies",
             detail=", ".join(f"{name} {value:+.2f}" for name, value in gains.items())
             + f"; largest seed std {noise:.2f} points",
@@ -491,6 +542,7 @@ _REFERENCE_CI = {
     "eval_blocks": 400,
 }
 REFERENCE_RECIPE: dict[str, dict[str, Any]] = {
+    "smoke": {**_REFERENCE_CI, "steps": 5, "block": 8, "n_embed": 16, "n_layers": 1, "eval_blocks": 8},
     "ci": _REFERENCE_CI,
     "paper": {**_REFERENCE_CI, "steps": 10000, "eval_blocks": 2000},
 }
@@ -569,10 +621,17 @@ def value_path_deviations(seed: int = 0, length: int = 12, head_dim: int = 8) ->
 
 
 def char_streams(options: ExperimentOptions) -> tuple[np.ndarray, np.ndarray, int]:
-    """WikiText-2 validation as characters (the scripts' own tokenizer: sorted unique characters), 90 / 10."""
+    """WikiText-2 validation as characters (the scripts' own tokenizer: sorted unique characters), 90 / 10.
+
+    The smoke preset reads the synthetic SMOKE_CORPUS instead.
+    """
     from ..corpus.sources import resolve_source
 
-    text = "\n".join(resolve_source("wikitext2", split="validation", data_dir=options.data_dir).read())
+    if options.preset == "smoke":
+        source = resolve_source(SMOKE_CORPUS)
+    else:
+        source = resolve_source("wikitext2", split="validation", data_dir=options.data_dir)
+    text = "\n".join(source.read())
     chars = sorted(set(text))
     lookup = np.zeros(max(map(ord, chars)) + 1, dtype=np.int64)
     lookup[[ord(c) for c in chars]] = np.arange(len(chars))
@@ -615,7 +674,7 @@ def joformer_reference(options: ExperimentOptions) -> ExperimentResult:
     recipe = apply_overrides(REFERENCE_RECIPE[options.preset], options.overrides, "joformer-reference")
     deviations = value_path_deviations(options.seed)
     train_stream, held_out, vocab = char_streams(options)
-    device = select_device("cpu" if options.preset == "ci" and options.device == "auto" else options.device)
+    device = select_device("cpu" if options.preset in ("smoke", "ci") and options.device == "auto" else options.device)
     n_tokens = min(len(held_out) - 1, recipe["eval_blocks"] * recipe["block"]) // recipe["block"] * recipe["block"]
     results: dict[str, dict[str, Any]] = {}
     builders: dict[str, Any] = {}
@@ -672,6 +731,7 @@ def joformer_reference(options: ExperimentOptions) -> ExperimentResult:
         check("finite", "every model's held-out perplexity is finite", float(finite), finite),
     ]
     # the paper's LM claim (content-driven journeys below RoFormer), once per design
+    below = smoke_or(options.preset, 1.1, 1.0)  # smoke: 5 steps, the ratio read with a 10% margin
     for name, better, worse in (
         ("per-token beats RoFormer (reference)", "reference per-token (softplus)", "reference RoFormer (softplus)"),
         ("projected beats RoPE (ours)", "ours projected", "ours RoPE"),
@@ -679,15 +739,16 @@ def joformer_reference(options: ExperimentOptions) -> ExperimentResult:
         checks.append(
             check(
                 name,
-                f"held-out perplexity of {better} / {worse} < 1 (same recipe)",
+                f"held-out perplexity of {better} / {worse} < {below:g} (same recipe)",
                 ppl[better] / ppl[worse],
-                ppl[better] < ppl[worse],
+                ppl[better] < below * ppl[worse],
                 paper="projected below RoFormer (Wikipedia LM)",
             )
         )
     rows = [[name, r["parameters"], r["final_train_loss"], r["held_out_perplexity"]] for name, r in results.items()]
     section = (
-        f"### The published variants beside ours (WikiText-2 validation characters, {vocab} symbols, 90/10 split; "
+        f"### The published variants beside ours "
+        f"({smoke_or(options.preset, 'synthetic drift', 'WikiText-2 validation')} characters, {vocab} symbols, 90/10 split; "
         f"block {recipe['block']}, width {recipe['n_embed']}, {recipe['n_layers']} layers, one head, "
         f"dropout {recipe['dropout']}, AdamW lr {recipe['lr']}, {recipe['steps']} steps of {recipe['batch_size']})\n\n"
         + markdown_table(["model", "parameters", "final train loss", "held-out perplexity"], rows)
@@ -718,10 +779,22 @@ VOCAB_MODELS: dict[str, list[str]] = {
     "joformer-projected": ["model.pe=none", "model.attention=joformer-projected"],
 }
 VOCAB_SETTINGS: dict[str, dict[str, Any]] = {
+    "smoke": {"vocabs": "300,400", "tokenizer_texts": 200, "train_texts": 200, "eval_blocks": 4},
     "ci": {"vocabs": "8000,16000,32000", "tokenizer_texts": 4000, "train_texts": 4000, "eval_blocks": 160},
     "paper": {"vocabs": "8000,16000,32000", "tokenizer_texts": 25000, "train_texts": 25000, "eval_blocks": 1000},
 }
 VOCAB_TRAINING: dict[str, list[str]] = {
+    "smoke": [
+        "model.n_positions=64",
+        *SMOKE_LM,
+        "steps=5",
+        "batch_size=4",
+        "lr=3e-3",
+        "warmup_steps=1",
+        "eval_every=5",
+        "eval_batches=1",
+        "device=cpu",
+    ],
     "ci": [
         "model.n_positions=64",
         "model.d_model=64",
@@ -793,13 +866,18 @@ def lm_vocab(options: ExperimentOptions) -> ExperimentResult:
         vocabs = [int(v) for v in str(settings["vocabs"]).split(",") if v.strip()]
     except ValueError:
         raise InputError(f"lm-vocab: vocabs must be comma-separated integers, got {settings['vocabs']!r}") from None
-    imdb = resolve_source("imdb", split="train", data_dir=options.data_dir)
-    wiki = resolve_source("wikitext2", split="validation", data_dir=options.data_dir)
+    smoke = options.preset == "smoke"  # synthetic texts stand in for IMDB and WikiText-2
+    imdb = resolve_source(SMOKE_CORPUS) if smoke else resolve_source("imdb", split="train", data_dir=options.data_dir)
+    wiki = (
+        resolve_source(SMOKE_EVAL_CORPUS)
+        if smoke
+        else resolve_source("wikitext2", split="validation", data_dir=options.data_dir)
+    )
     tokenizer_texts = imdb.read(settings["tokenizer_texts"])
     wiki_text = "\n".join(wiki.read())
     base = [
         "task=lm",
-        "dataset=imdb",
+        f"dataset={SMOKE_CORPUS}" if smoke else "dataset=imdb",
         "split=train",
         "eval_split=none",
         "model.arch=gpt",
@@ -822,19 +900,24 @@ def lm_vocab(options: ExperimentOptions) -> ExperimentResult:
         n_tokens = min(settings["eval_blocks"] * 64, (len(stream) - 1) // 64 * 64)
         perplexity[size] = {}
         for name, model_settings in VOCAB_MODELS.items():
-            config = resolve_config(options.preset, [*base, f"tokenizer={folder}", *model_settings, *training])
+            config = resolve_config(
+                training_preset(options.preset), [*base, f"tokenizer={folder}", *model_settings, *training]
+            )
             out = Path(options.work_dir) / f"lm-{size}-{name}"
             train(config, out, progress=options.progress)
             device = select_device(config.device)
             model = Transformer.load(out / "checkpoint", device=device)
             perplexity[size][name] = block_perplexity(model, stream, 64, n_tokens, device)
-    wins = [perplexity[s]["joformer-projected"] < perplexity[s]["roformer"] for s in vocabs]
+    below = smoke_or(options.preset, 1.1, 1.0)  # smoke: 5 steps, the comparison read with a 10% margin
+    wins = [perplexity[s]["joformer-projected"] < below * perplexity[s]["roformer"] for s in vocabs]
     finite = all(math.isfinite(p) for row in perplexity.values() for p in row.values())
     checks = [
         check("finite", "every WikiText-2 perplexity is finite", float(finite), finite),
         check(
             "projected below RoFormer",
-            "JoFormer-projected's WikiText-2 validation perplexity < RoFormer's at every vocabulary size",
+            "JoFormer-projected's WikiText-2 validation perplexity < "
+            + (f"{below:g} x " if below != 1.0 else "")
+            + "RoFormer's at every vocabulary size",
             float(sum(wins)) / len(wins),
             all(wins),
             paper="4.32 vs 4.67 (8k), 26.30 vs 27.30 (16k), 69.12 vs 69.76 (32k)",
@@ -855,7 +938,11 @@ def lm_vocab(options: ExperimentOptions) -> ExperimentResult:
             ]
         )
     section = (
-        "### WikiText-2 validation perplexity (block 64), trained on IMDB train\n\n"
+        (
+            "### Perplexity on synthetic drift (seed 1) (block 64), trained on synthetic drift (seed 0) (smoke)\n\n"
+            if smoke
+            else "### WikiText-2 validation perplexity (block 64), trained on IMDB train\n\n"
+        )
         + markdown_table(
             ["BPE vocabulary", "tokens", "projected", "learned", "RoFormer", "paper (projected vs RoFormer)"], rows
         )

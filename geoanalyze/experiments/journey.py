@@ -41,7 +41,7 @@ def journey_checks(options: ExperimentOptions) -> ExperimentResult:
 
     watch = Stopwatch()
     rng = np.random.default_rng(options.seed)
-    trials = 20 if options.preset == "ci" else 200
+    trials = {"smoke": 5, "ci": 20}.get(options.preset, 200)
     d = 16
     checks = []
     data: dict[str, Any] = {}

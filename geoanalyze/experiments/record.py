@@ -22,7 +22,30 @@ from typing import Any
 
 from ..io import to_jsonable, write_text
 
-PRESET_NAMES = ("ci", "paper")
+PRESET_NAMES = ("smoke", "ci", "paper")
+
+#: what each preset is for, said on every page and in every record of a run at that preset
+PRESET_NOTES = {
+    "smoke": (
+        "smoke preset: every code path at toy size in seconds on a CPU, with looser thresholds than ci's; "
+        "its verdicts check that the experiment runs, not the paper's claim (run --preset ci for that)"
+    ),
+    "ci": "ci preset: CPU scale, minutes; the claims at reduced size",
+    "paper": "paper preset: the papers' scale, sized for a GPU",
+}
+
+
+def training_preset(preset: str) -> str:
+    """The training preset (:data:`geoanalyze.train.config.PRESETS`) an experiment preset starts from.
+
+    smoke starts from ci's model and shrinks it with the experiment's own smoke settings.
+    """
+    return "ci" if preset == "smoke" else preset
+
+
+def smoke_or(preset: str, smoke: Any, other: Any) -> Any:
+    """``smoke`` at the smoke preset, ``other`` at ci and paper: a threshold that the smoke preset loosens."""
+    return smoke if preset == "smoke" else other
 
 
 @dataclass(frozen=True)
@@ -69,7 +92,7 @@ class ExperimentOptions:
 
     Attributes
     ----------
-    preset : "ci" (CPU, minutes) or "paper" (GPU scale).
+    preset : "smoke" (seconds, looser thresholds), "ci" (CPU, minutes) or "paper" (GPU scale).
     work_dir : an existing, empty folder for training runs and figures (staged by the caller).
     seed : base seed; every run and draw derives from it.
     device : "auto", "cpu" or "cuda" (training runs).
@@ -124,6 +147,7 @@ class ExperimentResult:
                 "experiment": self.name,
                 "title": self.title,
                 "preset": self.preset,
+                "preset_note": PRESET_NOTES.get(self.preset, ""),
                 "passed": self.passed,
                 "checks": [c.to_dict() for c in self.checks],
                 "data": self.data,
@@ -214,7 +238,8 @@ def markdown(result: ExperimentResult) -> str:
     verdict = "PASS" if result.passed else "FAIL"
     parts = [
         f"## `{result.name}`: {result.title}",
-        f"Preset `{result.preset}`, {result.seconds:.0f} s. Verdict: **{verdict}**.",
+        f"Preset `{result.preset}`, {result.seconds:.0f} s. Verdict: **{verdict}**."
+        + (f"\n\n> {PRESET_NOTES['smoke']}." if result.preset == "smoke" else ""),
         markdown_table(*check_rows(result.checks)),
         *result.sections,
     ]

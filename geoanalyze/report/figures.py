@@ -2,6 +2,11 @@
 
 Each function saves its PNG and returns the matplotlib Figure (closed), so a caller or a test
 can read its axes, labels and lines.
+
+When the corpus is synthetic (a ``synthetic:...`` spec, or a file with its true marginals beside
+it, ``<name>.marginals.npy`` as in sample_corpora/), :func:`known_distances` gives the exact
+distances between the counted positions, and the distance, MDS and Shepard figures draw them
+beside the estimates, labelled :data:`TRUE_LABEL`.
 """
 
 from __future__ import annotations
@@ -17,6 +22,82 @@ from . import style
 if TYPE_CHECKING:
     from ..geometry.distances import PositionGeometry
     from ..geometry.mds import MDSResult
+
+
+#: the legend label of every curve or point set drawn from a synthetic corpus's true marginals
+TRUE_LABEL = "true (synthetic)"
+
+
+def true_marginals(corpus: dict[str, Any]) -> np.ndarray | None:
+    """The true per-position marginals (n, V) of one counted corpus, or None when they are not known.
+
+    ``corpus``: an entry of the counts' ``metadata["corpus"]`` (kind, location). A synthetic spec
+    is regenerated (same seed, same marginals); a file ``<name>.<ext>`` has them when
+    ``<name>.marginals.npy`` lies beside it (``geoanalyze datasets synthesize`` writes both).
+    """
+    from pathlib import Path
+
+    location = str(corpus.get("location") or "")
+    if corpus.get("kind") == "synthetic":
+        from ..corpus.sources import parse_synthetic_spec
+        from ..corpus.synthetic import synthetic_corpus
+
+        kind, options = parse_synthetic_spec(location)
+        return synthetic_corpus(kind, **options).marginals  # type: ignore[arg-type]
+    if corpus.get("kind") != "file" or not location:
+        return None
+    path = Path(location)
+    sibling = path.with_name(path.name.split(".", 1)[0] + ".marginals.npy")
+    if not sibling.is_file():
+        return None
+    marginals = np.load(sibling, allow_pickle=False)
+    return marginals if marginals.ndim == 2 else None
+
+
+def known_distances(geometry: PositionGeometry) -> np.ndarray | None:
+    """The exact distances between ``geometry.positions`` from the corpus's true marginals, or None.
+
+    None unless the counts come from one corpus whose marginals are known (:func:`true_marginals`).
+    Counted position p is marginal row p, or p - 1 when the tokenizer put a [CLS] first (special
+    tokens added, and position 0 one constant token, or left out with --exclude-special); pairs
+    with a position outside the marginals (the [CLS], a [SEP]) are NaN.
+    """
+    from ..geometry.distances import fisher_rao_distances, hellinger_distances
+
+    metadata = geometry.metadata or {}
+    corpora = metadata.get("corpus") or []
+    if len(corpora) != 1:
+        return None
+    marginals = true_marginals(corpora[0])
+    if marginals is None:
+        return None
+    exact = fisher_rao_distances(marginals) if geometry.metric == "fisher-rao" else hellinger_distances(marginals)
+    positions = np.asarray(geometry.positions)
+    constant_first = positions.size > 0 and positions[0] == 0 and float(geometry.noise_floor[0]) <= 1e-6
+    shift = int(bool(metadata.get("add_special_tokens")) and (bool(metadata.get("exclude_special")) or constant_first))
+    rows = positions - shift
+    valid = (rows >= 0) & (rows < len(exact))
+    truth = np.full((len(rows), len(rows)), np.nan)
+    truth[np.ix_(valid, valid)] = exact[np.ix_(rows[valid], rows[valid])]
+    return truth
+
+
+def corpus_caption(geometry: PositionGeometry) -> str:
+    """'<corpus>, <tokenizer> tokens' from the counts' metadata: what a figure without a target names."""
+    metadata = geometry.metadata or {}
+    names = ", ".join(str(c.get("name") or c.get("location")) for c in metadata.get("corpus") or [])
+    tokenizer = (metadata.get("tokenizer") or {}).get("name")
+    return ", ".join(part for part in (names, f"{tokenizer} tokens" if tokenizer else "") if part)
+
+
+def _by_lag(matrix: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lags, mean of the finite entries at each lag |p_i - p_j| > 0) of a distance matrix."""
+    i, j = np.triu_indices(len(positions), k=1)
+    lag = np.abs(np.asarray(positions)[i] - np.asarray(positions)[j])
+    values = matrix[i, j]
+    finite = np.isfinite(values)
+    lags = np.unique(lag[finite])
+    return lags, np.array([values[finite & (lag == k)].mean() for k in lags])
 
 
 def _pyplot() -> Any:
@@ -35,10 +116,21 @@ def _save(figure: Any, path: str | os.PathLike[str]) -> None:
     _pyplot().close(figure)
 
 
-def distance_heatmap(geometry: PositionGeometry, path: str | os.PathLike[str], subtitle: str = "") -> Any:
-    """Naive and corrected distance heatmaps side by side, and the noise floor per position."""
+def distance_heatmap(
+    geometry: PositionGeometry, path: str | os.PathLike[str], subtitle: str = "", truth: Any = "known"
+) -> Any:
+    """Naive and corrected distance heatmaps side by side, and the noise floor per position.
+
+    ``truth``: the exact distances (n x n, NaN where unknown), "known" to look them up
+    (:func:`known_distances`), or None. When there are some, the signal panel draws the true
+    d(i, anchor) too, and a fourth panel the mean naive, corrected and true distance by lag.
+    """
+    if isinstance(truth, str):
+        truth = known_distances(geometry)
+    subtitle = subtitle or corpus_caption(geometry)
     plt = _pyplot()
-    figure, axes = plt.subplots(1, 3, figsize=(16, 4.6), layout="constrained")
+    panels = 3 if truth is None else 4
+    figure, axes = plt.subplots(1, panels, figsize=(16 if truth is None else 21, 4.6), layout="constrained")
     positions = geometry.positions
     extent = (positions[0] - 0.5, positions[-1] + 0.5, positions[-1] + 0.5, positions[0] - 0.5)
     label = "Hellinger" if geometry.metric == "hellinger" else "Fisher-Rao"
@@ -56,10 +148,26 @@ def distance_heatmap(geometry: PositionGeometry, path: str | os.PathLike[str], s
     anchor = len(positions) // 2
     axes[2].plot(positions, geometry.naive[anchor], label=f"naive d(i, {positions[anchor]})", alpha=0.8)
     axes[2].plot(positions, geometry.corrected[anchor], label=f"corrected d(i, {positions[anchor]})", alpha=0.8)
+    if truth is not None:
+        axes[2].plot(
+            positions, truth[anchor], color="black", linestyle="--", label=f"{TRUE_LABEL} d(i, {positions[anchor]})"
+        )
     axes[2].set_xlabel("position i")
     axes[2].set_ylabel(label)
     axes[2].set_title(f"signal vs noise (snr {geometry.summary.get('snr', float('nan')):.3g})")
     axes[2].legend(fontsize=8)
+    if truth is not None:
+        for matrix, name, colour, line in (
+            (geometry.naive, "naive (estimated)", None, "-"),
+            (geometry.corrected, "corrected (estimated)", None, "-"),
+            (truth, TRUE_LABEL, "black", "--"),
+        ):
+            lags, means = _by_lag(matrix, positions)
+            axes[3].plot(lags, means, linestyle=line, color=colour, label=name)
+        axes[3].set_xlabel("lag |i - j|")
+        axes[3].set_ylabel(f"mean {label} distance")
+        axes[3].set_title("estimated vs true distance by lag")
+        axes[3].legend(fontsize=8)
     if subtitle:
         figure.suptitle(subtitle)
     _save(figure, path)
@@ -73,8 +181,12 @@ def mds_figure(
     path: str | os.PathLike[str],
     rank: int | None = None,
     subtitle: str = "",
+    truth: np.ndarray | None = None,
 ) -> Any:
     """Eigen-spectrum, stress against rank (the chosen rank marked), and the 2-D MDS map coloured by position.
+
+    ``truth``: the exact distances of a synthetic corpus (:func:`known_distances`); the eigenvalues
+    of their classical MDS are drawn over the spectrum, labelled :data:`TRUE_LABEL`.
 
     Eigenvalues within round-off of 0 (below 1e-9 of the largest) are left out rather than drawn
     as "negative"; so are stress values at round-off level, which on a log scale would squash the
@@ -91,6 +203,12 @@ def mds_figure(
     negative = significant & (shown < 0)
     if negative.any():
         axes[0].bar(index[negative], -shown[negative], color="tab:red", label="negative (non-Euclidean part)")
+    if truth is not None:
+        true_values = true_eigenvalues(truth)[: len(shown)]
+        keep = true_values > tolerance
+        axes[0].plot(
+            np.arange(1, len(true_values) + 1)[keep], true_values[keep], "k.--", linewidth=0.8, label=TRUE_LABEL
+        )
     axes[0].set_yscale("log")
     axes[0].set_title(f"eigen-spectrum (effective rank {result.effective_rank_})")
     axes[0].set_xlabel("component")
@@ -127,13 +245,27 @@ def mds_figure(
     return figure
 
 
+def true_eigenvalues(truth: np.ndarray) -> np.ndarray:
+    """The eigenvalues (descending) of the classical MDS of the exact distances, over their known positions."""
+    from ..geometry.mds import classical_mds
+
+    known = np.isfinite(np.diag(truth)) & np.isfinite(truth).any(axis=1)
+    return np.asarray(classical_mds(truth[np.ix_(known, known)]).eigenvalues_)
+
+
 def shepard_diagram(
-    tables: dict[str, np.ndarray], distances: np.ndarray, path: str | os.PathLike[str], subtitle: str = ""
+    tables: dict[str, np.ndarray],
+    distances: np.ndarray,
+    path: str | os.PathLike[str],
+    subtitle: str = "",
+    truth: np.ndarray | None = None,
 ) -> Any:
     """Embedding distance against target distance for each encoding (scaled to the best fit).
 
     Encodings with the same distances (sinusoidal and RoPE at one width) are drawn once, labelled
     with every name, so none hides behind another; each keeps its colour from :mod:`.style`.
+    ``truth``: the exact distances of a synthetic corpus (:func:`known_distances`), drawn as the
+    points (estimated, true) labelled :data:`TRUE_LABEL`: where an encoding of the true geometry lies.
     """
     from scipy.spatial.distance import pdist, squareform
 
@@ -152,6 +284,10 @@ def shepard_diagram(
             groups.append(([name], fitted))
     for index, (names, fitted) in enumerate(groups):
         axis.scatter(target, fitted, s=2, alpha=0.35, color=style.colour(names[0], index), label=" = ".join(names))
+    if truth is not None:
+        exact = squareform(np.nan_to_num(truth, nan=-1.0), checks=False)
+        known = exact >= 0
+        axis.scatter(target[known], exact[known], s=4, marker="x", color="black", alpha=0.6, label=TRUE_LABEL)
     top = float(target.max()) if target.size else 1.0
     axis.plot([0, top], [0, top], color="black", linewidth=0.8)
     axis.set_xlabel("Hellinger distance between positions")

@@ -1,4 +1,9 @@
-"""Results to stdout: a rich table for people, JSON for programs."""
+"""Results to stdout: a rich table for people, JSON for programs, GitHub Markdown for CI pages.
+
+Every command builds its tables with :func:`key_value_table` / :func:`grid_table` and prints them
+with :func:`print_table`, which renders the same cells as a Rich table (``--format table``) or as
+GFM tables (``--format markdown``: ``|`` escaped, no Rich markup, no ANSI codes).
+"""
 
 from __future__ import annotations
 
@@ -27,9 +32,9 @@ def _stdout_width() -> int | None:
 
 
 stdout_console = Console(soft_wrap=True, width=_stdout_width())
-FORMATS = ("table", "json")
-#: every command that prints a result takes these (``--format``), checked by :func:`check_format`
+#: every command that prints a result takes these (``--format``), checked by ``cli.common.check_format``
 OUTPUT_FORMATS = ("table", "json", "markdown")
+FORMATS = OUTPUT_FORMATS
 
 
 def dumps(data: Any) -> str:
@@ -58,13 +63,15 @@ def grid_table(
     rows: Iterable[Sequence[Any]],
     text_columns: Sequence[str] = (),
     compact: bool = False,
+    whole: Sequence[str] = (),
 ) -> Table:
     """A table with a header row.
 
     A column whose cells are all numbers never wraps: a number split over two lines (``0.0801``
     / ``2``) reads as two numbers; text columns fold to fit the terminal instead. Columns named in
     ``text_columns`` are left-aligned. ``compact``: no rules and no outer padding (2 characters a
-    column), for the wide score tables in 80 columns.
+    column), for the wide score tables in 80 columns. Columns named in ``whole`` (names: a check,
+    an experiment) never wrap either: the other text columns fold to make room.
     """
     rows = [list(row) for row in rows]
     table = (
@@ -75,14 +82,16 @@ def grid_table(
     for index, name in enumerate(header):
         cells = [row[index] for row in rows if index < len(row)]
         numeric = bool(cells) and all(_is_number(cell) for cell in cells)
+        keep = name in whole
+        widest = max((len(fmt(cell)) for cell in cells), default=0)
         left = index == 0 or name in text_columns or name in ("", "name")
         # A text column is never squeezed below its header (up to 12 characters) to make room.
         table.add_column(
             name,
             justify="left" if left else "right",
             overflow="fold",
-            no_wrap=numeric,
-            min_width=None if numeric else min(len(name), 12),
+            no_wrap=numeric or keep,
+            min_width=max(widest, len(name)) if keep else None if numeric else min(len(name), 12),
         )
     for row in rows:
         table.add_row(*(fmt(v) for v in row))
@@ -91,6 +100,44 @@ def grid_table(
 
 def _is_number(value: Any) -> bool:
     return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def print_table(table: Table, format: str = "table") -> None:
+    """Print one result table in ``format``: Rich for "table", a GFM table for "markdown"."""
+    if format == "markdown":
+        print(table_markdown(table) + "\n")
+    else:
+        stdout_console.print(table)
+
+
+def plain(text: Any) -> str:
+    """The text of a cell or title without Rich markup (``[bold]x[/]`` -> ``x``)."""
+    from rich.text import Text
+
+    if isinstance(text, Text):
+        return text.plain
+    value = str(text)
+    if "[" not in value:
+        return value
+    try:
+        return Text.from_markup(value).plain
+    except Exception:  # not markup after all (a literal "[" in a value)
+        return value
+
+
+def table_markdown(table: Table) -> str:
+    """A Rich table as a bold title line and a GFM table with the same cells.
+
+    A table without a header (:func:`key_value_table`) gets the header ``item | value``.
+    """
+    header = [plain(column.header) for column in table.columns]
+    if not table.show_header or not any(header):
+        header = ["item", "value"] if len(header) == 2 else [h or f"column {i + 1}" for i, h in enumerate(header)]
+    columns = [[plain(cell) for cell in column.cells] for column in table.columns]
+    rows = [[column[i] if i < len(column) else "" for column in columns] for i in range(table.row_count)]
+    body = markdown_table(header, rows, formatter=str)
+    title = plain(table.title) if table.title else ""
+    return f"**{md_cell(title, str)}**\n\n{body}" if title else body
 
 
 def md_cell(text: Any, formatter: Callable[[Any], str] | None = None) -> str:

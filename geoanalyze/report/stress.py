@@ -395,7 +395,7 @@ def gate_line(gate: dict[str, Any]) -> str:
 def write_figures(result: dict[str, Any], directory: str | os.PathLike[str], prefix: str = "") -> dict[str, str]:
     """Heatmap, MDS map, Shepard diagram and per-layer stress as PNGs; returns {title: path}."""
     from ..geometry.mds import classical_mds, stress_curve
-    from .figures import distance_heatmap, layer_figure, mds_figure, shepard_diagram
+    from .figures import distance_heatmap, known_distances, layer_figure, mds_figure, shepard_diagram
     from .style import caption
 
     folder = Path(directory)
@@ -404,17 +404,18 @@ def write_figures(result: dict[str, Any], directory: str | os.PathLike[str], pre
     distances = geometry.matrix(result["distance"])
     named = caption(display_path(result["target"]), result["dataset"]["name"])
     written: dict[str, str] = {}
+    truth = known_distances(geometry)  # a synthetic corpus's exact distances, drawn beside the estimates
     heatmap = folder / f"{prefix}hellinger.png"
-    distance_heatmap(geometry, heatmap, subtitle=named)
+    distance_heatmap(geometry, heatmap, subtitle=named, truth=truth)
     written["Hellinger distances (naive, corrected) and noise floor"] = str(heatmap)
     mds = classical_mds(distances)
     mds_path = folder / f"{prefix}mds.png"
-    mds_figure(mds, stress_curve(mds.embedding_, distances), geometry.positions, mds_path, subtitle=named)
+    mds_figure(mds, stress_curve(mds.embedding_, distances), geometry.positions, mds_path, subtitle=named, truth=truth)
     written["MDS: eigen-spectrum, stress against rank, 2-D map"] = str(mds_path)
     # The vectors the analysis scored (the optimal MDS is left out: it lies on the diagonal).
     tables = {name: table for name, table in result["_vectors"].items() if name != "mds"}
     shepard = folder / f"{prefix}shepard.png"
-    shepard_diagram(tables, distances, shepard, subtitle=f"{named} ({result['distance']})")
+    shepard_diagram(tables, distances, shepard, subtitle=f"{named} ({result['distance']})", truth=truth)
     written["Shepard diagram"] = str(shepard)
     if result["layers"]:
         layers = folder / f"{prefix}layers.png"

@@ -118,8 +118,9 @@ def test_bad_settings_are_one_clear_error(tmp_path: Path, overrides: list[str], 
 def test_guarantees_take_no_overrides_and_paper_preset_asks_for_cuda(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no overrides"):
         run_experiment("edelta", _options(tmp_path, ["steps=3"]))
-    with pytest.raises(InputError, match="unknown preset 'smoke'"):
-        run_experiment("edelta", _options(tmp_path, [], preset="smoke"))  # smoke is edelta-benchmarks' alone
+    # every experiment has a smoke preset now (issue 12); an unknown one is refused with the choices
+    with pytest.raises(InputError, match="unknown preset 'quick'; choose one of smoke, ci, paper"):
+        run_experiment("edelta", _options(tmp_path, [], preset="quick"))
     paper = resolve_settings("paper", [])
     assert paper["steps"] == 2000 and paper["seeds"] == "42,123,456" and paper["protocol"] == "reference"
     import torch

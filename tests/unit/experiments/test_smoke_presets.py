@@ -1,0 +1,132 @@
+"""Every experiment's smoke preset: seconds on a CPU, no download, its own looser thresholds, said so.
+
+`geoanalyze verify NAME --preset smoke` runs each experiment at toy size (synthetic corpora stand in
+for SST-2, IMDB and WikiText-2); the record and the page say which preset ran and that its
+thresholds are looser. `verify all --preset smoke` runs them all; an unknown preset is one line
+that lists the valid ones.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from geoanalyze.cli.app import app
+from geoanalyze.errors import InputError
+from geoanalyze.experiments import EXPERIMENTS, ExperimentOptions, markdown, run_experiment, write_result
+from geoanalyze.experiments.record import PRESET_NOTES
+
+#: a smoke run takes seconds (1-7 s each on an idle 2-core machine); generous for a loaded CI machine
+SMOKE_SECONDS = 60.0
+
+
+def test_every_experiment_lists_the_smoke_preset_first() -> None:
+    for experiment in EXPERIMENTS.values():
+        assert experiment.presets[0] == "smoke", experiment.name
+        assert {"smoke", "ci", "paper"} <= set(experiment.presets), experiment.name
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_the_smoke_preset_runs_in_seconds_and_passes_its_own_thresholds(name: str, tmp_path: Path) -> None:
+    began = time.perf_counter()
+    options = ExperimentOptions(preset="smoke", work_dir=tmp_path, device="cpu", progress=False)
+    result = run_experiment(name, options)
+    seconds = time.perf_counter() - began
+    assert seconds < SMOKE_SECONDS, f"{name} took {seconds:.1f} s at the smoke preset"
+    assert result.preset == "smoke" and result.checks
+    failed = [f"{c.name}: {c.value} ({c.claim})" for c in result.checks if not c.passed]
+    assert not failed, failed
+    assert all(math.isfinite(c.value) for c in result.checks)
+    for figure in result.figures:
+        assert (tmp_path / figure).stat().st_size > 1000, figure
+    record = json.loads(write_result(result, tmp_path)["json"].read_text(encoding="utf-8"))
+    assert record["preset"] == "smoke" and record["preset_note"] == PRESET_NOTES["smoke"]
+    page = markdown(result)
+    assert "Preset `smoke`" in page and "looser thresholds" in page
+
+
+def test_a_smoke_run_reads_no_real_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The smoke corpora are synthetic: a data dir that does not exist is never looked into."""
+    monkeypatch.setenv("GEOANALYZE_DATA_DIR", str(tmp_path / "nowhere"))
+    options = ExperimentOptions(preset="smoke", work_dir=tmp_path, device="cpu", progress=False)
+    assert run_experiment("joformer-reference", options).checks
+
+
+def test_ci_thresholds_are_not_the_smoke_ones() -> None:
+    """The smoke preset loosens a threshold only at smoke: ci's claims keep theirs."""
+    from geoanalyze.experiments.record import smoke_or
+
+    assert smoke_or("smoke", 0.75, 0.95) == 0.75
+    assert smoke_or("ci", 0.75, 0.95) == 0.95 and smoke_or("paper", 0.75, 0.95) == 0.95
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path) -> Path:
+    before = Path.cwd()
+    os.chdir(tmp_path)
+    yield tmp_path
+    os.chdir(before)
+
+
+@pytest.mark.parametrize("args", [["verify", "journey", "--preset", "quick"], ["verify", "all", "-p", "fast"]])
+def test_an_unknown_preset_is_one_line_listing_the_valid_ones(args: list[str], in_tmp: Path) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: unknown preset")
+    assert "choose one of smoke, ci, paper" in lines[0]
+    assert list(in_tmp.iterdir()) == []
+    with pytest.raises(InputError, match="choose one of smoke, ci, paper"):
+        run_experiment("necessity", ExperimentOptions(preset="fast", work_dir=in_tmp))
+
+
+def test_verify_says_which_preset_ran_and_that_smoke_is_looser(in_tmp: Path) -> None:
+    table = runner.invoke(app, ["verify", "edelta", "--preset", "smoke", "-o", "t"])
+    assert table.exit_code == 0, table.output
+    assert "edelta (smoke," in table.output and PRESET_NOTES["smoke"] in " ".join(table.output.split())
+    document = json.loads(runner.invoke(app, ["verify", "edelta", "-p", "smoke", "-o", "j", "-f", "json"]).output)
+    assert document["preset"] == "smoke" and document["preset_note"] == PRESET_NOTES["smoke"]
+    page = runner.invoke(app, ["verify", "edelta", "-p", "smoke", "-o", "m", "-f", "markdown"]).output
+    assert "Preset `smoke`" in page and PRESET_NOTES["smoke"] in page
+    assert PRESET_NOTES["smoke"] in (in_tmp / "m" / "edelta.md").read_text(encoding="utf-8")
+
+
+def test_verify_all_runs_every_experiment_into_its_own_folder(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`verify all` over the registry (here two quick experiments; the test above runs every smoke preset)."""
+    import geoanalyze.experiments as experiments
+
+    quick = {name: EXPERIMENTS[name] for name in ("journey", "edelta")}
+    monkeypatch.setattr(experiments, "EXPERIMENTS", quick)
+    result = runner.invoke(app, ["verify", "all", "--preset", "smoke", "-o", "all", "-f", "json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["preset"] == "smoke" and document["passed"] is True
+    assert [e["experiment"] for e in document["experiments"]] == ["journey", "edelta"]
+    assert "progress: verify all: journey PASS (9/9 checks), 1/2 done" in result.stderr
+    for name in quick:
+        assert (in_tmp / "all" / name / f"{name}.json").is_file()
+        assert (in_tmp / "all" / name / f"{name}.md").is_file()
+    summary = (in_tmp / "all" / "summary.md").read_text(encoding="utf-8")
+    assert "| journey | PASS |" in summary and PRESET_NOTES["smoke"] in summary
+    assert json.loads((in_tmp / "all" / "summary.json").read_text(encoding="utf-8"))["passed"] is True
+    page = runner.invoke(app, ["verify", "all", "-p", "smoke", "-o", "md", "-f", "markdown"]).stdout
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(page)
+    rows = [t for t in tokens if t.type == "tr_open"]
+    cells = [t for t in tokens if t.type in ("th_open", "td_open")]
+    assert len(rows) == 3 and len(cells) == 3 * 5  # header and two experiments, five cells each
+    assert "seed 0: `geoanalyze " in page  # version, command line (here pytest's argv) and seed
+    refused = runner.invoke(app, ["verify", "all", "-p", "smoke", "-o", "other", "--set", "steps=3"])
+    assert refused.exit_code == 2 and "error: --set applies to one experiment" in refused.output
