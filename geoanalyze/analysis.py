@@ -199,6 +199,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
             index=positions,
         )
         scores[name] = dict(observed, dim=int(table.shape[1]), null=observed_null, null_draws=options.null_draws)
+        note_beyond_range(name, observed)
 
     if options.bootstrap and target in scores:
         scores[target]["bootstrap"] = bootstrap_intervals(
@@ -263,6 +264,17 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
     result["_geometry"] = geometry  # for figures; dropped from JSON
     result["_vectors"] = vectors
     return result
+
+
+def note_beyond_range(name: str, scores: dict[str, Any]) -> None:
+    """A raw score whose true value is beyond float64's range is inf (null in JSON): say so, once."""
+    for key in ("stress", "separation"):
+        value = scores.get(key)
+        if isinstance(value, float) and not np.isfinite(value):
+            note(
+                f"{name}: raw {key} is beyond float64's range (the vectors are enormous); it is reported as "
+                "inf (null in JSON). The scale-free scores are exact; compare those"
+            )
 
 
 def _check_tokenizer_fits(tokenizer: str, checkpoint: Any) -> None:
@@ -415,7 +427,11 @@ def projected_layers(
             continue
         w_q, w_k = maps[layer - 1]
         for projection, matrix in (("P·W_Q", w_q), ("P·W_K", w_k)):
-            scores = all_scores(table @ matrix, distances, anchored=False, index=index)
+            # At unit scale, so a huge table's product neither overflows nor changes a scale-free score.
+            scale = float(np.max(np.abs(table))) if table.size else 0.0
+            unit = table / scale if scale > 0 else table
+            scores = all_scores(unit @ matrix, distances, anchored=False, index=index, scale=scale or 1.0)
+            note_beyond_range(f"layer {layer} {projection}", scores)
             rows.append({"layer": layer, "projection": projection, **{k: scores[k] for k in LAYER_SCORES}})
     return rows, "measured"
 
