@@ -120,6 +120,11 @@ def checked_table(file: Path, array: np.ndarray, name: str = "") -> np.ndarray:
         )
     if array.shape[0] == 0 or array.shape[1] == 0:
         raise FormatError(f"{file}{where} is empty (shape {array.shape}); a position table needs rows and columns")
+    if array.dtype.kind in "iu" and array.size and max(abs(int(array.min())), abs(int(array.max()))) > 2**53:
+        raise FormatError(
+            f"{file}{where} holds integers beyond 2^53, which float64 cannot represent exactly; "
+            "rescale the table or save it as floats"
+        )
     table = np.asarray(array, dtype=np.float64)
     bad = ~np.isfinite(table)
     if bad.any():
