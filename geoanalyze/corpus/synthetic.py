@@ -34,7 +34,7 @@ Tokens are written ``w<index>`` and texts join them with single spaces, so the
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -194,9 +194,9 @@ def synthetic_corpus(
     -------
     SyntheticCorpus with ``texts`` and the true ``marginals`` (length x vocab_size).
     """
-    options = check_parameters(kind, n_sequences, length, vocab_size, seed, options)
+    checked = check_parameters(kind, n_sequences, length, vocab_size, seed, options)
     rng = np.random.default_rng(int(seed))
-    marginals = _GENERATORS[kind](int(length), int(vocab_size), rng, **options)
+    marginals = _GENERATORS[kind](int(length), int(vocab_size), rng, **checked)
     check_marginals(kind, marginals)
     tokens = sample_tokens(marginals, int(n_sequences), rng)
     vocab = [f"w{t}" for t in range(vocab_size)] if words is None else _pick_words(words, vocab_size, rng)
@@ -239,7 +239,7 @@ def _whole(name: str, value: object, low: int, high: int | None = None) -> int:
 
 
 def check_parameters(
-    kind: str, n_sequences: object, length: object, vocab_size: object, seed: object, options: dict[str, object]
+    kind: str, n_sequences: object, length: object, vocab_size: object, seed: object, options: Mapping[str, object]
 ) -> dict[str, object]:
     """Every parameter of a synthetic corpus checked (type, range, known to the kind) before any work.
 
