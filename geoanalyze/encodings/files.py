@@ -3,7 +3,7 @@
 Every table read here is validated before use (:func:`read_table`): a real numeric dtype
 (integers, bool excluded, and float16/32/64 become float64 exactly; complex, string, bytes,
 object, structured and date dtypes are refused, never cast), exactly two dimensions, at least
-one row and one column, every entry finite. An ``.npy`` header is read and checked against the
+one row and one column, every entry of the rows used finite. An ``.npy`` header is read and checked against the
 file's size before any data is (a header that declares more than the file holds is refused
 without allocating), and object arrays are never unpickled (``allow_pickle=False``). An MDS
 PE file's ``positions`` must be distinct non-negative integers, one per row.
@@ -54,7 +54,13 @@ def load_table(path: str, positions: np.ndarray, counts: dict[str, Any] | None =
             "lower --max-positions or regenerate the file"
         )
     rows = np.fromiter((lookup[int(p)] for p in positions), dtype=np.int64, count=len(positions))
-    return table[rows]
+    selected = table[rows]
+    # Only the rows used must be finite: a table may leave rows it never serves undefined.
+    bad = ~np.isfinite(selected)
+    if bad.any():
+        row = int(rows[np.argwhere(bad)[0][0]])
+        raise FormatError(f"{file} has NaN or infinite entries (first in row {row}); fix the file")
+    return selected
 
 
 def read_table(file: Path) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any] | None]:
@@ -125,12 +131,7 @@ def checked_table(file: Path, array: np.ndarray, name: str = "") -> np.ndarray:
             f"{file}{where} holds integers beyond 2^53, which float64 cannot represent exactly; "
             "rescale the table or save it as floats"
         )
-    table = np.asarray(array, dtype=np.float64)
-    bad = ~np.isfinite(table)
-    if bad.any():
-        row = int(np.argwhere(bad)[0][0])
-        raise FormatError(f"{file}{where} has NaN or infinite entries (first in row {row}); fix the file")
-    return table
+    return np.asarray(array, dtype=np.float64)
 
 
 def _read_safetensors(file: Path) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any] | None]:
