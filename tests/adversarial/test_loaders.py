@@ -685,3 +685,48 @@ def test_synthesize_writes_finite_normalised_marginals(sandbox: Sandbox) -> None
     assert marginals.dtype == np.float64 and marginals.shape == (8, 30)
     assert np.all(np.isfinite(marginals))
     np.testing.assert_allclose(marginals.sum(axis=1), 1.0, atol=1e-12)
+
+
+# --- learned:<checkpoint> tables are indexed by the checkpoint's own tokens -----------------
+
+
+@pytest.mark.parametrize("tokenizer", ["whitespace", "char"])
+def test_learned_table_against_counts_of_another_tokenizer_is_refused(
+    sandbox: Sandbox, minilm_path: Path, tokenizer: str
+) -> None:
+    sandbox.copy_sample("drift.txt")
+    sandbox.refused(
+        "stress",
+        "rope:d=16",
+        "--dataset",
+        "drift.txt",
+        "-t",
+        tokenizer,
+        "--compare",
+        f"learned:{minilm_path}",
+        "--null-draws",
+        "2",
+        words=("learned:", tokenizer, "tokenizer"),
+    )
+
+
+# --- encodings given as Python callables: the same dtype rule --------------------------------
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        lambda n: np.ones((n, 2)) * (1 + 1j),
+        lambda n: np.ones((n, 2)) + 0j,
+        lambda n: np.array([["a", "b"]] * n),
+        lambda n: np.ones((n, 2), dtype=bool),
+        lambda n: np.array([[object(), object()]] * n, dtype=object),
+    ],
+    ids=["complex", "complex-real-valued", "strings", "bools", "objects"],
+)
+def test_a_callable_encoding_of_non_real_values_is_refused(values: Callable[[int], np.ndarray]) -> None:
+    from geoanalyze.encodings import get_encoding
+    from geoanalyze.errors import InputError
+
+    with pytest.raises(InputError, match="real numbers"):
+        get_encoding(lambda positions: values(len(positions))).vectors([0, 1, 2])
