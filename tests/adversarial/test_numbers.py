@@ -205,3 +205,24 @@ def test_gate_fails_closed_on_a_nan_threshold() -> None:
 @pytest.mark.parametrize("value", [0.1, np.float32(0.1), np.float64(0.1), 0])
 def test_gate_passes_numbers_below_the_threshold(value: Any) -> None:
     assert crossed(_result(value), {"scaled_stress": 0.5}) == []
+
+
+@pytest.mark.parametrize(
+    ("table_values", "threshold"),
+    [
+        (lambda: table() * 1e300, "scaled=0.01"),
+        (lambda: table() * 1e-300, "scaled=0.01"),
+        (lambda: np.ones((64, 4)), "violation=0.99"),
+    ],
+    ids=["1e300-scaled", "1e-300-scaled", "undefined-violation"],
+)
+def test_report_gate_fails_for_scaled_and_undefined_scores(sandbox: Sandbox, table_values: Any, threshold: str) -> None:
+    sandbox.copy_sample("drift.txt")
+    np.save(sandbox.path("t.npy"), table_values())
+    run = sandbox.run("report", "file:t.npy", *COMMON, "-o", "r.md", "--fail-above", threshold, "-f", "json")
+    assert run.code == 1, str(run)
+    assert len(run.errors) == 1 and "threshold crossed" in run.errors[0]
+    document = json.loads(run.stdout)
+    assert document["gate"]["passed"] is False
+    assert document["targets"][0]["gate"]["passed"] is False
+    assert "Gate FAILED" in sandbox.path("r.md").read_text(encoding="utf-8")
