@@ -730,3 +730,28 @@ def test_a_callable_encoding_of_non_real_values_is_refused(values: Callable[[int
 
     with pytest.raises(InputError, match="real numbers"):
         get_encoding(lambda positions: values(len(positions))).vectors([0, 1, 2])
+
+
+# --- encoding specs: parameters are numbers in range, each given once ------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "word"),
+    [
+        ("rope:d=16,d=32", "twice"),
+        ("rope:d=16,base=100,base=1000", "twice"),
+        ("alibi:heads=8,heads=4", "twice"),
+        ("mds:rank=2,rank=3", "twice"),
+        ("rope:d=16,base=nan", "base"),
+        ("rope:d=16,base=-1", "base"),
+        ("random:d=1e12", "d"),
+        ("sinusoidal:d=1e9", "d"),
+        ("random:d=16,seed=-1", "seed"),
+        ("rope:d=nan", "integer"),
+        ("alibi:heads=nan", "integer"),
+        ("rope:d=abc", "not a number"),
+    ],
+)
+def test_bad_encoding_parameters_are_refused(sandbox: Sandbox, spec: str, word: str) -> None:
+    sandbox.copy_sample("drift.txt")
+    sandbox.refused("stress", spec, *STRESS, words=(word,))
