@@ -89,7 +89,7 @@ def spec_width(spec: str) -> int | None:
         if key.strip() == "d":
             try:
                 return int(float(value))
-            except ValueError:
+            except (ValueError, OverflowError):
                 return None  # get_encoding reports the bad value
     return None
 

@@ -173,6 +173,8 @@ def _parse_params(args: str, spec: str) -> dict[str, float]:
             params[key] = float(value)
         except ValueError as exc:
             raise InputError(f"parameter {key}={value!r} in {spec!r} is not a number") from exc
+        if not np.isfinite(params[key]):
+            raise InputError(f"parameter {key}={value.strip()} in {spec!r} must be a finite number")
     return params
 
 
