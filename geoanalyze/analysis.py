@@ -165,7 +165,12 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
         )
     geometry = position_geometry(counts, metric="hellinger", min_count=options.min_count)
     if len(geometry.positions) < 3:
-        raise InputError(f"only {len(geometry.positions)} positions have N_i >= {options.min_count}; lower --min-count")
+        totals = np.sort(counts.totals)[::-1]
+        if int((totals > 0).sum()) < 3:
+            hint = "the corpus reaches fewer than 3 positions and the scores need 3; use longer texts"
+        else:
+            hint = f"lower --min-count to {int(totals[2])} or below"
+        raise InputError(f"only {len(geometry.positions)} positions have N_i >= {options.min_count}; {hint}")
     target_distances = geometry.matrix(options.distance)
     if not np.all(np.isfinite(target_distances)):
         raise InputError("the corrected distance is undefined for some positions; raise --min-count or use naive")

@@ -364,10 +364,18 @@ def position_geometry(counts: Any, metric: str = "hellinger", min_count: int = 1
         raise InputError(f"--min-count must be at least 1, got {min_count}")
     kept = counts.kept_positions(min_count)
     if kept.size < 2:
-        most = int(counts.totals.max(initial=0))
+        totals = np.sort(counts.totals)[::-1]
+        most = int(totals[0]) if totals.size else 0
+        reached = int((totals > 0).sum())
+        if reached < 2:
+            hint = (
+                f"the corpus has tokens at {reached} position(s) only and distances need 2; "
+                "use longer texts or a larger corpus"
+            )
+        else:  # a lower --min-count keeps two positions: say how low
+            hint = f"lower --min-count to {int(totals[1])} or below, or use a larger corpus"
         raise InputError(
-            f"{kept.size} position(s) have N_i >= --min-count {min_count} (the largest N_i is {most}); "
-            "lower --min-count or use a larger corpus"
+            f"{kept.size} position(s) have N_i >= --min-count {min_count} (the largest N_i is {most}); {hint}"
         )
     selected = counts.select(kept)
     bc = bc_matrix(sqrt_marginals(selected))

@@ -760,3 +760,51 @@ def test_a_callable_encoding_of_non_real_values_is_refused(values: Callable[[int
 def test_bad_encoding_parameters_are_refused(sandbox: Sandbox, spec: str, word: str) -> None:
     sandbox.copy_sample("drift.txt")
     sandbox.refused("stress", spec, *STRESS, words=(word,))
+
+
+# --- consistent but degenerate counts: refused with a hint that can work ---------------------
+
+
+def _counts_of_rows(data: bytes, rows: int | None, zero: bool = False) -> bytes:
+    """The real counts cut to its first ``rows`` positions (None: all), or with every count removed."""
+    arrays, document = unpack(data)
+    n = document["shape"][0] if rows is None else rows
+    for name in ("counts", "half"):
+        indptr = arrays[f"{name}.indptr"][: n + 1].copy()
+        if zero:
+            indptr[:] = 0
+        end = int(indptr[-1])
+        arrays[f"{name}.indptr"] = indptr
+        arrays[f"{name}.indices"] = arrays[f"{name}.indices"][:end].copy()
+        arrays[f"{name}.data"] = arrays[f"{name}.data"][:end].copy()
+    document["shape"] = [n, document["shape"][1]]
+    return pack(arrays, document)
+
+
+@pytest.mark.parametrize(
+    ("rows", "zero", "args", "word"),
+    [
+        (0, False, ("distances",), "need 2"),
+        (None, True, ("distances",), "need 2"),
+        (1, False, ("distances",), "need 2"),
+        (1, False, ("mds", "--dim", "4"), "need 2"),
+        (None, False, ("distances", "--min-count", "100000"), "lower --min-count to 2000"),
+        (None, False, ("mds", "--dim", "4", "--min-count", "100000"), "lower --min-count to 2000"),
+    ],
+    ids=["no-position", "all-zero", "one-position", "one-position-mds", "min-count-too-high", "min-count-too-high-mds"],
+)
+def test_degenerate_counts_get_a_hint_that_works(
+    sandbox: Sandbox, real: dict[str, bytes], rows: int | None, zero: bool, args: tuple[str, ...], word: str
+) -> None:
+    sandbox.write("c.safetensors", _counts_of_rows(real["c.safetensors"], rows, zero))
+    command, *options = args
+    sandbox.refused(command, "c.safetensors", *options, words=(word,))
+
+
+@pytest.mark.parametrize(
+    ("length", "word"), [(2, "fewer than 3 positions"), (64, "lower --min-count to 300")], ids=["short", "high"]
+)
+def test_stress_on_too_few_positions_gets_a_hint_that_works(sandbox: Sandbox, length: int, word: str) -> None:
+    spec = f"synthetic:drift,n=300,length={length},vocab=50"
+    min_count = "100000" if length == 64 else "1"
+    sandbox.refused("stress", "rope:d=16", "--dataset", spec, "--compare", "", "--min-count", min_count, words=(word,))
