@@ -341,12 +341,14 @@ def bootstrap_intervals(
     intervals: dict[str, Any] = {}
     for name, draws in values.items():
         array = np.asarray(draws)
-        intervals[name] = {
-            "low": float(2 * observed_scores[name] - np.quantile(array, 0.975)),
-            "high": float(2 * observed_scores[name] - np.quantile(array, 0.025)),
-            "sd": float(array.std(ddof=1)),
-            "bias": float(array.mean() - observed_scores[name]),
-        }
+        # A raw stress beyond float64 (inf) has no interval: NaN (JSON null), without a warning line.
+        with np.errstate(invalid="ignore", over="ignore"):
+            intervals[name] = {
+                "low": float(2 * observed_scores[name] - np.quantile(array, 0.975)),
+                "high": float(2 * observed_scores[name] - np.quantile(array, 0.025)),
+                "sd": float(array.std(ddof=1)),
+                "bias": float(array.mean() - observed_scores[name]),
+            }
     intervals["samples"] = {"count": options.bootstrap - skipped, "skipped": skipped, "level": 0.95}
     return intervals
 

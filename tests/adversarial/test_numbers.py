@@ -226,3 +226,18 @@ def test_report_gate_fails_for_scaled_and_undefined_scores(sandbox: Sandbox, tab
     assert document["gate"]["passed"] is False
     assert document["targets"][0]["gate"]["passed"] is False
     assert "Gate FAILED" in sandbox.path("r.md").read_text(encoding="utf-8")
+
+
+def test_bootstrap_intervals_of_a_scaled_table(sandbox: Sandbox) -> None:
+    """The intervals of the scale-free scores are those of the table; raw stress has none (null), no warning."""
+    sandbox.copy_sample("drift.txt")
+    np.save(sandbox.path("t1.npy"), table())
+    np.save(sandbox.path("big.npy"), table() * 1e300)
+    plain = json.loads(sandbox.accepted("stress", "file:t1.npy", *COMMON, "--bootstrap", "3", "-f", "json").stdout)
+    run = sandbox.accepted("stress", "file:big.npy", *COMMON, "--bootstrap", "3", "-f", "json")
+    assert all(line.startswith("note:") for line in run.stderr.splitlines() if line.strip()), run.stderr
+    (mine,), (theirs,) = json.loads(run.stdout)["scores"].values(), plain["scores"].values()
+    for key in ("scaled_stress", "monotonicity_violation", "lag_violation"):
+        for end in ("low", "high", "sd"):
+            assert close(mine["bootstrap"][key][end], theirs["bootstrap"][key][end]), (key, end)
+    assert mine["bootstrap"]["stress"]["low"] is None
