@@ -382,6 +382,11 @@ def checkpoint_layers(
     kept = positions[index]
 
     def row(layer: int, projection: str, vectors: np.ndarray) -> dict[str, Any]:
+        if not np.all(np.isfinite(vectors)):
+            raise InputError(
+                f"the {projection} vectors of layer {layer} hold NaN or infinity: the forward pass overflowed "
+                "(huge weights, or a low precision); try --dtype float32, or --layers none to score the table only"
+            )
         scores = all_scores(vectors, sub, anchored=False, index=kept)
         return {
             "layer": layer,
