@@ -241,3 +241,31 @@ def test_bootstrap_intervals_of_a_scaled_table(sandbox: Sandbox) -> None:
         for end in ("low", "high", "sd"):
             assert close(mine["bootstrap"][key][end], theirs["bootstrap"][key][end]), (key, end)
     assert mine["bootstrap"]["stress"]["low"] is None
+
+
+def test_a_checkpoint_with_a_huge_position_table_scores_as_the_original(sandbox: Sandbox, minilm_path: Any) -> None:
+    """all-MiniLM-L6-v2 with its float32 position table times 1e30: the same scale-free scores (to the
+    float32 rounding of the multiplication), raw stress and separation scaled by 1e60 and 1e30."""
+    import shutil
+
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+
+    sandbox.copy_sample("drift-words.txt")
+    folder = sandbox.path("big")
+    shutil.copytree(minilm_path, folder)
+    weights = folder / "model.safetensors"
+    with safe_open(str(weights), framework="numpy") as handle:
+        metadata = handle.metadata()
+    tensors = load_file(str(weights))
+    (name,) = [key for key in tensors if key.endswith("position_embeddings.weight")]
+    tensors[name] = tensors[name] * np.float32(1e30)
+    save_file(tensors, str(weights), metadata=metadata)
+    args = ("--dataset", "drift-words.txt", "--layers", "none", "--compare", "", "--null-draws", "2", "-f", "json")
+    (big,) = json.loads(sandbox.accepted("stress", "big", *args).stdout)["scores"].values()
+    (original,) = json.loads(sandbox.accepted("stress", str(minilm_path), *args).stdout)["scores"].values()
+    for key in SCALE_FREE:
+        if original.get(key) is not None:
+            assert close(big[key], original[key], rel=1e-6), (key, big[key], original[key])
+    assert close(big["separation"], original["separation"] * 1e30, rel=1e-6)
+    assert big["stress"] > 1e50  # about 1e60 x the original: representable, so reported
