@@ -89,7 +89,7 @@ def spec_width(spec: str) -> int | None:
         if key.strip() == "d":
             try:
                 return int(float(value))
-            except ValueError:
+            except (ValueError, OverflowError):
                 return None  # get_encoding reports the bad value
     return None
 
@@ -165,7 +165,12 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
         )
     geometry = position_geometry(counts, metric="hellinger", min_count=options.min_count)
     if len(geometry.positions) < 3:
-        raise InputError(f"only {len(geometry.positions)} positions have N_i >= {options.min_count}; lower --min-count")
+        totals = np.sort(counts.totals)[::-1]
+        if int((totals > 0).sum()) < 3:
+            hint = "the corpus reaches fewer than 3 positions and the scores need 3; use longer texts"
+        else:
+            hint = f"lower --min-count to {int(totals[2])} or below"
+        raise InputError(f"only {len(geometry.positions)} positions have N_i >= {options.min_count}; {hint}")
     target_distances = geometry.matrix(options.distance)
     if not np.all(np.isfinite(target_distances)):
         raise InputError("the corrected distance is undefined for some positions; raise --min-count or use naive")
@@ -199,6 +204,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
             index=positions,
         )
         scores[name] = dict(observed, dim=int(table.shape[1]), null=observed_null, null_draws=options.null_draws)
+        note_beyond_range(name, observed)
 
     if options.bootstrap and target in scores:
         scores[target]["bootstrap"] = bootstrap_intervals(
@@ -265,6 +271,17 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
     return result
 
 
+def note_beyond_range(name: str, scores: dict[str, Any]) -> None:
+    """A raw score whose true value is beyond float64's range is inf (null in JSON): say so, once."""
+    for key in ("stress", "separation"):
+        value = scores.get(key)
+        if isinstance(value, float) and not np.isfinite(value):
+            note(
+                f"{name}: raw {key} is beyond float64's range (the vectors are enormous); it is reported as "
+                "inf (null in JSON). The scale-free scores are exact; compare those"
+            )
+
+
 def _check_tokenizer_fits(tokenizer: str, checkpoint: Any) -> None:
     """A checkpoint's positions are its own tokenizer's: another vocabulary would misalign them."""
     if tokenizer in ("whitespace", "char"):
@@ -324,12 +341,14 @@ def bootstrap_intervals(
     intervals: dict[str, Any] = {}
     for name, draws in values.items():
         array = np.asarray(draws)
-        intervals[name] = {
-            "low": float(2 * observed_scores[name] - np.quantile(array, 0.975)),
-            "high": float(2 * observed_scores[name] - np.quantile(array, 0.025)),
-            "sd": float(array.std(ddof=1)),
-            "bias": float(array.mean() - observed_scores[name]),
-        }
+        # A raw stress beyond float64 (inf) has no interval: NaN (JSON null), without a warning line.
+        with np.errstate(invalid="ignore", over="ignore"):
+            intervals[name] = {
+                "low": float(2 * observed_scores[name] - np.quantile(array, 0.975)),
+                "high": float(2 * observed_scores[name] - np.quantile(array, 0.025)),
+                "sd": float(array.std(ddof=1)),
+                "bias": float(array.mean() - observed_scores[name]),
+            }
     intervals["samples"] = {"count": options.bootstrap - skipped, "skipped": skipped, "level": 0.95}
     return intervals
 
@@ -363,6 +382,11 @@ def checkpoint_layers(
     kept = positions[index]
 
     def row(layer: int, projection: str, vectors: np.ndarray) -> dict[str, Any]:
+        if not np.all(np.isfinite(vectors)):
+            raise InputError(
+                f"the {projection} vectors of layer {layer} hold NaN or infinity: the forward pass overflowed "
+                "(huge weights, or a low precision); try --dtype float32, or --layers none to score the table only"
+            )
         scores = all_scores(vectors, sub, anchored=False, index=kept)
         return {
             "layer": layer,
@@ -415,7 +439,11 @@ def projected_layers(
             continue
         w_q, w_k = maps[layer - 1]
         for projection, matrix in (("P·W_Q", w_q), ("P·W_K", w_k)):
-            scores = all_scores(table @ matrix, distances, anchored=False, index=index)
+            # At unit scale, so a huge table's product neither overflows nor changes a scale-free score.
+            scale = float(np.max(np.abs(table))) if table.size else 0.0
+            unit = table / scale if scale > 0 else table
+            scores = all_scores(unit @ matrix, distances, anchored=False, index=index, scale=scale or 1.0)
+            note_beyond_range(f"layer {layer} {projection}", scores)
             rows.append({"layer": layer, "projection": projection, **{k: scores[k] for k in LAYER_SCORES}})
     return rows, "measured"
 

@@ -16,13 +16,13 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .errors import FormatError, InputError
+from .errors import FormatError, InputError, first_line
 
 METADATA_KEY = "geoanalyze"
 FORMAT_VERSION = 1
@@ -141,11 +141,11 @@ def load_arrays(path: str | os.PathLike[str], kind: str) -> tuple[dict[str, np.n
         )
     if document["kind"] != kind:
         raise FormatError(
-            f"{path} holds geoanalyze {document['kind']}, not {kind}; "
+            f"{path} holds geoanalyze {str(document['kind'])[:40]}, not {kind}; "
             f"pass a {kind} file (made by `geoanalyze {_command_for(kind)}`)"
         )
     version = document.get("format_version")
-    if version != FORMAT_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version != FORMAT_VERSION:
         raise FormatError(
             f"{path} has format version {version}, this geoanalyze reads version {FORMAT_VERSION}; "
             "regenerate the file with this version"
@@ -153,8 +153,95 @@ def load_arrays(path: str | os.PathLike[str], kind: str) -> tuple[dict[str, np.n
     try:
         arrays = load_file(str(path))
     except Exception as exc:
-        raise FormatError(f"{path} is corrupt ({exc}); regenerate it") from exc
+        raise FormatError(
+            f"{path} is corrupt ({first_line(exc, 120)}); regenerate it with `geoanalyze {_command_for(kind)}`"
+        ) from exc
     return arrays, document
+
+
+#: dtype kinds accepted for a tensor: integers (signed or not) and real floats
+INTEGER, REAL = "iu", "f"
+
+
+def check_tensors(
+    path: str | os.PathLike[str],
+    arrays: Mapping[str, np.ndarray],
+    expected: Mapping[str, tuple[str, int]],
+    kind: str,
+    optional: Collection[str] = (),
+) -> None:
+    """Refuse a file whose tensors are not exactly ``expected`` (name -> (dtype kinds, ndim)).
+
+    A missing tensor (unless ``optional``), an unknown extra tensor, a tensor of another dtype
+    kind (a float where integers belong, a bool, a complex) or another number of dimensions is a
+    FormatError naming the file, the tensor and the command that writes a good file.
+    """
+    fix = f"regenerate it with `geoanalyze {_command_for(kind)}`"
+    missing = [name for name in expected if name not in arrays and name not in optional]
+    if missing:
+        raise FormatError(f"{path} lacks the tensor {missing[0]!r} of a {kind} file; {fix}")
+    extra = sorted(set(arrays) - set(expected))
+    if extra:
+        raise FormatError(f"{path} holds an unknown tensor {extra[0][:60]!r} (not part of a {kind} file); {fix}")
+    for name, (kinds, ndim) in expected.items():
+        if name not in arrays:
+            continue
+        array = arrays[name]
+        if array.dtype.kind not in kinds:
+            wanted = "integers" if kinds == INTEGER else "real floats"
+            raise FormatError(f"{path}: tensor {name!r} has dtype {array.dtype}, a {kind} file holds {wanted}; {fix}")
+        if array.ndim != ndim:
+            raise FormatError(
+                f"{path}: tensor {name!r} has shape {array.shape}, a {kind} file holds a {ndim}-D array; {fix}"
+            )
+
+
+_MISSING = object()
+
+
+def header_field(
+    path: str | os.PathLike[str],
+    document: Mapping[str, Any],
+    key: str,
+    types: type | tuple[type, ...],
+    kind: str,
+    default: Any = _MISSING,
+) -> Any:
+    """``document[key]`` checked to be of ``types`` (bool is not an int here); FormatError otherwise.
+
+    Without ``default`` the field is required; with one, an absent field (not a wrong-typed one)
+    gives the default.
+    """
+    fix = f"regenerate it with `geoanalyze {_command_for(kind)}`"
+    if key not in document:
+        if default is _MISSING:
+            raise FormatError(f"{path}: the {kind} header lacks the field {key!r}; {fix}")
+        return default
+    value = document[key]
+    allowed = types if isinstance(types, tuple) else (types,)
+    if isinstance(value, bool) and bool not in allowed:
+        ok = False
+    elif float in allowed and isinstance(value, int) and not isinstance(value, bool):
+        ok = True
+    else:
+        ok = isinstance(value, allowed)
+    if not ok:
+        names = " or ".join("null" if t is type(None) else _JSON_NAMES.get(t, t.__name__) for t in allowed)
+        raise FormatError(
+            f"{path}: header field {key!r} is {type(value).__name__ if value is not None else 'null'}, "
+            f"expected {names}; {fix}"
+        )
+    return value
+
+
+_JSON_NAMES = {
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    bool: "true/false",
+    list: "a list",
+    dict: "an object",
+}
 
 
 def file_kind(path: str | os.PathLike[str]) -> str | None:

@@ -34,6 +34,7 @@ def threshold_metrics() -> dict[str, str]:
     names.pop("relative_separation", None)
     return names
 
+
 Dataset = Annotated[
     str,
     typer.Option(
@@ -141,13 +142,31 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
 
 
 def crossed(result: dict[str, Any], thresholds: dict[str, float]) -> list[str]:
-    """The thresholds the target crosses, as readable lines."""
-    scores = result["scores"].get(result["target"], {})
+    """The thresholds the target crosses, as readable lines.
+
+    Fails closed: a score that is missing, None, NaN or not a number crosses its threshold (a
+    gate that cannot be evaluated never passes), and so does any score against a NaN threshold;
+    an infinite score (raw stress beyond float64's range) crosses every finite one.
+    """
+    import math
+    from numbers import Real
+
+    scores = result.get("scores", {}).get(result.get("target"), {}) or {}
     lines = []
     for metric, limit in thresholds.items():
-        value = result["noise"][metric] if metric == "noise_fraction" else scores.get(metric, float("nan"))
-        if not value <= limit:  # NaN fails closed: a gate that cannot be evaluated does not pass
-            lines.append(f"{metric} {value:.6g} > {limit:g}")
+        source = (result.get("noise") or {}) if metric == "noise_fraction" else scores
+        value = source.get(metric)
+        number = float(value) if isinstance(value, Real) and not isinstance(value, bool) else math.nan
+        if math.isnan(number) or not number <= limit:
+            shown = f"{number:.6g}" if not math.isnan(number) else ("not computed" if value is None else "nan")
+            reason = (
+                " (undefined: fails closed)"
+                if math.isnan(number)
+                else " (beyond float64's range)"
+                if math.isinf(number)
+                else ""
+            )
+            lines.append(f"{metric} {shown} > {limit:g}{reason}")
     return lines
 
 
@@ -401,7 +420,9 @@ def report(
         os.replace(staging, figure_dir)
     message = f"wrote {output} and {len(checkpoints) - len(failed)} sets of figures in {figure_dir}"
     if format == "json":
-        print_json({"run": run, "report": str(output), "targets": documents, "gate": gate_document(thresholds, crossings)})
+        print_json(
+            {"run": run, "report": str(output), "targets": documents, "gate": gate_document(thresholds, crossings)}
+        )
     elif format == "markdown":
         print(text)
     else:

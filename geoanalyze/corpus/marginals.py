@@ -149,26 +149,101 @@ class PositionalCounts:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> PositionalCounts:
-        """Read a counts file written by :meth:`save`; FormatError if it is corrupt or foreign."""
+        """Read a counts file written by :meth:`save`; FormatError if it is corrupt, foreign or inconsistent.
+
+        Checked before use: exactly the six CSR tensors, all integer and 1-D; a header ``shape``
+        of two non-negative integers; row pointers that start at 0, never decrease and end at
+        the number of entries; token ids inside [0, V); no negative count; half-A counts never
+        above the full counts; N_i never above ``n_sequences``; a built vocabulary of exactly V
+        distinct strings; and the typed header fields (tokenizer an object, options of their type).
+        """
+        from ..io import INTEGER, check_tensors, header_field
+
         arrays, document = load_arrays(path, kind="counts")
-        try:
-            shape = tuple(int(v) for v in document.pop("shape"))
-            vocab = document.pop("vocab", None)
-            document.pop("kind", None)
-            document.pop("format_version", None)
-            matrices = [
-                sp.csr_array((arrays[f"{name}.data"], arrays[f"{name}.indices"], arrays[f"{name}.indptr"]), shape=shape)
-                for name in ("counts", "half")
-            ]
-            for matrix in matrices:
-                matrix.check_format(full_check=True)
-                if matrix.nnz and matrix.data.min() < 0:
-                    raise ValueError("negative counts")
-        except (KeyError, ValueError, TypeError, IndexError) as exc:
+        check_tensors(
+            path,
+            arrays,
+            {f"{name}.{part}": (INTEGER, 1) for name in ("counts", "half") for part in ("indptr", "indices", "data")},
+            kind="counts",
+        )
+        fix = "regenerate it with `geoanalyze marginals`"
+        shape_field = header_field(path, document, "shape", list, "counts")
+        if len(shape_field) != 2 or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in shape_field
+        ):
             raise FormatError(
-                f"{path} is not a valid counts file ({exc}); regenerate it with geoanalyze marginals"
-            ) from exc
+                f"{path}: header shape {str(shape_field)[:60]} is not [n, V] of non-negative integers; {fix}"
+            )
+        shape = (int(shape_field[0]), int(shape_field[1]))
+        vocab = header_field(path, document, "vocab", (list, type(None)), "counts", default=None)
+        tokenizer = header_field(path, document, "tokenizer", dict, "counts", default={})
+        header_field(path, document, "n_sequences", int, "counts", default=0)
+        for key in ("exclude_special", "add_special_tokens"):
+            header_field(path, document, key, bool, "counts", default=False)
+        for key in ("max_length", "split_seed"):
+            header_field(path, document, key, (int, type(None)), "counts", default=None)
+        corpus = header_field(path, document, "corpus", (list, type(None)), "counts", default=None)
+        if corpus is not None and not all(isinstance(item, dict) for item in corpus):
+            raise FormatError(f"{path}: header field 'corpus' must be a list of objects; {fix}")
+        if not isinstance(tokenizer.get("kind", ""), str) or not isinstance(tokenizer.get("name", ""), str):
+            raise FormatError(f"{path}: header field 'tokenizer' has a kind or name that is not a string; {fix}")
+        matrices = [_checked_csr(path, arrays, name, shape) for name in ("counts", "half")]
+        if tokenizer.get("vocab") == "built" or vocab is not None:
+            if vocab is None or len(vocab) != shape[1]:
+                held = "no vocabulary" if vocab is None else f"a vocabulary of {len(vocab)} tokens"
+                raise FormatError(f"{path}: {shape[1]} token columns but {held}; {fix}")
+            if not all(isinstance(token, str) for token in vocab):
+                raise FormatError(f"{path}: the vocabulary holds a token that is not a string; {fix}")
+            if len(set(vocab)) != len(vocab):
+                raise FormatError(f"{path}: the vocabulary repeats a token; {fix}")
+        excess = matrices[0] - matrices[1]
+        if excess.nnz and excess.data.min() < 0:
+            raise FormatError(f"{path}: a half-A count exceeds the full count of the same cell; {fix}")
+        totals = np.asarray(matrices[0].sum(axis=1)).ravel()
+        n_sequences = document.get("n_sequences")
+        if isinstance(n_sequences, int) and "n_sequences" in document and totals.size and totals.max() > n_sequences:
+            row = int(np.argmax(totals))
+            raise FormatError(
+                f"{path}: position {row} counts {int(totals[row])} tokens but the header says "
+                f"{n_sequences} sequences (at most one token per sequence and position); {fix}"
+            )
+        for key in ("shape", "vocab", "kind", "format_version"):
+            document.pop(key, None)
         return cls(matrices[0], matrices[1], document, vocab)
+
+
+def _checked_csr(
+    path: str | os.PathLike[str], arrays: dict[str, np.ndarray], name: str, shape: tuple[int, int]
+) -> sp.csr_array:
+    """One CSR matrix of a counts file, its internal consistency checked before scipy sees it."""
+    fix = "regenerate it with `geoanalyze marginals`"
+    indptr, indices, data = (arrays[f"{name}.{part}"].astype(np.int64) for part in ("indptr", "indices", "data"))
+    n, vocab_size = shape
+    if indptr.shape != (n + 1,):
+        raise FormatError(
+            f"{path}: {name}.indptr has {indptr.size} entries, the header's {n} positions need {n + 1}; {fix}"
+        )
+    if indices.shape != data.shape:
+        raise FormatError(
+            f"{path}: {name}.indices and {name}.data differ in length ({indices.size}, {data.size}); {fix}"
+        )
+    if indptr[0] != 0 or indptr[-1] != data.size or (n and np.any(np.diff(indptr) < 0)):
+        raise FormatError(
+            f"{path}: {name}.indptr is not a valid row-offset array (it must start at 0, never decrease and end "
+            f"at {data.size}); {fix}"
+        )
+    if indices.size and (indices.min() < 0 or indices.max() >= vocab_size):
+        raise FormatError(f"{path}: {name}.indices holds a token id outside 0..{vocab_size - 1}; {fix}")
+    if data.size and data.min() < 0:
+        raise FormatError(f"{path}: {name}.data holds a negative count; {fix}")
+    matrix = sp.csr_array((data, indices, indptr), shape=shape)
+    try:
+        matrix.check_format(full_check=True)
+    except ValueError as exc:
+        raise FormatError(f"{path}: {name} is not a valid sparse matrix ({exc}); {fix}") from exc
+    if not matrix.has_canonical_format:
+        matrix.sum_duplicates()
+    return matrix
 
 
 class SparseCounter:

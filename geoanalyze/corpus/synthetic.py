@@ -33,7 +33,8 @@ Tokens are written ``w<index>`` and texts join them with single spaces, so the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -193,25 +194,105 @@ def synthetic_corpus(
     -------
     SyntheticCorpus with ``texts`` and the true ``marginals`` (length x vocab_size).
     """
-    if kind not in _GENERATORS:
-        raise InputError(f"unknown synthetic kind {kind!r}; choose one of {', '.join(KINDS)}")
-    for name, value in (("n_sequences", n_sequences), ("length", length), ("vocab_size", vocab_size)):
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-            raise InputError(f"{name} must be a whole number, got {value!r}")
-        if value < 1:
-            raise InputError(f"{name} must be at least 1, got {value}")
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise InputError(f"seed must be a whole number >= 0, got {seed!r}")
-    rng = np.random.default_rng(seed)
-    try:
-        marginals = _GENERATORS[kind](length, vocab_size, rng, **options)
-    except TypeError as exc:
-        raise InputError(f"bad option for synthetic kind {kind!r}: {exc}") from exc
-    tokens = sample_tokens(marginals, n_sequences, rng)
+    checked = check_parameters(kind, n_sequences, length, vocab_size, seed, options)
+    rng = np.random.default_rng(int(seed))
+    marginals = _GENERATORS[kind](int(length), int(vocab_size), rng, **checked)
+    check_marginals(kind, marginals)
+    tokens = sample_tokens(marginals, int(n_sequences), rng)
     vocab = [f"w{t}" for t in range(vocab_size)] if words is None else _pick_words(words, vocab_size, rng)
     strings = np.asarray(vocab)[tokens]
     texts = [" ".join(row) for row in strings.tolist()]
     return SyntheticCorpus(texts=texts, marginals=marginals, vocab=vocab, kind=kind, seed=seed)
+
+
+#: the options each kind takes, with their checks: (type, lowest, highest), both ends inclusive
+_OPTIONS: dict[str, dict[str, tuple[type, float, float]]] = {
+    "stationary": {},
+    "drift": {"anchors": (int, 2, 10_000)},
+    "shift": {"step": (int, 0, 2**40), "kappa": (float, 0.0, 1e4)},
+    "rough": {"roughness": (float, 0.0, 1.0), "amplitude": (float, 0.0, 50.0)},
+}
+#: the spec's short names of the common parameters (as in ``synthetic:drift,n=300,length=16``)
+_SHORT = {"n_sequences": "n", "vocab_size": "vocab"}
+#: at most this many cells in one dense array (tokens n x length, marginals length x V): 400 MB of float64
+MAX_CELLS = 50_000_000
+
+
+def _show(value: object) -> str:
+    """A value as a user wrote it, short: 1e+300 rather than 301 digits."""
+    if isinstance(value, (float, np.floating)) or (isinstance(value, (int, np.integer)) and abs(int(value)) >= 10**15):
+        return f"{float(value):g}"  # type: ignore[arg-type]
+    return repr(value)
+
+
+def _whole(name: str, value: object, low: int, high: int | None = None) -> int:
+    shown = _SHORT.get(name, name)
+    number = value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    if isinstance(number, bool) or not isinstance(number, (int, np.integer)):
+        raise InputError(f"synthetic {shown} must be a whole number, got {_show(value)}")
+    if number < low or (high is not None and number > high):
+        bound = f"at least {low}" if high is None else f"between {low} and {high}"
+        raise InputError(f"synthetic {shown} must be {bound}, got {_show(number)}")
+    return int(number)
+
+
+def check_parameters(
+    kind: str, n_sequences: object, length: object, vocab_size: object, seed: object, options: Mapping[str, object]
+) -> dict[str, object]:
+    """Every parameter of a synthetic corpus checked (type, range, known to the kind) before any work.
+
+    Returns the kind's options as the generator takes them (whole numbers as int). The sizes are
+    bounded so no array exceeds :data:`MAX_CELLS` cells: a huge spec is refused, not allocated.
+    """
+    if not isinstance(kind, str) or kind not in _GENERATORS:
+        raise InputError(f"unknown synthetic kind {kind!r}; choose one of {', '.join(KINDS)}")
+    n = _whole("n_sequences", n_sequences, 1)
+    positions = _whole("length", length, 1)
+    vocab = _whole("vocab_size", vocab_size, 1)
+    _whole("seed", seed, 0, 2**63 - 1)
+    for first, second, a, b in (("n", "length", n, positions), ("length", "vocab", positions, vocab)):
+        if a * b > MAX_CELLS:
+            raise InputError(
+                f"synthetic {first}={a} x {second}={b} is {a * b:,} cells, above the {MAX_CELLS:,} a synthetic corpus "
+                "may hold; lower one of them"
+            )
+    allowed = _OPTIONS[kind]
+    checked: dict[str, object] = {}
+    for key, value in options.items():
+        if key not in allowed:
+            takes = ", ".join(sorted(allowed)) if allowed else "no option"
+            raise InputError(
+                f"unknown option {key!r} for synthetic {kind}; it takes {takes} besides n, length, vocab and seed"
+            )
+        kind_of, low, high = allowed[key]
+        if kind_of is int:
+            checked[key] = _whole(key, value, int(low), int(high))
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise InputError(f"synthetic {key} must be a number, got {_show(value)}")
+        if not (math.isfinite(float(value)) and low <= float(value) <= high):
+            raise InputError(f"synthetic {key} must be a finite number in [{low:g}, {high:g}], got {_show(value)}")
+        checked[key] = float(value)
+    if "anchors" in checked and int(checked["anchors"]) * vocab > MAX_CELLS:  # type: ignore[call-overload]
+        raise InputError(f"synthetic anchors x vocab is above {MAX_CELLS:,} cells; lower anchors or vocab")
+    return checked
+
+
+def check_marginals(kind: str, marginals: np.ndarray) -> None:
+    """The generated marginals must be finite, non-negative and sum to 1 per position."""
+    if not np.all(np.isfinite(marginals)) or np.any(marginals < 0):
+        raise InputError(
+            f"the parameters of synthetic {kind} make non-finite or negative marginals (a numeric overflow); "
+            "use values closer to the defaults"
+        )
+    sums = marginals.sum(axis=1)
+    if not np.allclose(sums, 1.0, rtol=0, atol=1e-9):
+        raise InputError(
+            f"the parameters of synthetic {kind} make marginals that do not sum to 1 (worst {float(sums.min()):.3g}); "
+            "use values closer to the defaults"
+        )
 
 
 def _pick_words(words: Sequence[str], vocab_size: int, rng: np.random.Generator) -> list[str]:

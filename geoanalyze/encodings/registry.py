@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import IncompatibleError, InputError
 from . import standard
 
 
@@ -69,7 +69,14 @@ class Encoding:
     def vectors(self, positions: Any, context: EncodingContext | None = None) -> np.ndarray:
         """Position vectors for ``positions`` (an index array), shape (n, k), float64, finite."""
         index = np.asarray(positions, dtype=np.int64).reshape(-1)
-        table = np.asarray(self.build(index, context or EncodingContext()), dtype=np.float64)
+        built = np.asarray(self.build(index, context or EncodingContext()))
+        if built.dtype.kind not in "iuf":
+            # Never a silent cast: complex would lose its imaginary part, strings and objects are no numbers.
+            raise InputError(
+                f"encoding {self.name} gave {built.dtype} values; position vectors must be real numbers "
+                "(integers or floats)"
+            )
+        table = built.astype(np.float64, copy=False)
         if table.ndim == 1:
             table = table[:, None]
         if table.ndim != 2 or table.shape[0] != index.shape[0]:
@@ -159,10 +166,15 @@ def _parse_params(args: str, spec: str) -> dict[str, float]:
         key, sep, value = part.partition("=")
         if not sep:
             raise InputError(f"bad parameter {part!r} in {spec!r}; write key=value")
+        key = key.strip()
+        if key in params:
+            raise InputError(f"parameter {key} is given twice in {spec!r}; keep one")
         try:
             params[key] = float(value)
         except ValueError as exc:
             raise InputError(f"parameter {key}={value!r} in {spec!r} is not a number") from exc
+        if not np.isfinite(params[key]):
+            raise InputError(f"parameter {key}={value.strip()} in {spec!r} must be a finite number")
     return params
 
 
@@ -209,13 +221,14 @@ def _path_encoding(spec: str, name: str, arg: str) -> Encoding:
     if name == "learned":
         from ..checkpoints import load_checkpoint
 
-        def learned(positions: np.ndarray, _: EncodingContext) -> np.ndarray:
+        def learned(positions: np.ndarray, context: EncodingContext) -> np.ndarray:
             checkpoint = load_checkpoint(arg)
             if not checkpoint.mechanism.has_table:
                 raise InputError(
                     f"{arg} has no position table (its positions are {checkpoint.mechanism.describe_kind()}); "
                     "pass it as the stress target instead"
                 )
+            check_same_tokens(f"learned:{arg}", checkpoint.tokenizer_spec(), context.counts)
             return checkpoint.position_vectors(positions)
 
         return Encoding(spec, learned)
@@ -227,6 +240,33 @@ def _path_encoding(spec: str, name: str, arg: str) -> Encoding:
         return load_table(arg, positions, counts=context.counts)
 
     return Encoding(spec, from_file)
+
+
+def check_same_tokens(name: str, tokenizer_spec: str, counts: dict[str, Any] | None) -> None:
+    """A checkpoint's position table is indexed by its own tokens: refuse counts of another tokenizer.
+
+    Row i of the table is the position of the i-th token as the checkpoint's tokenizer splits a
+    text; counts made with a built tokenizer (whitespace, char) or another vocabulary put other
+    tokens at position i, so the table would be scored at shifted positions. Counts without a
+    tokenizer identity (a library caller's) are not checked.
+    """
+    identity = (counts or {}).get("tokenizer")
+    if not isinstance(identity, dict) or "kind" not in identity:
+        return
+    kind = identity.get("kind")
+    if kind != "hf":
+        raise IncompatibleError(
+            f"{name} is indexed by the checkpoint's own tokens, but the counts were made with the {kind} tokenizer, "
+            "which puts other tokens at each position; drop --tokenizer (or pass the checkpoint's) to compare it"
+        )
+    from ..corpus.tokenize import HFTokenizer
+
+    theirs = HFTokenizer(tokenizer_spec).identity().get("vocab_sha256")
+    if identity.get("vocab_sha256") != theirs:
+        raise IncompatibleError(
+            f"{name} has another vocabulary than the counts' tokenizer {identity.get('name')}: its positions would "
+            "not line up; count the corpus with the checkpoint's tokenizer (--tokenizer)"
+        )
 
 
 def _optimal_mds(positions: np.ndarray, context: EncodingContext, rank: int | None = None) -> np.ndarray:

@@ -269,22 +269,87 @@ class PositionGeometry:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> PositionGeometry:
-        """Read a distances file written by :meth:`save`."""
+        """Read a distances file written by :meth:`save`, its internal consistency checked.
+
+        Exactly the five tensors (integer positions and totals, float matrices); n >= 1 kept
+        positions, distinct, ascending and non-negative; totals non-negative; both matrices
+        n x n, symmetric, zero on the diagonal, inside the metric's range ([0, 1] Hellinger,
+        [0, pi/2] Fisher-Rao), the naive one finite (the corrected one may hold NaN for an
+        undefined pair); a known metric and object-typed header fields.
+        """
+        from ..errors import FormatError
+        from ..io import INTEGER, REAL, check_tensors, header_field
+
         arrays, document = load_arrays(path, kind="distances")
-        n = arrays["positions"].shape[0]
+        check_tensors(
+            path,
+            arrays,
+            {
+                "positions": (INTEGER, 1),
+                "totals": (INTEGER, 1),
+                "naive": (REAL, 2),
+                "corrected": (REAL, 2),
+                "noise_floor": (REAL, 1),
+            },
+            kind="distances",
+        )
+        fix = "regenerate it with `geoanalyze distances`"
+        metric = header_field(path, document, "metric", str, "distances")
+        if metric not in METRICS:
+            raise FormatError(
+                f"{path}: unknown metric {metric[:40]!r} in the header (known: {', '.join(METRICS)}); {fix}"
+            )
+        left_out = header_field(path, document, "left_out", dict, "distances", default={})
+        summary = header_field(path, document, "summary", dict, "distances", default={})
+        counts = header_field(path, document, "counts", dict, "distances", default={})
+        positions = arrays["positions"].astype(np.int64)
+        n = positions.shape[0]
+        if n == 0:
+            raise FormatError(f"{path} holds no position; {fix} from more data")
+        if positions.min() < 0 or np.any(np.diff(positions) <= 0):
+            raise FormatError(f"{path}: the positions are not distinct, ascending and non-negative; {fix}")
+        for name in ("totals", "noise_floor"):
+            if arrays[name].shape != (n,):
+                raise FormatError(
+                    f"{path}: {name} has shape {arrays[name].shape}, expected ({n},) for {n} positions; {fix}"
+                )
+        totals = arrays["totals"].astype(np.int64)
+        if totals.min() < 0:
+            raise FormatError(f"{path}: a total N_i is negative; {fix}")
+        top = 1.0 if metric == "hellinger" else np.pi / 2
+        matrices = {}
         for name in ("naive", "corrected"):
-            if arrays[name].shape != (n, n):
-                raise InputError(f"{path}: {name} is {arrays[name].shape}, expected ({n}, {n}); regenerate it")
+            matrix = np.asarray(arrays[name], dtype=np.float64)
+            if matrix.shape != (n, n):
+                raise FormatError(f"{path}: {name} is {matrix.shape}, expected ({n}, {n}); {fix}")
+            finite = np.isfinite(matrix)
+            if name == "naive" and not finite.all():
+                raise FormatError(f"{path}: the naive distances hold NaN or infinity; {fix}")
+            if np.isinf(matrix).any():
+                raise FormatError(f"{path}: the {name} distances hold infinity; {fix}")
+            values = matrix[finite]
+            if values.size and (values.min() < -1e-9 or values.max() > top + 1e-9):
+                raise FormatError(
+                    f"{path}: a {name} distance lies outside [0, {top:.4g}], the range of {metric} distances; {fix}"
+                )
+            if np.any(np.abs(np.diag(matrix)) > 1e-9) or not np.allclose(
+                matrix, matrix.T, rtol=0, atol=1e-9, equal_nan=True
+            ):
+                raise FormatError(f"{path}: the {name} matrix is not symmetric with a zero diagonal; {fix}")
+            matrices[name] = matrix
+        floor = np.asarray(arrays["noise_floor"], dtype=np.float64)
+        if np.isinf(floor).any() or np.any(floor[np.isfinite(floor)] < -1e-9):
+            raise FormatError(f"{path}: the noise floor holds a negative or infinite value; {fix}")
         return cls(
-            positions=arrays["positions"],
-            totals=arrays["totals"],
-            metric=document["metric"],
-            naive=arrays["naive"],
-            corrected=arrays["corrected"],
-            noise_floor=arrays["noise_floor"],
-            left_out=document.get("left_out", {}),
-            summary=document.get("summary", {}),
-            metadata=document.get("counts", {}),
+            positions=positions,
+            totals=totals,
+            metric=metric,
+            naive=matrices["naive"],
+            corrected=matrices["corrected"],
+            noise_floor=floor,
+            left_out=left_out,
+            summary=summary,
+            metadata=counts,
         )
 
 
@@ -299,10 +364,18 @@ def position_geometry(counts: Any, metric: str = "hellinger", min_count: int = 1
         raise InputError(f"--min-count must be at least 1, got {min_count}")
     kept = counts.kept_positions(min_count)
     if kept.size < 2:
-        most = int(counts.totals.max(initial=0))
+        totals = np.sort(counts.totals)[::-1]
+        most = int(totals[0]) if totals.size else 0
+        reached = int((totals > 0).sum())
+        if reached < 2:
+            hint = (
+                f"the corpus has tokens at {reached} position(s) only and distances need 2; "
+                "use longer texts or a larger corpus"
+            )
+        else:  # a lower --min-count keeps two positions: say how low
+            hint = f"lower --min-count to {int(totals[1])} or below, or use a larger corpus"
         raise InputError(
-            f"{kept.size} position(s) have N_i >= --min-count {min_count} (the largest N_i is {most}); "
-            "lower --min-count or use a larger corpus"
+            f"{kept.size} position(s) have N_i >= --min-count {min_count} (the largest N_i is {most}); {hint}"
         )
     selected = counts.select(kept)
     bc = bc_matrix(sqrt_marginals(selected))

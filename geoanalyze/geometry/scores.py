@@ -22,10 +22,18 @@ lag violation          monotonicity in position distance, D not needed: for each
 separation             min_{i != j} E_ij; relative separation = that / median E_ij.
 null calibration       each score for K i.i.d. Gaussian encodings of the same shape: mean, sd,
                        z-score and the share of null draws the encoding beats.
+
+Scale. Every score is computed on P / s with s = max |P| (and D / max |D|), so no square of an
+entry over- or underflows: the scale-free scores (scaled stress, the violations, the relative
+separation) of c P are those of P for every c in [1e-300, 1e300], not NaN or 0. The raw
+quantities (stress, separation) are put back at the true scale at the end; one whose true value
+exceeds the largest float64 (raw stress of a table scaled by 1e300) is ``inf`` (``null`` in
+JSON, with a note), never a finite or perfect-looking value.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -81,37 +89,106 @@ def check_inputs(positions: Any, distances: Any) -> tuple[np.ndarray, np.ndarray
     return p, d
 
 
-def embedding_distances(positions: Any) -> np.ndarray:
-    """Condensed E_ij = ||p_i - p_j|| over i < j (scipy's pdist order)."""
+def unit_distances(positions: Any) -> tuple[np.ndarray, float]:
+    """(e, s): condensed distances of P / s with s = max |P|, so E = s e exactly up to rounding.
+
+    Dividing first keeps every square inside pdist representable: ||c p_i - c p_j|| of a table
+    scaled by c = 1e300 (or 1e-300) would over- (under-)flow to inf (0). ``s`` is 0 for an
+    all-zero table (then e is all zeros too).
+    """
     p = np.asarray(positions, dtype=np.float64)
-    return pdist(p if p.ndim == 2 else p[:, None])
+    if p.ndim == 1:
+        p = p[:, None]
+    if not np.all(np.isfinite(p)):
+        raise InputError("the position vectors contain NaN or infinity; check the encoding")
+    scale = float(np.max(np.abs(p))) if p.size else 0.0
+    return pdist(p / scale if scale > 0 else p), scale
+
+
+def _product(factors: tuple[float, ...], divisors: tuple[float, ...] = ()) -> float:
+    """prod(factors) / prod(divisors) of non-negative finite numbers without an intermediate over- or
+    underflow: inf only when the true result is above float64's range (0 when below it)."""
+    mantissa, exponent = 1.0, 0
+    for value in factors:
+        part, power = math.frexp(value)
+        mantissa, exponent = mantissa * part, exponent + power
+    for value in divisors:
+        part, power = math.frexp(value)
+        mantissa, exponent = mantissa / part, exponent - power
+    if mantissa == 0:
+        return 0.0
+    try:
+        return math.ldexp(mantissa, exponent)
+    except OverflowError:
+        return math.inf
+
+
+def embedding_distances(positions: Any) -> np.ndarray:
+    """Condensed E_ij = ||p_i - p_j|| over i < j (scipy's pdist order), computed at unit scale.
+
+    An entry whose true value exceeds float64's range is inf; none is ever NaN.
+    """
+    e, scale = unit_distances(positions)
+    with np.errstate(over="ignore"):
+        return e * scale
 
 
 def stress(positions: Any, distances: Any) -> float:
-    """Raw stress sum (E - D)^2 / sum D^2 over pairs i < j."""
+    """Raw stress sum (E - D)^2 / sum D^2 over pairs i < j (inf when it exceeds float64's range)."""
     p, d = check_inputs(positions, distances)
-    return _stress(pdist(p), d)
+    e, scale = unit_distances(p)
+    return _stress(e, d, scale)
 
 
-def _stress(e: np.ndarray, d: np.ndarray) -> float:
-    denominator = float(np.dot(d, d))
-    if denominator == 0:
+def _stress(e: np.ndarray, d: np.ndarray, *scale: float) -> float:
+    """Raw stress of the distances ``prod(scale) * e`` against ``d``, every product at unit scale.
+
+    With u = e / max e, delta = D / max D and r = scale max(e) / max(D) (E = r max(D) u):
+    stress = sum (r u - delta)^2 / sum delta^2 when r <= 1, else r^2 sum (u - delta / r)^2 /
+    sum delta^2 with r^2 applied last, so the result is inf only when the true stress is above
+    float64's range (a table scaled by 1e300), and never NaN for finite inputs.
+    """
+    top = float(np.max(np.abs(d))) if d.size else 0.0
+    if top == 0:
         raise InputError("every target distance is 0; stress is undefined")
-    residual = e - d
-    return float(np.dot(residual, residual) / denominator)
+    if not (np.all(np.isfinite(e)) and np.all(np.isfinite(d)) and all(math.isfinite(f) for f in scale)):
+        return math.nan
+    delta = d / top
+    denominator = float(np.dot(delta, delta))
+    e_top = float(np.max(e)) if e.size else 0.0
+    if e_top == 0 or 0 in scale:
+        return 1.0  # E = 0: the residual is all of D
+    u = e / e_top
+    ratio = _product((*scale, e_top), (top,))
+    if ratio <= 1:
+        residual = ratio * u - delta
+        return float(np.dot(residual, residual)) / denominator
+    residual = u - _product((top,), (*scale, e_top)) * delta
+    unit = float(np.dot(residual, residual)) / denominator
+    return _product((unit, *scale, e_top, *scale, e_top), (top, top))
 
 
 def scaled_stress(positions: Any, distances: Any) -> float:
     """Stress after the best global scale: 1 - (sum E D)^2 / (sum E^2 sum D^2)."""
     p, d = check_inputs(positions, distances)
-    return _scaled_stress(pdist(p), d)
+    return _scaled_stress(unit_distances(p)[0], d)
 
 
 def _scaled_stress(e: np.ndarray, d: np.ndarray) -> float:
+    """Scale-free in E and in D, so both are brought to unit scale before any product (NaN, never a
+    clamped value, if an input is not finite)."""
+    if not (np.all(np.isfinite(e)) and np.all(np.isfinite(d))):
+        return math.nan
+    e_top = float(np.max(np.abs(e))) if e.size else 0.0
+    d_top = float(np.max(np.abs(d))) if d.size else 0.0
+    if e_top == 0 or d_top == 0:
+        return 1.0  # no geometry in E (or D): the best scale is 0, leaving all of D unexplained
+    e, d = e / e_top, d / d_top
     ee, dd = float(np.dot(e, e)), float(np.dot(d, d))
     if ee == 0 or dd == 0:
         return 1.0
-    return float(max(0.0, 1.0 - np.dot(e, d) ** 2 / (ee * dd)))
+    value = 1.0 - float(np.dot(e, d)) ** 2 / (ee * dd)
+    return max(0.0, value) if math.isfinite(value) else math.nan
 
 
 def _tie_pairs(values: np.ndarray) -> int:
@@ -186,7 +263,7 @@ def monotonicity_violation(positions: Any, distances: Any, anchored: bool = Fals
     ``anchored=True``: only pairs (i,j), (i,l) sharing an anchor i, averaged over anchors.
     """
     p, d = check_inputs(positions, distances)
-    e = pdist(p)
+    e = unit_distances(p)[0]
     return _anchored_violation(e, d, p.shape[0]) if anchored else _violation(e, d)
 
 
@@ -261,9 +338,7 @@ def lag_violation(positions: Any, index: Any = None) -> float:
         p = p[:, None]
     if p.ndim != 2 or p.shape[0] < 3:
         raise InputError(f"lag violation needs an (n, k) array of at least 3 positions, got shape {p.shape}")
-    if not np.all(np.isfinite(p)):
-        raise InputError("the position vectors contain NaN or infinity; check the encoding")
-    return _lag_violation(pdist(p), check_index(index, p.shape[0]))
+    return _lag_violation(unit_distances(p)[0], check_index(index, p.shape[0]))
 
 
 def _lag_violation(e: np.ndarray, t: np.ndarray) -> float:
@@ -336,33 +411,38 @@ def separation(positions: Any, relative: bool = False) -> float:
         p = p[:, None]
     if p.shape[0] < 2:
         raise InputError("separation needs at least 2 positions")
-    if not np.all(np.isfinite(p)):
-        raise InputError("the position vectors contain NaN or infinity; check the encoding")
-    e = pdist(p)
+    e, scale = unit_distances(p)
     smallest = float(e.min())
     if not relative:
-        return smallest
+        return _product((smallest, scale))
     median = float(np.median(e))
     return smallest / median if median > 0 else 0.0
 
 
-def all_scores(positions: Any, distances: Any, anchored: bool = True, index: Any = None) -> dict[str, float]:
-    """Every score of one encoding, sharing one pdist.
+def all_scores(
+    positions: Any, distances: Any, anchored: bool = True, index: Any = None, scale: float = 1.0
+) -> dict[str, float]:
+    """Every score of one encoding, sharing one pdist (of P at unit scale: see the module's "Scale").
 
     ``index``: the position indices of the rows (kept positions may have gaps), which the lag
-    violation measures lags with; default 0..n-1.
+    violation measures lags with; default 0..n-1. ``scale``: the vectors are ``scale * positions``
+    (a caller that divided a huge table down before a product passes the factor back here); it
+    enters the raw stress and separation only.
     """
     p, d = check_inputs(positions, distances)
+    if not (math.isfinite(scale) and scale >= 0):
+        raise InputError(f"the scale of the position vectors must be finite and >= 0, got {scale}")
     t = check_index(index, p.shape[0])
-    e = pdist(p)
+    e, unit = unit_distances(p)
     median = float(np.median(e))
+    smallest = float(e.min())
     result = {
-        "stress": _stress(e, d),
+        "stress": _stress(e, d, unit, scale),
         "scaled_stress": _scaled_stress(e, d),
         "monotonicity_violation": _violation(e, d),
         "lag_violation": _lag_violation(e, t),
-        "separation": float(e.min()),
-        "relative_separation": float(e.min()) / median if median > 0 else 0.0,
+        "separation": _product((smallest, unit, scale)),
+        "relative_separation": smallest / median if median > 0 else 0.0,
     }
     if anchored:
         result["anchored_monotonicity_violation"] = _anchored_violation(e, d, p.shape[0])

@@ -267,14 +267,18 @@ def shepard_diagram(
     ``truth``: the exact distances of a synthetic corpus (:func:`known_distances`), drawn as the
     points (estimated, true) labelled :data:`TRUE_LABEL`: where an encoding of the true geometry lies.
     """
-    from scipy.spatial.distance import pdist, squareform
+    from scipy.spatial.distance import squareform
+
+    from ..geometry.scores import unit_distances
 
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(6.4, 5.2), layout="constrained")
     target = squareform(distances, checks=False)
     groups: list[tuple[list[str], np.ndarray]] = []
     for name, table in tables.items():
-        e = pdist(table)
+        # At unit scale (the best global scale below makes the drawing scale-free): a table of
+        # entries near 1e300 would otherwise overflow to inf and draw NaN.
+        e = unit_distances(table)[0]
         scale = float(e @ target / (e @ e)) if float(e @ e) > 0 else 1.0
         fitted = scale * e
         same = next((group for group in groups if np.allclose(group[1], fitted, rtol=1e-9, atol=1e-12)), None)
