@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import tempfile
@@ -135,9 +136,13 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
         if metric not in names:
             raise InputError(f"--fail-above: unknown metric {metric!r}; choose one of {', '.join(names)}")
         try:
-            thresholds[names[metric]] = float(value)
+            limit = float(value)
         except ValueError as exc:
             raise InputError(f"--fail-above {item!r}: {value!r} is not a number") from exc
+        if not math.isfinite(limit):
+            # a NaN limit would fail every run and an infinite one pass every run: neither is a gate
+            raise InputError(f"--fail-above {item!r}: the limit must be a finite number, e.g. {metric}=0.5")
+        thresholds[names[metric]] = limit
     return thresholds
 
 
