@@ -30,6 +30,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -41,7 +42,15 @@ import scipy.sparse as sp
 
 from ..errors import FormatError, GeoanalyzeError, IncompatibleError, InputError, first_line
 from ..io import write_text
-from .marginals import PositionalCounts, SparseCounter, cache_dir, check_mergeable, csr_keys, keys_to_csr, merge_sorted
+from .marginals import (
+    PositionalCounts,
+    SparseCounter,
+    cache_dir,
+    check_mergeable,
+    csr_keys,
+    keys_to_csr,
+    merge_sorted,
+)
 from .sources import CorpusSource, _decode, _read_bytes, _read_synthetic, iter_file_texts, iter_hub_texts
 from .tokenize import Tokenizer, TokenizerSpec, fresh_tokenizer
 
@@ -806,14 +815,27 @@ def count_stream(
         raise InputError(f"--sample must be a fraction in (0, 1], got {sample}")
     return_freed_memory()
     job = dict(job, version=WORK_VERSION, shards=[s.name for s in shards])
+    in_cache = work_dir is None
     if work_dir is None:
         key = hashlib.sha256(json.dumps(job, sort_keys=True, default=str).encode()).hexdigest()[:24]
         work_dir = cache_dir() / "jobs" / key
-    if fresh and work_dir.is_dir():
-        for old in work_dir.glob("shard-*.safetensors"):
-            old.unlink()
-        (work_dir / "plan.json").unlink(missing_ok=True)
-    folder = WorkFolder.open(work_dir, job, [shard.fingerprint() for shard in shards])
+    fingerprints = [shard.fingerprint() for shard in shards]
+    try:
+        if fresh and work_dir.is_dir():
+            for old in work_dir.glob("shard-*.safetensors"):
+                old.unlink()
+            (work_dir / "plan.json").unlink(missing_ok=True)
+        folder = WorkFolder.open(work_dir, job, fingerprints)
+    except (OSError, InputError) as exc:
+        if not in_cache or isinstance(exc, (FormatError, IncompatibleError)):
+            raise
+        # The cache cannot hold the job's partial counts: count in a temporary folder instead
+        # (a killed job then starts over), as a cache never fails a job.
+        from .marginals import note_cache_failure
+
+        note_cache_failure(exc)
+        work_dir, keep_work = Path(tempfile.mkdtemp(prefix="geoanalyze-count-")), False
+        folder = WorkFolder.open(work_dir, job, fingerprints)
     report = report if report is not None else CountReport()
     report.shards, report.work_dir = len(shards), str(work_dir)
     spec = tokenizer.spec()

@@ -42,6 +42,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
+from .. import notes
 from ..errors import FormatError, IncompatibleError, InputError
 from ..io import FORMAT_VERSION, METADATA_KEY, atomic_path, to_jsonable, write_text
 from ..models import ModelConfig, Transformer
@@ -108,8 +109,13 @@ def _train(
     device = select_device(config.device, group.local_rank)
     # Checked before the data is read and tokenized, so a wrong folder fails at once.
     checkpoint = _read_checkpoint(out, config) if resume else None
-    if not resume and (metrics_path.exists() or _find_checkpoint(out) is not None):
+    if not resume and _find_checkpoint(out) is not None:
         raise InputError(f"{out} already holds a training run; resume it or choose another output folder")
+    if not resume and group.is_main and _stopped_before_first_checkpoint(out):
+        # Nothing to resume: the run is started over in the same folder, and says so.
+        notes.note(f"{out} held a run stopped before its first checkpoint; it was started over")
+        metrics_path.unlink(missing_ok=True)
+        shutil.rmtree(out / f"{CHECKPOINT_DIR}.partial", ignore_errors=True)
     group.barrier()  # every rank has looked at the folder before rank 0 writes into it
     task = build_task(config)
     model_config = fit_model_config(config, task)
@@ -460,10 +466,22 @@ def _find_checkpoint(out: Path) -> Path | None:
     return None
 
 
+def _stopped_before_first_checkpoint(out: Path) -> bool:
+    """A run folder a killed run left before its first checkpoint: a metrics file and/or a partial
+    checkpoint, and no complete one."""
+    started = (out / METRICS_FILE).exists() or (out / f"{CHECKPOINT_DIR}.partial").exists()
+    return started and _find_checkpoint(out) is None
+
+
 def _read_checkpoint(out: Path, config: TrainConfig) -> tuple[Path, dict[str, Any]]:
     """The checkpoint folder of the run in ``out`` and its trainer.json, checked against ``config``'s task."""
     folder = _find_checkpoint(out)
     if folder is None:
+        if _stopped_before_first_checkpoint(out):
+            raise InputError(
+                f"{out} holds a run stopped before its first checkpoint, so there is nothing to resume; "
+                "train without --resume to start it over"
+            )
         raise InputError(f"no checkpoint in {out}; train without resume to start a run there")
     try:
         state = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
