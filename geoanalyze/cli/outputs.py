@@ -80,7 +80,12 @@ def _is_output(path: str | os.PathLike[str]) -> bool:
     here = os.path.abspath(path)
     for output in _outputs:
         out = str(output)
-        if here == out or here.startswith(out + os.sep) or os.path.dirname(here) == os.path.dirname(out):
+        if (
+            here == out
+            or here.startswith(out + os.sep)
+            or out.startswith(here.rstrip(os.sep) + os.sep)
+            or os.path.dirname(here) == os.path.dirname(out)
+        ):
             return True
     return False
 
@@ -94,9 +99,9 @@ def os_error_of(exc: BaseException) -> OSError | None:
             return current
         text = str(current)
         # safetensors and other Rust/C libraries report e.g. "Os { code: 28, kind: StorageFull, ... }".
-        found = re.search(r"Os \{ code: (\d+)", text) or re.search(r"\[Errno (\d+)\]", text)
-        if found and int(found.group(1)) in _PATH_ERRNOS:
-            number = int(found.group(1))
+        found = re.search(r"Os \{ code: (\d+)|\(os error (\d+)\)|\[Errno (\d+)\]", text)
+        number = int(next(group for group in found.groups() if group)) if found else None
+        if number in _PATH_ERRNOS:
             return OSError(number, os.strerror(number))
         current = current.__cause__ or current.__context__
         seen += 1
@@ -108,6 +113,8 @@ def os_error_line(exc: OSError, path: str | os.PathLike[str] | None = None, writ
     where = path if path is not None else exc.filename
     if where is None and _last_written:
         where, writing = _last_written[-1], True
+    if where is None and _outputs and (writing or exc.errno in _WRITE_ERRNOS):
+        where, writing = _outputs[-1], True  # a write without a file name (a full disk): the command's output
     if writing is None:
         writing = exc.errno in _WRITE_ERRNOS or (where is not None and _is_output(where))
     reason = exc.strerror or os.strerror(exc.errno or 0) or type(exc).__name__
@@ -273,12 +280,18 @@ class Staging:
         """
         target = Path(target)
         _register(target)
-        self._make_parents(target.parent)
         name = os.fsencode(target.name)[:100].decode("utf-8", "ignore")
         suffix = target.suffix if len(target.suffix) <= 24 and not folder else ""
         temporary = target.with_name(f".{name}.{os.getpid()}-{len(self.items)}.staged{suffix}")
-        if folder and create:
-            temporary.mkdir()  # the user's umask mode (not mkdtemp's 0700)
+        if folder and not replaces and target.is_dir():
+            # Files joining an existing folder are staged inside it: the same disk, even for a mount point.
+            temporary = target / f".{os.getpid()}-{len(self.items)}.staged"
+        try:
+            self._make_parents(target.parent)
+            if folder and create:
+                temporary.mkdir()  # the user's umask mode (not mkdtemp's 0700)
+        except OSError as exc:
+            raise InputError(os_error_line(exc, target, writing=True)) from exc
         self.items.append(_Staged(target, temporary, folder, replaces))
         _last_written.append(target)
         return temporary
@@ -292,6 +305,10 @@ class Staging:
                 return item.target
             if here.startswith(staged + os.sep):
                 return item.target / os.path.relpath(here, staged)
+            if os.path.dirname(here) == os.path.dirname(staged) and os.path.basename(here).startswith(
+                "." + os.path.basename(staged)
+            ):
+                return item.target  # the temporary file of an atomic write of the staged path
         return None
 
     def final(self, path: str | os.PathLike[str]) -> str:
@@ -346,6 +363,8 @@ class Staging:
         for _, backup in done:
             if backup is not None:
                 _remove(backup)
+        for item in self.items:
+            _remove(item.temporary)  # an emptied staging folder inside a folder the files joined
 
     def _discard(self) -> None:
         for item in self.items:
@@ -388,9 +407,10 @@ def all_or_none() -> Iterator[Staging]:
     except BaseException as exc:
         staging._discard()
         error = os_error_of(exc) if isinstance(exc, Exception) else None
-        if error is not None and not isinstance(exc, InputError):
+        if error is not None:
+            # A write the system refused, named by the output (not the staged file) it was for.
             where = staging.target_of(error.filename) if error.filename else None
-            if where is None and error.filename is None and staging.items:
+            if where is None and error.filename is None and not isinstance(exc, InputError) and staging.items:
                 where = staging.items[-1].target
             if where is not None:
                 raise InputError(os_error_line(error, where, writing=True)) from exc

@@ -245,7 +245,10 @@ def count_and_store(job: ShardJob, path: str, stamp: dict[str, Any]) -> dict[str
     return only their metadata, so the counts do not travel through a pipe."""
     counts = count_shard(job)
     counts.metadata.update(stamp)
-    write_counts(counts, path)
+    try:
+        write_counts(counts, path)
+    except Exception:  # a full or unwritable work folder: the counts travel through the pipe instead
+        return counts  # type: ignore[return-value]
     return dict(counts.metadata)
 
 
@@ -617,6 +620,7 @@ class WorkFolder:
     job: dict[str, Any]
     fingerprints: list[str]
     sizes: list[int | None] = field(default_factory=list)
+    best_effort: bool = False  # a job folder in the cache: a failed write is a note, never the job's failure
 
     @classmethod
     def open(cls, path: Path, job: dict[str, Any], fingerprints: list[str]) -> WorkFolder:
@@ -648,7 +652,15 @@ class WorkFolder:
     def save_plan(self) -> None:
         sizes = {fp: size for fp, size in zip(self.fingerprints, self.sizes, strict=True) if size is not None}
         plan = {"version": WORK_VERSION, "key": self.key, "job": self.job, "sizes": sizes}
-        write_text(self.path / "plan.json", json.dumps(plan, indent=1, sort_keys=True))
+        self._write(lambda: write_text(self.path / "plan.json", json.dumps(plan, indent=1, sort_keys=True)))
+
+    def _write(self, write: Callable[[], None]) -> None:
+        if not self.best_effort:
+            write()
+            return
+        from .marginals import write_cache
+
+        write_cache(write)
 
     def shard_file(self, index: int) -> Path:
         return self.path / f"shard-{index:06d}.safetensors"
@@ -686,7 +698,7 @@ class WorkFolder:
 
     def store(self, index: int, counts: PositionalCounts) -> None:
         counts.metadata.update(job_key=self.key, shard_fingerprint=self.fingerprints[index])
-        write_counts(counts, self.shard_file(index))
+        self._write(lambda: write_counts(counts, self.shard_file(index)))
 
 
 def _refusal(path: Path, theirs: dict[str, Any], mine: dict[str, Any]) -> InputError:
@@ -836,6 +848,7 @@ def count_stream(
         note_cache_failure(exc)
         work_dir, keep_work = Path(tempfile.mkdtemp(prefix="geoanalyze-count-")), False
         folder = WorkFolder.open(work_dir, job, fingerprints)
+    folder.best_effort = in_cache
     report = report if report is not None else CountReport()
     report.shards, report.work_dir = len(shards), str(work_dir)
     spec = tokenizer.spec()

@@ -106,6 +106,7 @@ def _train(
     group: ProcessGroup,
 ) -> dict[str, Any]:
     metrics_path = out / METRICS_FILE
+    staged: Path | None = None
     device = select_device(config.device, group.local_rank)
     # Checked before the data is read and tokenized, so a wrong folder fails at once.
     checkpoint = _read_checkpoint(out, config) if resume else None
@@ -132,9 +133,71 @@ def _train(
         start, time_before, last = 0, 0.0, {}
         if group.is_main:
             try:
-                out.mkdir(parents=True, exist_ok=True)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                if out.is_dir() and any(out.iterdir()):
+                    out.mkdir(exist_ok=True)  # a folder of other files: the run is written into it
+                else:
+                    # A new run is written aside and appears with its first checkpoint: a run that
+                    # fails or is killed before it leaves no folder that holds nothing to resume.
+                    _remove_dead_stagings(out)
+                    staged = out.with_name(f".{out.name}.{os.getpid()}.staged")
+                    shutil.rmtree(staged, ignore_errors=True)
+                    staged.mkdir()
+                    metrics_path = staged / METRICS_FILE
             except OSError as exc:
-                raise InputError(f"cannot create folder {out}: {exc.strerror}; choose another output folder") from exc
+                raise InputError(f"cannot write {out}: {exc.strerror}; choose another output folder") from exc
+    try:
+        return _loop(
+            config,
+            out,
+            staged,
+            metrics_path,
+            task,
+            model,
+            optimizer,
+            start,
+            time_before,
+            last,
+            device,
+            group,
+            progress,
+            observe,
+        )
+    finally:
+        if staged is not None:
+            shutil.rmtree(staged, ignore_errors=True)
+
+
+def _remove_dead_stagings(out: Path) -> None:
+    """Staged run folders of ``out`` that a killed process left (its pid is gone)."""
+    for folder in out.parent.glob(f".{out.name}.*.staged"):
+        pid = folder.name[len(out.name) + 2 : -len(".staged")]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def _loop(
+    config: TrainConfig,
+    out: Path,
+    staged: Path | None,
+    metrics_path: Path,
+    task: Task,
+    model: Transformer,
+    optimizer: torch.optim.Optimizer,
+    start: int,
+    time_before: float,
+    last: dict[str, Any],
+    device: torch.device,
+    group: ProcessGroup,
+    progress: bool,
+    observe: Callable[[Transformer], dict[str, float]] | None,
+) -> dict[str, Any]:
     model.train()
     sequence_level = task.n_classes > 0
     trained = group.wrap(model, unused_heads=sequence_level)
@@ -170,7 +233,10 @@ def _train(
                 # Standard JSON, as every geoanalyze output: a diverged (NaN) loss is written as null.
                 metrics_file.write(json.dumps(to_jsonable(last), allow_nan=False) + "\n")
                 metrics_file.flush()
-                _save_checkpoint(out, model, optimizer, config, step, last)
+                _save_checkpoint(staged or out, model, optimizer, config, step, last)
+                if staged is not None:
+                    os.replace(staged, out)  # the run appears with its first checkpoint (onto an empty folder too)
+                    staged = None
             group.barrier()
             train_sums = _zeros(device)
     return last
