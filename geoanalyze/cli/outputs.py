@@ -73,18 +73,22 @@ def reset() -> None:
 
 
 def _register(path: Path) -> None:
-    _outputs.append(Path(os.path.abspath(path)))
+    _outputs.append(Path(path))
 
 
 def _is_output(path: str | os.PathLike[str]) -> bool:
+    """``path`` is an output, lies inside one, holds one, or is the temporary file of one."""
     here = os.path.abspath(path)
     for output in _outputs:
-        out = str(output)
+        out = os.path.abspath(output)
         if (
             here == out
             or here.startswith(out + os.sep)
             or out.startswith(here.rstrip(os.sep) + os.sep)
-            or os.path.dirname(here) == os.path.dirname(out)
+            or (
+                os.path.dirname(here) == os.path.dirname(out)
+                and os.path.basename(here).startswith("." + os.path.basename(out))
+            )
         ):
             return True
     return False

@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -385,7 +386,7 @@ def compute_counts(
     if sample is not None:
         key_parts.update(sample=float(sample), sample_seed=int(sample_seed))
     cached = cache_entry("counts", key_parts)
-    if cache and cached.is_file():
+    if cache and _is_file(cached):
         try:
             return PositionalCounts.load(cached), True
         except FormatError:
@@ -441,6 +442,15 @@ def compute_counts(
     return counts, False
 
 
+def _is_file(path: Path) -> bool:
+    """Whether a cache entry exists; a cache that cannot even be looked at (a name too long, no
+    permission) holds nothing, and its write will say why in a note."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def write_cache(write: Callable[[], None]) -> bool:
     """Run ``write`` (a cache write); a cache that cannot be written (read-only, a file, a full disk)
     never fails the job: a note says the cache was not written and why. Returns whether it was."""
@@ -456,6 +466,8 @@ def note_cache_failure(exc: BaseException) -> None:
     """The one note of a cache that could not be written."""
     from .. import notes
 
+    if any(message.startswith("the cache in ") for message in notes._pending):
+        return  # one note per run, the first failure's reason
     notes.note(
         f"the cache in {cache_dir()} was not written ({cache_failure(exc)}); the results are unaffected, "
         f"but the next run computes them again: make it writable or set {CACHE_ENV} to a writable folder"
@@ -470,6 +482,9 @@ def cache_failure(exc: BaseException) -> str:
             break
         if isinstance(current, OSError) and current.strerror:
             return current.strerror
+        spelled = re.search(r"Os \{ code: (\d+)|\(os error (\d+)\)", str(current))  # safetensors' spelling
+        if spelled:
+            return os.strerror(int(next(group for group in spelled.groups() if group)))
         current = current.__cause__ or current.__context__
     from ..errors import first_line
 
