@@ -95,6 +95,7 @@ def write_into_checkpoint(
     try:
         shutil.copytree(source, staging, dirs_exist_ok=True)
         save_file(tensors, str(staging / "model.safetensors"), metadata={"format": "pt"})
+        os.chmod(staging / "model.safetensors", 0o666 & ~_UMASK)  # save_file makes 0600
         os.replace(staging, target)
     finally:
         if staging.exists():

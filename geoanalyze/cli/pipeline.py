@@ -107,7 +107,7 @@ def marginals(
     """
     check_format(format)
     check_output_suffix(output, ".safetensors", "counts")
-    guard(_inputs(sources, data_dir, tokenizer), [Output("--output", output)])
+    guard(_inputs(sources, data_dir, tokenizer), [Output("--output", output), Folder("--work-dir", work_dir)])
     options = _corpus_options(
         split,
         data_dir,
@@ -211,7 +211,10 @@ def distances(
     check_format(format)
     check_output_suffix(output, ".safetensors", "distances")
     check_output_suffix(heatmap, ".png", "figures", option="--heatmap")
-    guard(_inputs(sources, data_dir, tokenizer), [Output("--output", output), Output("--heatmap", heatmap)])
+    guard(
+        _inputs(sources, data_dir, tokenizer),
+        [Output("--output", output), Output("--heatmap", heatmap), Folder("--work-dir", work_dir)],
+    )
     options = _corpus_options(
         split,
         data_dir,

@@ -78,6 +78,13 @@ INSIDE: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "marginals-into-corpus-folder": (["marginals", "corp", *CORPUS, "-o", "corp/c2.safetensors"], ("corp",)),
     "marginals-glob-match": (["marginals", "corp/*", *CORPUS, "-o", "corp/new.safetensors"], ("matches",)),
     "marginals-alias-into-folder": (["marginals", "corp", *CORPUS, "-o", "alias/c.safetensors"], ("corp",)),
+    "marginals-work-dir-in-corpus": (["marginals", "corp", *CORPUS, "--work-dir", "corp/work"], ("--work-dir",)),
+    "marginals-work-dir-is-corpus": (["marginals", "corp", *CORPUS, "--work-dir", "corp"], ("--work-dir",)),
+    "distances-work-dir-is-counts": (["distances", "drift.txt", *CORPUS, "--work-dir", "drift.txt"], ("--work-dir",)),
+    "distances-work-dir-and-o": (
+        ["distances", "drift.txt", *CORPUS, "--work-dir", "w.safetensors", "-o", "w.safetensors"],
+        ("--work-dir",),
+    ),
     "distances-o-into-corpus": (["distances", "corp", *CORPUS, "-o", "corp/d.safetensors"], ("corp",)),
     "distances-heatmap-into-corpus": (["distances", "corp", *CORPUS, "--heatmap", "corp/h.png"], ("--heatmap",)),
     "distances-heatmap-glob": (["distances", "corp/*", *CORPUS, "--heatmap", "corp/h.png"], ("--heatmap",)),

@@ -255,3 +255,21 @@ def test_figures_join_an_existing_plot_dir_keeping_the_users_files(sandbox: Sand
     figures = json.loads(sandbox.path("r.json").read_text())["figures"]
     assert all(Path(path).parent == Path("figs") for path in figures.values()), figures
     assert all((sandbox.root / path).is_file() for path in figures.values()), figures
+
+
+@pytest.mark.slow  # copies the 90 MB MiniLM checkpoint
+def test_a_checkpoint_copy_appears_whole_with_the_normal_mode(sandbox: Sandbox, minilm_path: Path) -> None:
+    """mds --into-checkpoint: the copy is staged with the PE file and appears with readable files."""
+    sandbox.copy_sample("drift.txt")
+    umask = os.umask(0)
+    os.umask(umask)
+    args = ["mds", "drift.txt", "--tokenizer", str(minilm_path), "--max-length", "32", "-f", "json"]
+    run = sandbox.run(
+        *args, "--into-checkpoint", str(minilm_path), "--checkpoint-output", "copy", "-o", "p.safetensors"
+    )
+    assert run.code == 0, str(run)
+    assert json.loads(run.stdout)["checkpoint"]["checkpoint"] == "copy"
+    copy = sandbox.path("copy")
+    assert _mode(copy) == 0o777 & ~umask
+    assert _mode(copy / "model.safetensors") == 0o666 & ~umask
+    assert sorted(p.name for p in sandbox.root.iterdir()) == ["copy", "drift.txt", "p.safetensors"]
