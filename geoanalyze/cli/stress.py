@@ -16,6 +16,7 @@ from .common import Folder, Output, all_or_none, check_output_place, check_outpu
 encodings_app = typer.Typer(help="The encodings the scores know by name.", no_args_is_help=True)
 
 STRESS_FORMATS = ("table", "json", "markdown")
+FIGURE_NAMES = ("hellinger.png", "mds.png", "shepard.png", "layers.png")  # what --plot-dir receives
 
 
 def threshold_metrics() -> dict[str, str]:
@@ -226,7 +227,11 @@ def stress(
     check_output_place(plot_dir, folder=True, option="--plot-dir")
     guard(
         _stress_inputs([target], dataset, data_dir, tokenizer, compare),
-        [Output("--output", output), Folder("--plot-dir", plot_dir)],
+        [
+            Output("--output", output),
+            Folder("--plot-dir", plot_dir),
+            *(Output("--plot-dir", plot_dir / name) for name in FIGURE_NAMES if plot_dir is not None),
+        ],
     )
     thresholds = parse_thresholds(fail_above or [])
     options = _options(

@@ -12,7 +12,7 @@ import typer
 from ..errors import InputError
 from ..report.render import grid_table, key_value_table, print_json, stdout_console
 from . import options as opt
-from .common import Folder, check_format, check_output_place, guard, handles_errors
+from .common import Folder, Output, check_format, check_output_place, guard, handles_errors
 
 Preset = Annotated[str, typer.Option("--preset", "-p", help="ci (CPU, minutes) or paper (GPU scale).")]
 Sets = Annotated[
@@ -71,7 +71,14 @@ def train(
     if output_dir is None:
         raise InputError("--output-dir is required; pass the folder the run writes to, e.g. -o runs/order-rope")
     check_output_place(output_dir, folder=True, option="--output-dir")
-    guard([config_file, dataset, data_dir], [Folder("--output-dir", output_dir)])
+    guard(
+        [config_file, dataset, data_dir],
+        [
+            Folder("--output-dir", output_dir),
+            *(Output("--output-dir", output_dir / name) for name in ("metrics.jsonl", "training.png")),
+            Folder("--output-dir", output_dir / "checkpoint", replaces=True),
+        ],
+    )
     shortcuts = [
         f"{key}={value}"
         for key, value in (

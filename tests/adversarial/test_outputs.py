@@ -163,6 +163,18 @@ INSIDE: dict[str, tuple[list[str], tuple[str, ...]]] = {
         ["train", "-o", "corp/run", "--task", "mlm", "--dataset", "corp", "--set", "steps=1"],
         ("--output-dir", "corp"),
     ),
+    "train-config-is-its-metrics": (
+        ["train", "-o", "run", "--config", "run/metrics.jsonl", "--set", "steps=1"],
+        ("run/metrics.jsonl",),
+    ),
+    "train-corpus-in-its-checkpoint": (
+        ["train", "-o", "run", "--task", "mlm", "--dataset", "run/checkpoint/c.txt", "--set", "steps=1"],
+        ("run/checkpoint",),
+    ),
+    "stress-corpus-is-a-figure": (
+        ["stress", "rope:d=16", "--dataset", "figs/hellinger.png", *QUICK, "--plot-dir", "figs"],
+        ("figs/hellinger.png",),
+    ),
     "verify-o-replaces-data-dir": (
         ["verify", "necessity", "-o", "corp", "--data-dir", "corp", "--force", "--device", "cpu"],
         ("--output-dir", "corp"),
@@ -185,6 +197,9 @@ def test_an_output_inside_or_over_an_input_is_refused(sandbox: Sandbox, case: st
     sandbox.copy_sample("drift.txt", "corp/words.txt")
     sandbox.copy_sample("drift.txt", "corp/corpus.json")
     sandbox.copy_sample("drift.txt", "outer/data/x.txt")
+    sandbox.write("run/metrics.jsonl", "")
+    sandbox.copy_sample("drift.txt", "run/checkpoint/c.txt")
+    sandbox.copy_sample("drift.txt", "figs/hellinger.png")
     os.symlink("corp", sandbox.path("alias"))
     args, words = INSIDE[case]
     sandbox.refused(*args, words=words)
