@@ -347,19 +347,26 @@ class Staging:
                     short = os.fsencode(target.name)[:100].decode("utf-8", "ignore")
                     backup = target.with_name(f".{short}.{os.getpid()}.previous")
                     _remove(backup)
-                    os.rename(target, backup)
+                    if target.is_file() and not target.is_symlink() and not staged.is_dir():
+                        try:  # a file is replaced atomically: there is no moment without it
+                            os.link(target, backup)
+                        except OSError:
+                            os.rename(target, backup)
+                    else:
+                        os.rename(target, backup)  # a folder cannot be replaced in one step
                 try:
-                    os.rename(staged, target)
+                    os.replace(staged, target)
                 except BaseException:
                     if backup is not None:
-                        os.rename(backup, target)
+                        _restore(backup, target)
                     raise
                 done.append((target, backup))
         except BaseException as exc:
             for target, backup in reversed(done):
-                _remove(target)
+                if backup is None or target.is_dir():
+                    _remove(target)
                 if backup is not None:
-                    os.rename(backup, target)
+                    _restore(backup, target)
             if isinstance(exc, OSError):
                 where = self.target_of(exc.filename) if exc.filename else None
                 raise InputError(os_error_line(exc, where or _target_named(exc, moves), writing=True)) from exc
@@ -383,6 +390,19 @@ def _target_named(exc: OSError, moves: list[tuple[Path, Path, Path | None]]) -> 
         if exc.filename in (str(staged), str(target)) or exc.filename2 in (str(staged), str(target)):
             return target
     return moves[0][1] if moves else None
+
+
+def _restore(backup: Path, target: Path) -> None:
+    """Put the previous output back (a hard-linked backup of a file still in place is just dropped:
+    renaming a link onto its twin does nothing)."""
+    try:
+        same = os.path.lexists(target) and os.path.samefile(backup, target)
+    except OSError:
+        same = False
+    if same:
+        backup.unlink()
+    else:
+        os.replace(backup, target)
 
 
 def _remove(path: Path) -> None:

@@ -278,3 +278,65 @@ def test_sigterm_mid_write_leaves_no_partial_output(sandbox: Sandbox, args: list
     assert done.returncode == 130, done.stderr
     assert done.stderr.strip().splitlines() == ["error: interrupted"], done.stderr
     assert tree(sandbox.root) == before
+
+
+# --- the staging writer itself: a failing final rename rolls the earlier ones back ----------------------------
+
+RENAME_FAILS_AT = [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("interrupt", [False, True], ids=["disk-full", "ctrl-c"])
+@pytest.mark.parametrize("fails_at", RENAME_FAILS_AT)
+@pytest.mark.parametrize("previous", [True, False], ids=["previous-outputs", "new-outputs"])
+def test_a_failing_final_rename_rolls_back_the_earlier_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails_at: int, previous: bool, interrupt: bool
+) -> None:
+    from geoanalyze.cli import outputs
+    from geoanalyze.errors import InputError
+
+    root = tmp_path / "out"
+    root.mkdir()
+    if previous:
+        (root / "a.txt").write_text("old a")
+        (root / "figs").mkdir()
+        (root / "figs" / "x.png").write_text("old figure")
+        (root / "figs" / "mine.txt").write_text("the user's")
+        (root / "page_files").mkdir()
+        (root / "page_files" / "old.png").write_text("old report figure")
+    before = tree(root)
+    real = os.replace
+    calls: list[Any] = []
+
+    def replace(source: Any, target: Any) -> None:
+        if ".staged" in str(source):  # a final rename (not a rollback)
+            calls.append(target)
+            if len(calls) == fails_at + 1:
+                if interrupt:
+                    raise KeyboardInterrupt
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(source))
+        real(source, target)
+
+    monkeypatch.setattr(os, "replace", replace)
+    expected = (
+        pytest.raises(KeyboardInterrupt) if interrupt else pytest.raises(InputError, match=r"cannot write .*No space")
+    )
+    with expected, outputs.all_or_none() as stage:
+        stage(root / "a.txt").write_text("new a")
+        figs = stage(root / "figs", folder=True, replaces=False)
+        (figs / "x.png").write_text("new figure")
+        (figs / "y.png").write_text("another")
+        page = stage(root / "page_files", folder=True, replaces=True)
+        (page / "new.png").write_text("new report figure")
+        stage(root / "deep" / "b.txt").write_text("new b")
+    assert tree(root) == before
+
+
+def test_the_staged_names_of_a_long_output_name_fit(tmp_path: Path) -> None:
+    from geoanalyze.cli import outputs
+
+    name = "n" * 250 + ".png"
+    with outputs.all_or_none() as stage:
+        staged = stage(tmp_path / name)
+        assert len(staged.name.encode()) <= 255
+        staged.write_text("x")
+    assert (tmp_path / name).read_text() == "x"
