@@ -386,7 +386,7 @@ def compute_counts(
     if sample is not None:
         key_parts.update(sample=float(sample), sample_seed=int(sample_seed))
     cached = cache_entry("counts", key_parts)
-    if cache and _is_file(cached):
+    if cache and cache_holds(cached):
         try:
             return PositionalCounts.load(cached), True
         except FormatError:
@@ -442,7 +442,7 @@ def compute_counts(
     return counts, False
 
 
-def _is_file(path: Path) -> bool:
+def cache_holds(path: Path) -> bool:
     """Whether a cache entry exists; a cache that cannot even be looked at (a name too long, no
     permission) holds nothing, and its write will say why in a note."""
     try:

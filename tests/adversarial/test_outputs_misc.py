@@ -70,6 +70,22 @@ def test_an_unwritable_cache_never_fails_a_job(sandbox: Sandbox, command: str, p
     assert not [line for line in run.stderr.splitlines() if line.strip() and not line.startswith("note:")], str(run)
 
 
+@pytest.mark.slow  # a forward pass of the MiniLM checkpoint per case
+@pytest.mark.parametrize("place", CACHE_PLACES)
+def test_an_unwritable_cache_never_fails_a_checkpoint_job(sandbox: Sandbox, place: str, minilm_path: Path) -> None:
+    """The mechanism and centroid caches of a checkpoint target, too."""
+    import contextlib
+
+    sandbox.copy_sample("drift.txt")
+    args = ["stress", str(minilm_path), "--dataset", "drift.txt", "--max-sequences", "8", "--max-length", "32"]
+    with contextlib.ExitStack() as stack:
+        cache = _cache_place(sandbox, place, stack)
+        run = sandbox.run(*args, "--null-draws", "2", "--compare", "", env={"GEOANALYZE_CACHE_DIR": str(cache)})
+    assert run.code == 0 and not run.errors, str(run)
+    notes = [line for line in run.stderr.splitlines() if line.startswith("note:") and "cache" in line]
+    assert len(notes) == 1 and "not written" in notes[0], str(run)
+
+
 @pytest.mark.parametrize("read_only", [False, True], ids=["writable", "read-only"])
 def test_a_corrupt_cache_entry_is_recounted(sandbox: Sandbox, read_only: bool) -> None:
     populate(sandbox)
