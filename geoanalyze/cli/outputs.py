@@ -53,7 +53,7 @@ _PATH_ERRNOS = _WRITE_ERRNOS | {
 _FIXES = {
     errno.EACCES: "check its permissions or choose another path",
     errno.EPERM: "check its permissions or choose another path",
-    errno.EROFS: "the file system is read-only; choose a path on a writable disk",
+    errno.EROFS: "choose a path on a writable disk",
     errno.ENOSPC: "free some space or write to another disk",
     errno.EDQUOT: "free some space (the disk quota is full) or write to another disk",
     errno.EFBIG: "the file grew past the size limit; raise the limit or write to another disk",
@@ -94,6 +94,17 @@ def _is_output(path: str | os.PathLike[str]) -> bool:
     return False
 
 
+def _output_named(path: str | os.PathLike[str]) -> str | os.PathLike[str]:
+    """The output a hidden temporary sibling (``.<name>.<pid>.partial``, ``.<name>.xyz.tmp``) stands for."""
+    here = os.path.abspath(path)
+    for output in _outputs:
+        out = os.path.abspath(output)
+        name = os.path.basename(here)
+        if os.path.dirname(here) == os.path.dirname(out) and name.startswith("." + os.path.basename(out) + "."):
+            return output
+    return path
+
+
 def os_error_of(exc: BaseException) -> OSError | None:
     """The operating-system error behind ``exc`` (itself, a cause, or one a library spelled as text)."""
     seen = 0
@@ -121,6 +132,8 @@ def os_error_line(exc: OSError, path: str | os.PathLike[str] | None = None, writ
         where, writing = _outputs[-1], True  # a write without a file name (a full disk): the command's output
     if writing is None:
         writing = exc.errno in _WRITE_ERRNOS or (where is not None and _is_output(where))
+    if where is not None:
+        where = _output_named(where)
     reason = exc.strerror or os.strerror(exc.errno or 0) or type(exc).__name__
     fix = _FIXES.get(exc.errno or 0, "check the path")
     if writing and exc.errno in (errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY, errno.EXDEV, errno.EIO):
