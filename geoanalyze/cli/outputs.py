@@ -18,6 +18,7 @@ import contextlib
 import errno
 import fnmatch
 import glob
+import itertools
 import os
 import re
 import shutil
@@ -185,7 +186,9 @@ def input_paths(values: Iterable[str | os.PathLike[str] | None]) -> list[_Input]
                 continue
             expanded = os.path.expanduser(piece)
             if glob.has_magic(expanded):
-                matches = glob.glob(expanded, recursive=True)
+                # The pattern catches outputs among its matches; the first matches are also compared
+                # as files (a hard link elsewhere), not all of a glob of a million shards.
+                matches = itertools.islice(glob.iglob(expanded, recursive=True), 1000)
                 found += [_Input(text, Path(m)) for m in matches]
                 found.append(_Input(text, Path(expanded), pattern=os.path.abspath(expanded)))
             elif os.path.lexists(expanded):
