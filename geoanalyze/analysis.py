@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .corpus.marginals import DEFAULT_MIN_COUNT, cache_entry, compute_counts
+from .corpus.marginals import DEFAULT_MIN_COUNT, cache_entry, cache_holds, compute_counts, write_cache
 from .corpus.sources import default_tokenizer, resolve_source
 from .encodings import EncodingContext, get_encoding, is_encoding_spec
 from .errors import FormatError, InputError
@@ -478,7 +478,7 @@ def cached_forward(
         "version": 3,
     }
     path = cache_entry("centroids", key_parts)
-    if options.cache and path.is_file():
+    if options.cache and cache_holds(path):
         try:
             arrays, metadata = load_arrays(path, kind="centroids")
             return ForwardResult(
@@ -490,7 +490,8 @@ def cached_forward(
                 list(metadata.get("notes", [])),
             )
         except (FormatError, KeyError, ValueError):
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a read-only cache keeps it; it is never trusted
+                path.unlink(missing_ok=True)
     from .checkpoints.hidden import forward_pass, sample_indices
 
     texts = source.read(options.limit)
@@ -512,10 +513,11 @@ def cached_forward(
     arrays.update({f"q_{k}": v for k, v in forward.queries.items()})
     arrays.update({f"k_{k}": v for k, v in forward.keys.items()})
     # --no-cache recomputes and refreshes the entry (as for counts); an unwritable cache never fails the job.
-    with contextlib.suppress(OSError, InputError):
-        save_arrays(
+    write_cache(
+        lambda: save_arrays(
             path, arrays, kind="centroids", metadata={**key_parts, "capture": forward.capture, "notes": forward.notes}
         )
+    )
     return forward
 
 

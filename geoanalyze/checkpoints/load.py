@@ -12,7 +12,6 @@ query/key maps never imports torch; only the hidden-state forward pass does.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -383,8 +382,9 @@ def mechanism_of(checkpoint: Checkpoint, trust_remote_code: bool = False) -> Mec
     config = auto_config(checkpoint.path, trust_remote_code)
     skeleton, prefix = build_skeleton(config, trust_remote_code)
     mechanism = detect(skeleton, config, prefix)
-    with contextlib.suppress(OSError):  # a cache never fails a job
-        from ..io import write_text
+    from ..corpus.marginals import write_cache
+    from ..io import write_text
 
-        write_text(entry, json.dumps({"key": key, "mechanism": mechanism.to_json()}))
+    # A cache never fails a job: an unwritable one is a note.
+    write_cache(lambda: write_text(entry, json.dumps({"key": key, "mechanism": mechanism.to_json()})))
     return mechanism

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,6 +17,10 @@ from .. import notes
 from ..corpus.sources import default_tokenizer
 from ..errors import GeoanalyzeError, InputError
 from ..report.render import FORMATS
+from . import outputs
+from .outputs import Folder, Output, all_or_none, guard
+
+__all__ = ["Folder", "Output", "all_or_none", "guard"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,13 +32,17 @@ def debug_enabled() -> bool:
 def handles_errors(command: F) -> F:
     """Turn a GeoanalyzeError into one line on stderr and its exit code (2: bad input).
 
-    With --debug (GEOANALYZE_DEBUG=1) the traceback is printed too. Notes the run recorded
-    (geoanalyze.notes) are printed after a success; a failure prints only its error line.
-    A threshold failure (exit 1) is a completed run, so its notes are kept.
+    An operating-system error about a path (permission denied, read-only or full disk, a name
+    too long, a folder where a file was expected, ...) raised anywhere in the command is the
+    user's environment, not our bug: one ``cannot write <path>: <reason>; <fix>`` (or ``cannot
+    read``) line and exit 2. With --debug (GEOANALYZE_DEBUG=1) the traceback is printed too.
+    Notes the run recorded (geoanalyze.notes) are printed after a success; a failure prints only
+    its error line. A threshold failure (exit 1) is a completed run, so its notes are kept.
     """
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        outputs.reset()
         try:
             result = command(*args, **kwargs)
         except GeoanalyzeError as exc:
@@ -47,6 +54,19 @@ def handles_errors(command: F) -> F:
             message = " ".join(str(exc).split())
             print(f"error: {message}", file=sys.stderr)
             raise typer.Exit(exc.exit_code) from None
+        except Exception as exc:
+            if type(exc).__module__.startswith(("click", "typer")):
+                raise  # Exit, Abort: the entry point's
+            error = outputs.os_error_of(exc)
+            if error is None:
+                raise  # our bug: the entry point says "internal error"
+            if debug_enabled():
+                traceback.print_exc()
+            notes.take()
+            print(f"error: {' '.join(outputs.os_error_line(error).split())}", file=sys.stderr)
+            raise typer.Exit(2) from None
+        finally:
+            outputs.reset()
         _print_notes(notes.take())
         return result
 
@@ -58,62 +78,35 @@ def _print_notes(recorded: list[str]) -> None:
         print(f"note: {message}", file=sys.stderr)
 
 
-@contextlib.contextmanager
-def all_or_none() -> Iterator[Callable[[Path], Path]]:
-    """Write the outputs of one command all or none.
-
-    ``stage(path)`` returns a temporary path beside ``path`` to write to; the staged files are
-    renamed into place only once the block has ended without an error, so a failure in a later
-    output (a plot, say) never leaves an earlier one behind.
-    """
-    staged: list[tuple[Path, Path]] = []
-
-    def stage(target: Path) -> Path:
-        temporary = target.with_name(f".{target.name}.{os.getpid()}.staged{target.suffix}")
-        staged.append((temporary, target))
-        return temporary
-
-    try:
-        yield stage
-        for temporary, target in staged:
-            try:
-                os.replace(temporary, target)
-            except OSError as exc:
-                raise InputError(f"cannot write {target}: {exc.strerror}; choose another output path") from exc
-    finally:
-        for temporary, _ in staged:
-            if temporary.exists():
-                temporary.unlink()
-
-
 def check_format(fmt: str) -> str:
     if fmt not in FORMATS:
         raise InputError(f"unknown --format {fmt!r}; choose one of {', '.join(FORMATS)}")
     return fmt
 
 
-def check_output_suffix(path: Path | None, suffix: str, what: str) -> None:
+def check_output_suffix(path: Path | None, suffix: str, what: str, option: str = "--output") -> None:
     """A file output: the right suffix, and a place a file can go (checked before any work)."""
     if path is None:
         return
     if path.suffix != suffix:
-        raise InputError(f"--output {path} should end in {suffix} ({what} are written as {suffix})")
-    check_output_place(path)
+        raise InputError(f"{option} {path} should end in {suffix} ({what} are written as {suffix})")
+    check_output_place(path, option=option)
 
 
-def check_output_place(path: Path | None, folder: bool = False) -> None:
+def check_output_place(path: Path | None, folder: bool = False, option: str = "--output") -> None:
     """Fail now, not after minutes of work, when an output cannot be written where asked."""
     if path is None:
         return
+    outputs.check_name_lengths(option, path)
     if folder:
         if path.exists() and not path.is_dir():
-            raise InputError(f"{path} is a file; pass a folder for the figures")
+            raise InputError(f"{option} {path} is a file; pass a folder")
     elif path.is_dir():
-        raise InputError(f"{path} is a folder; pass a file path for the output")
+        raise InputError(f"{option} {path} is a folder; pass a file path")
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():
-                raise InputError(f"{parent} is a file, so {path} cannot be created; choose another path")
+                raise InputError(f"{option}: {parent} is a file, so {path} cannot be created; choose another path")
             break
 
 

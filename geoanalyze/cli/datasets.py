@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -13,7 +14,7 @@ from ..corpus.synthetic import KINDS
 from ..errors import InputError
 from ..report.render import grid_table, print_json, print_table
 from . import options as opt
-from .common import check_format, handles_errors
+from .common import Output, all_or_none, check_format, check_output_place, guard, handles_errors
 
 app = typer.Typer(help="Known datasets, and synthetic corpora with known geometry.", no_args_is_help=True)
 
@@ -86,10 +87,14 @@ def synthesize(
     """
     from ..corpus.synthetic import synthetic_corpus, tokenizer_words
     from ..corpus.tokenize import packaged_minilm_path
-    from ..io import atomic_path, write_text
+    from ..io import write_text
 
     if kind not in KINDS:
         raise InputError(f"unknown synthetic kind {kind!r}; choose one of {', '.join(KINDS)}")
+    stem = _plain_name(name if name is not None else kind)
+    check_output_place(output, folder=True)
+    names = [f"{stem}.txt", f"{stem}.marginals.npy", *([f"{stem}.vocab.txt"] if words is not None else [])]
+    guard([words], [Output("--output", output / file) for file in names])
     word_list = None
     if words == "bert":
         packaged = packaged_minilm_path()
@@ -106,16 +111,31 @@ def synthesize(
     corpus = synthetic_corpus(
         kind, n_sequences=n_sequences, length=length, vocab_size=vocab, seed=seed, words=word_list
     )
-    stem = name or kind
     text_path = output / f"{stem}.txt"
     marginals_path = output / f"{stem}.marginals.npy"
-    write_text(text_path, "\n".join(corpus.texts) + "\n")
-    with atomic_path(marginals_path) as tmp, open(tmp, "wb") as handle:
-        np.save(handle, corpus.marginals, allow_pickle=False)
     written = f"{marginals_path}"
-    if word_list is not None:
-        # Column t of the marginals is the word on line t + 1: the geometry stays readable.
-        vocab_path = output / f"{stem}.vocab.txt"
-        write_text(vocab_path, "\n".join(corpus.vocab) + "\n")
-        written += f", {vocab_path}"
+    # The text, the marginals and the words appear together or not at all.
+    with all_or_none() as stage:
+        write_text(stage(text_path), "\n".join(corpus.texts) + "\n")
+        with open(stage(marginals_path), "wb") as handle:
+            np.save(handle, corpus.marginals, allow_pickle=False)
+        if word_list is not None:
+            # Column t of the marginals is the word on line t + 1: the geometry stays readable.
+            vocab_path = output / f"{stem}.vocab.txt"
+            write_text(stage(vocab_path), "\n".join(corpus.vocab) + "\n")
+            written += f", {vocab_path}"
     print(f"wrote {text_path} ({n_sequences} texts x {length} tokens, V={vocab}) and {written}")
+
+
+def _plain_name(name: str) -> str:
+    """--name is a file name stem: no folder separators, not . or .., not empty, at most 255 bytes."""
+    separators = {"/", os.sep, *([os.altsep] if os.altsep else [])}
+    if not name.strip() or name in (".", "..") or any(sep in name for sep in separators) or "\0" in name:
+        raise InputError(f"--name {name!r} is not a plain file name; pass a name without folders, e.g. --name drift")
+    longest = len(os.fsencode(f"{name}.marginals.npy"))
+    if longest > 255:
+        raise InputError(
+            f"--name is {len(os.fsencode(name))} bytes; the file {name[:20]}....marginals.npy would be over the "
+            "255 bytes a file name may have: pass a shorter name"
+        )
+    return name

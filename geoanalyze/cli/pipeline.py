@@ -14,9 +14,13 @@ from ..report.render import fmt, grid_table, key_value_table, print_json, print_
 from . import options as opt
 from .common import (
     CorpusOptions,
+    Folder,
+    Output,
     all_or_none,
     check_format,
+    check_output_place,
     check_output_suffix,
+    guard,
     handles_errors,
     load_counts,
     load_geometry,
@@ -59,6 +63,14 @@ def _corpus_options(
     )
 
 
+def _inputs(sources: list[str], data_dir: Path | None, tokenizer: str | None, *more: Path | None) -> list[Any]:
+    """What a pipeline command reads: its sources, their folders in --data-dir, a local tokenizer, ..."""
+    found: list[Any] = [*sources, tokenizer, *more]
+    if data_dir is not None:
+        found += [data_dir / source for source in sources]
+    return found
+
+
 def _sample_positions(n: int) -> list[int]:
     return sorted({0, 1, 2, n // 8, n // 4, n // 2, (3 * n) // 4, n - 1} & set(range(n)))
 
@@ -95,6 +107,7 @@ def marginals(
     """
     check_format(format)
     check_output_suffix(output, ".safetensors", "counts")
+    guard(_inputs(sources, data_dir, tokenizer), [Output("--output", output), Folder("--work-dir", work_dir)])
     options = _corpus_options(
         split,
         data_dir,
@@ -115,7 +128,8 @@ def marginals(
     reports: list[dict[str, Any]] = []
     counts, notes = load_counts(sources, options, reports=reports)
     if output is not None:
-        counts.save(output)
+        with all_or_none() as stage:
+            counts.save(stage(output))
     totals = counts.totals
     kept = counts.kept_positions(min_count)
     result: dict[str, Any] = {
@@ -198,7 +212,11 @@ def distances(
     """
     check_format(format)
     check_output_suffix(output, ".safetensors", "distances")
-    check_output_suffix(heatmap, ".png", "figures")
+    check_output_suffix(heatmap, ".png", "figures", option="--heatmap")
+    guard(
+        _inputs(sources, data_dir, tokenizer),
+        [Output("--output", output), Output("--heatmap", heatmap), Folder("--work-dir", work_dir)],
+    )
     options = _corpus_options(
         split,
         data_dir,
@@ -314,7 +332,16 @@ def mds(
 
     check_format(format)
     check_output_suffix(output, ".safetensors", "PE files")
-    check_output_suffix(plot, ".png", "figures")
+    check_output_suffix(plot, ".png", "figures", option="--plot")
+    check_output_place(checkpoint_output, folder=True, option="--checkpoint-output")
+    guard(
+        _inputs(sources, data_dir, tokenizer, into_checkpoint),
+        [
+            Output("--output", output),
+            Output("--plot", plot),
+            Folder("--checkpoint-output", checkpoint_output, replaces=True),
+        ],
+    )
     if distance not in ("naive", "corrected"):
         raise InputError(f"unknown --distance {distance!r}; choose naive or corrected")
     if (into_checkpoint is None) != (checkpoint_output is None):
@@ -386,9 +413,10 @@ def mds(
                 subtitle=", ".join(sources),
                 truth=truth,
             )
-        # Last, as it cannot be staged: the copy is itself built aside and renamed into place.
         if into_checkpoint is not None and checkpoint_output is not None:
-            written = write_into_checkpoint(encoding, into_checkpoint, checkpoint_output)
+            staged = stage(checkpoint_output, folder=True, create=False)
+            written = write_into_checkpoint(encoding, into_checkpoint, staged)
+            written["checkpoint"] = str(checkpoint_output)
     params = encoding.parameter_counts()
     payload = {
         "sources": notes,

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,11 +12,12 @@ from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import DataNotFoundError, GeoanalyzeError, InputError, ThresholdError, first_line
 from ..report.render import grid_table, print_json, print_table, stdout_console
 from . import options as opt
-from .common import check_output_place, check_output_suffix, handles_errors
+from .common import Folder, Output, all_or_none, check_output_place, check_output_suffix, guard, handles_errors
 
 encodings_app = typer.Typer(help="The encodings the scores know by name.", no_args_is_help=True)
 
 STRESS_FORMATS = ("table", "json", "markdown")
+FIGURE_NAMES = ("hellinger.png", "mds.png", "shepard.png", "layers.png")  # what --plot-dir receives
 
 
 def threshold_metrics() -> dict[str, str]:
@@ -183,6 +179,17 @@ def gate(result: dict[str, Any], thresholds: dict[str, float]) -> dict[str, Any]
     return {"thresholds": thresholds, "crossed": lines, "passed": not lines}
 
 
+def _stress_inputs(
+    targets: list[str], dataset: str, data_dir: Path | None, tokenizer: str | None, compare: str
+) -> list[Any]:
+    """What stress and report read: the targets (folders, or files in specs), the corpus (a file, a
+    folder or a glob; its folder in --data-dir), a local tokenizer and the files of --compare specs."""
+    found: list[Any] = [*targets, dataset, tokenizer, compare]
+    if data_dir is not None:
+        found.append(data_dir / dataset)
+    return found
+
+
 def _progress_bars() -> Any:
     from ..report.progress import ProgressBars
 
@@ -240,7 +247,15 @@ def stress(
     if format not in STRESS_FORMATS:
         raise InputError(f"unknown --format {format!r}; choose one of {', '.join(STRESS_FORMATS)}")
     check_output_suffix(output, ".json", "results")
-    check_output_place(plot_dir, folder=True)
+    check_output_place(plot_dir, folder=True, option="--plot-dir")
+    guard(
+        _stress_inputs([target], dataset, data_dir, tokenizer, compare),
+        [
+            Output("--output", output),
+            Folder("--plot-dir", plot_dir),
+            *(Output("--plot-dir", plot_dir / name) for name in FIGURE_NAMES if plot_dir is not None),
+        ],
+    )
     thresholds = parse_thresholds(fail_above or [])
     options = _options(
         dataset=dataset,
@@ -267,16 +282,20 @@ def stress(
     )
     with _progress_bars() as bars:
         result = analyze(target, options, progress=bars.track)
-    figures = write_figures(result, plot_dir) if plot_dir is not None else {}
     verdict_gate = gate(result, thresholds)
     run = provenance(seed)
     document = result_document(result)
     document["gate"] = verdict_gate
     document["run"] = run
-    if figures:
-        document["figures"] = figures
-    if output is not None:
-        write_text(output, dumps(document) + "\n")
+    figures: dict[str, str] = {}
+    with all_or_none() as stage:
+        if plot_dir is not None:
+            # Drawn into a staged folder; its files join --plot-dir with the JSON, or none does.
+            drawn = write_figures(result, stage(plot_dir, folder=True, replaces=False))
+            figures = {title: stage.final(path) for title, path in drawn.items()}
+            document["figures"] = figures
+        if output is not None:
+            write_text(stage(output), dumps(document) + "\n")
     if format == "json":
         print_json(document)
     elif format == "markdown":
@@ -346,14 +365,14 @@ def report(
     check_output_suffix(output, ".md", "reports")
     thresholds = parse_thresholds(fail_above or [])
     figure_dir = output.parent / f"{output.stem}_files"
-    check_output_place(figure_dir, folder=True)
+    check_output_place(figure_dir, folder=True, option="--output")
+    guard(
+        _stress_inputs(checkpoints, dataset, data_dir, tokenizer, compare),
+        [Output("--output", output), Folder("--output (its figure folder)", figure_dir, replaces=True)],
+    )
     first_width = _check_targets(checkpoints, trust_remote_code)
     # Encoding specs are drawn at the checkpoints' width, so a page compares like with like.
     spec_width = width or first_width
-    # Figures are drawn into a staging folder that replaces <name>_files only once the page is written.
-    output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output.stem}_files.", dir=output.parent))
-    _normal_permissions(staging)
     sections: list[str] = []
     header = report_header()
     summary_rows: list[list[Any]] = []
@@ -363,7 +382,10 @@ def report(
     failed: list[str] = []
     crossings: list[str] = []
     run = provenance(seed)
-    with _progress_bars() as bars, _cleaned_up(staging):
+    # The page and its figure folder are staged: a new report replaces the page and the whole
+    # folder (no figure of a previous report is left), or, on any failure, neither.
+    with all_or_none() as stage, _progress_bars() as bars:
+        staging = stage(figure_dir, folder=True, replaces=True)
         for index, target in enumerate(checkpoints):
             from ..encodings import is_encoding_spec
 
@@ -419,10 +441,7 @@ def report(
             page += ["", gate_line(all_gate)]
         page += ["", *sections]
         text = "\n".join(page)
-        write_text(output, text)
-        if figure_dir.exists():
-            shutil.rmtree(figure_dir)
-        os.replace(staging, figure_dir)
+        write_text(stage(output), text)
     message = f"wrote {output} and {len(checkpoints) - len(failed)} sets of figures in {figure_dir}"
     if format == "json":
         print_json(
@@ -448,13 +467,6 @@ def gate_document(thresholds: dict[str, float], crossings: list[str]) -> dict[st
     return {"thresholds": thresholds, "crossed": crossings, "passed": not crossings} if thresholds else None
 
 
-def _normal_permissions(folder: Path) -> None:
-    """The mode mkdir() would give under the user's umask (mkdtemp makes 0700, unreadable to a CI artifact step)."""
-    from ..io import _UMASK
-
-    os.chmod(folder, 0o777 & ~_UMASK)
-
-
 def _check_targets(targets: list[str], trust_remote_code: bool = False) -> int | None:
     """Resolve every target before the first analysis, so a typo in the last one fails at once.
 
@@ -478,15 +490,6 @@ def _check_targets(targets: list[str], trust_remote_code: bool = False) -> int |
                 continue  # an unreadable checkpoint gets its own section of the page
             width = width or checkpoint.hidden_size
     return width
-
-
-@contextlib.contextmanager
-def _cleaned_up(folder: Path) -> Iterator[None]:
-    try:
-        yield
-    finally:
-        if folder.exists():
-            shutil.rmtree(folder)
 
 
 @encodings_app.command("list")

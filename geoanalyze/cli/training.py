@@ -14,7 +14,7 @@ import typer
 from ..errors import InputError
 from ..report.render import grid_table, key_value_table, print_json, print_table
 from . import options as opt
-from .common import check_format, check_output_place, handles_errors
+from .common import Folder, Output, check_format, check_output_place, guard, handles_errors
 
 Preset = Annotated[str, typer.Option("--preset", "-p", help="ci (CPU, minutes) or paper (GPU scale).")]
 Sets = Annotated[
@@ -72,7 +72,15 @@ def train(
         return
     if output_dir is None:
         raise InputError("--output-dir is required; pass the folder the run writes to, e.g. -o runs/order-rope")
-    check_output_place(output_dir, folder=True)
+    check_output_place(output_dir, folder=True, option="--output-dir")
+    guard(
+        [config_file, dataset, data_dir],
+        [
+            Folder("--output-dir", output_dir),
+            *(Output("--output-dir", output_dir / name) for name in ("metrics.jsonl", "training.png")),
+            Folder("--output-dir", output_dir / "checkpoint", replaces=True),
+        ],
+    )
     shortcuts = [
         f"{key}={value}"
         for key, value in (
@@ -203,7 +211,8 @@ def verify(
                 "use --preset ci, or --device cpu to run it on the CPU anyway"
             )
     target = output_dir or Path(f"verify-{name}")
-    check_output_place(target, folder=True)
+    check_output_place(target, folder=True, option="--output-dir")
+    guard([data_dir], [Folder("--output-dir", target, replaces=True)])
     if target.exists() and any(target.iterdir()) and not force:
         raise InputError(f"{target} already holds results; pass --force to replace them or choose another folder")
     from ..report.progress import duration

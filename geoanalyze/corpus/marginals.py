@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -460,11 +461,12 @@ def compute_counts(
     if sample is not None:
         key_parts.update(sample=float(sample), sample_seed=int(sample_seed))
     cached = cache_entry("counts", key_parts)
-    if cache and cached.is_file():
+    if cache and cache_holds(cached):
         try:
             return PositionalCounts.load(cached), True
         except FormatError:
-            cached.unlink(missing_ok=True)  # a stale entry is recomputed, never trusted
+            with contextlib.suppress(OSError):  # a read-only cache keeps it; it is never trusted
+                cached.unlink(missing_ok=True)  # a stale entry is recomputed, never trusted
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be at least 1, got {limit}")
     shards = shards_of(source)
@@ -511,9 +513,57 @@ def compute_counts(
     if sample is not None:
         counts.metadata["sample"] = {"fraction": float(sample), "seed": int(sample_seed)}
     # --no-cache recounts and refreshes the entry; an unwritable cache never fails the job.
-    with contextlib.suppress(OSError, InputError):
-        counts.save(cached)
+    write_cache(lambda: counts.save(cached))
     return counts, False
+
+
+def cache_holds(path: Path) -> bool:
+    """Whether a cache entry exists; a cache that cannot even be looked at (a name too long, no
+    permission) holds nothing, and its write will say why in a note."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def write_cache(write: Callable[[], None]) -> bool:
+    """Run ``write`` (a cache write); a cache that cannot be written (read-only, a file, a full disk)
+    never fails the job: a note says the cache was not written and why. Returns whether it was."""
+    try:
+        write()
+    except Exception as exc:  # any failure: the result is correct, only the cache is missing
+        note_cache_failure(exc)
+        return False
+    return True
+
+
+def note_cache_failure(exc: BaseException) -> None:
+    """The one note of a cache that could not be written."""
+    from .. import notes
+
+    if any(message.startswith("the cache in ") for message in notes._pending):
+        return  # one note per run, the first failure's reason
+    notes.note(
+        f"the cache in {cache_dir()} was not written ({cache_failure(exc)}); the results are unaffected, "
+        f"but the next run computes them again: make it writable or set {CACHE_ENV} to a writable folder"
+    )
+
+
+def cache_failure(exc: BaseException) -> str:
+    """Why a cache write failed, in a few words (the operating system's reason when there is one)."""
+    current: BaseException | None = exc
+    for _ in range(8):
+        if current is None:
+            break
+        if isinstance(current, OSError) and current.strerror:
+            return current.strerror
+        spelled = re.search(r"Os \{ code: (\d+)|\(os error (\d+)\)", str(current))  # safetensors' spelling
+        if spelled:
+            return os.strerror(int(next(group for group in spelled.groups() if group)))
+        current = current.__cause__ or current.__context__
+    from ..errors import first_line
+
+    return first_line(exc, 160)
 
 
 def token_positions(lengths: np.ndarray) -> np.ndarray:

@@ -507,9 +507,7 @@ def _iter_parquet(path: Path, text_column: str | None, batch_rows: int = 4096) -
         raise FormatError(f"cannot read {path} ({first_line(exc)}); check that the file is complete") from exc
 
 
-def iter_hub_texts(
-    source: CorpusSource, data_files: tuple[str, ...] = (), batch_rows: int = 1024
-) -> Iterator[str]:
+def iter_hub_texts(source: CorpusSource, data_files: tuple[str, ...] = (), batch_rows: int = 1024) -> Iterator[str]:
     """The texts of a hub dataset, streamed: nothing is downloaded in full.
 
     Online, ``datasets``' streaming mode reads the remote files record by record. Offline
@@ -569,7 +567,6 @@ def _load_hub(source: CorpusSource, streaming: bool = False, data_files: tuple[s
             f"dataset {source.name!r} (split {source.split}) not found; tried {'; '.join(tried)}. "
             "Pass a local file, or --data-dir pointing at a folder laid out <name>/<split>.<tsv|jsonl.gz|tokens|txt>"
         ) from exc
-
 
 
 def _read_hub(source: CorpusSource) -> list[str]:

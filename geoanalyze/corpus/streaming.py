@@ -30,6 +30,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -41,7 +42,15 @@ import scipy.sparse as sp
 
 from ..errors import FormatError, GeoanalyzeError, IncompatibleError, InputError, first_line
 from ..io import write_text
-from .marginals import PositionalCounts, SparseCounter, cache_dir, check_mergeable, csr_keys, keys_to_csr, merge_sorted
+from .marginals import (
+    PositionalCounts,
+    SparseCounter,
+    cache_dir,
+    check_mergeable,
+    csr_keys,
+    keys_to_csr,
+    merge_sorted,
+)
 from .sources import CorpusSource, _decode, _read_bytes, _read_synthetic, iter_file_texts, iter_hub_texts
 from .tokenize import Tokenizer, TokenizerSpec, fresh_tokenizer
 
@@ -236,7 +245,10 @@ def count_and_store(job: ShardJob, path: str, stamp: dict[str, Any]) -> dict[str
     return only their metadata, so the counts do not travel through a pipe."""
     counts = count_shard(job)
     counts.metadata.update(stamp)
-    write_counts(counts, path)
+    try:
+        write_counts(counts, path)
+    except Exception:  # a full or unwritable work folder: the counts travel through the pipe instead
+        return counts  # type: ignore[return-value]
     return dict(counts.metadata)
 
 
@@ -608,6 +620,7 @@ class WorkFolder:
     job: dict[str, Any]
     fingerprints: list[str]
     sizes: list[int | None] = field(default_factory=list)
+    best_effort: bool = False  # a job folder in the cache: a failed write is a note, never the job's failure
 
     @classmethod
     def open(cls, path: Path, job: dict[str, Any], fingerprints: list[str]) -> WorkFolder:
@@ -639,7 +652,15 @@ class WorkFolder:
     def save_plan(self) -> None:
         sizes = {fp: size for fp, size in zip(self.fingerprints, self.sizes, strict=True) if size is not None}
         plan = {"version": WORK_VERSION, "key": self.key, "job": self.job, "sizes": sizes}
-        write_text(self.path / "plan.json", json.dumps(plan, indent=1, sort_keys=True))
+        self._write(lambda: write_text(self.path / "plan.json", json.dumps(plan, indent=1, sort_keys=True)))
+
+    def _write(self, write: Callable[[], None]) -> None:
+        if not self.best_effort:
+            write()
+            return
+        from .marginals import write_cache
+
+        write_cache(write)
 
     def shard_file(self, index: int) -> Path:
         return self.path / f"shard-{index:06d}.safetensors"
@@ -677,7 +698,7 @@ class WorkFolder:
 
     def store(self, index: int, counts: PositionalCounts) -> None:
         counts.metadata.update(job_key=self.key, shard_fingerprint=self.fingerprints[index])
-        write_counts(counts, self.shard_file(index))
+        self._write(lambda: write_counts(counts, self.shard_file(index)))
 
 
 def _refusal(path: Path, theirs: dict[str, Any], mine: dict[str, Any]) -> InputError:
@@ -806,14 +827,28 @@ def count_stream(
         raise InputError(f"--sample must be a fraction in (0, 1], got {sample}")
     return_freed_memory()
     job = dict(job, version=WORK_VERSION, shards=[s.name for s in shards])
+    in_cache = work_dir is None
     if work_dir is None:
         key = hashlib.sha256(json.dumps(job, sort_keys=True, default=str).encode()).hexdigest()[:24]
         work_dir = cache_dir() / "jobs" / key
-    if fresh and work_dir.is_dir():
-        for old in work_dir.glob("shard-*.safetensors"):
-            old.unlink()
-        (work_dir / "plan.json").unlink(missing_ok=True)
-    folder = WorkFolder.open(work_dir, job, [shard.fingerprint() for shard in shards])
+    fingerprints = [shard.fingerprint() for shard in shards]
+    try:
+        if fresh and work_dir.is_dir():
+            for old in work_dir.glob("shard-*.safetensors"):
+                old.unlink()
+            (work_dir / "plan.json").unlink(missing_ok=True)
+        folder = WorkFolder.open(work_dir, job, fingerprints)
+    except (OSError, InputError) as exc:
+        if not in_cache or isinstance(exc, (FormatError, IncompatibleError)):
+            raise
+        # The cache cannot hold the job's partial counts: count in a temporary folder instead
+        # (a killed job then starts over), as a cache never fails a job.
+        from .marginals import note_cache_failure
+
+        note_cache_failure(exc)
+        work_dir, keep_work = Path(tempfile.mkdtemp(prefix="geoanalyze-count-")), False
+        folder = WorkFolder.open(work_dir, job, fingerprints)
+    folder.best_effort = in_cache
     report = report if report is not None else CountReport()
     report.shards, report.work_dir = len(shards), str(work_dir)
     spec = tokenizer.spec()

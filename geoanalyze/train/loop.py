@@ -42,6 +42,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
+from .. import notes
 from ..errors import FormatError, IncompatibleError, InputError
 from ..io import FORMAT_VERSION, METADATA_KEY, atomic_path, to_jsonable, write_text
 from ..models import ModelConfig, Transformer
@@ -105,11 +106,17 @@ def _train(
     group: ProcessGroup,
 ) -> dict[str, Any]:
     metrics_path = out / METRICS_FILE
+    staged: Path | None = None
     device = select_device(config.device, group.local_rank)
     # Checked before the data is read and tokenized, so a wrong folder fails at once.
     checkpoint = _read_checkpoint(out, config) if resume else None
-    if not resume and (metrics_path.exists() or _find_checkpoint(out) is not None):
+    if not resume and _find_checkpoint(out) is not None:
         raise InputError(f"{out} already holds a training run; resume it or choose another output folder")
+    if not resume and group.is_main and _stopped_before_first_checkpoint(out):
+        # Nothing to resume: the run is started over in the same folder, and says so.
+        notes.note(f"{out} held a run stopped before its first checkpoint; it was started over")
+        metrics_path.unlink(missing_ok=True)
+        shutil.rmtree(out / f"{CHECKPOINT_DIR}.partial", ignore_errors=True)
     group.barrier()  # every rank has looked at the folder before rank 0 writes into it
     task = build_task(config)
     model_config = fit_model_config(config, task)
@@ -126,9 +133,71 @@ def _train(
         start, time_before, last = 0, 0.0, {}
         if group.is_main:
             try:
-                out.mkdir(parents=True, exist_ok=True)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                if out.is_dir() and any(out.iterdir()):
+                    out.mkdir(exist_ok=True)  # a folder of other files: the run is written into it
+                else:
+                    # A new run is written aside and appears with its first checkpoint: a run that
+                    # fails or is killed before it leaves no folder that holds nothing to resume.
+                    _remove_dead_stagings(out)
+                    staged = out.with_name(f".{out.name}.{os.getpid()}.staged")
+                    shutil.rmtree(staged, ignore_errors=True)
+                    staged.mkdir()
+                    metrics_path = staged / METRICS_FILE
             except OSError as exc:
-                raise InputError(f"cannot create folder {out}: {exc.strerror}; choose another output folder") from exc
+                raise InputError(f"cannot write {out}: {exc.strerror}; choose another output folder") from exc
+    try:
+        return _loop(
+            config,
+            out,
+            staged,
+            metrics_path,
+            task,
+            model,
+            optimizer,
+            start,
+            time_before,
+            last,
+            device,
+            group,
+            progress,
+            observe,
+        )
+    finally:
+        if staged is not None:
+            shutil.rmtree(staged, ignore_errors=True)
+
+
+def _remove_dead_stagings(out: Path) -> None:
+    """Staged run folders of ``out`` that a killed process left (its pid is gone)."""
+    for folder in out.parent.glob(f".{out.name}.*.staged"):
+        pid = folder.name[len(out.name) + 2 : -len(".staged")]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def _loop(
+    config: TrainConfig,
+    out: Path,
+    staged: Path | None,
+    metrics_path: Path,
+    task: Task,
+    model: Transformer,
+    optimizer: torch.optim.Optimizer,
+    start: int,
+    time_before: float,
+    last: dict[str, Any],
+    device: torch.device,
+    group: ProcessGroup,
+    progress: bool,
+    observe: Callable[[Transformer], dict[str, float]] | None,
+) -> dict[str, Any]:
     model.train()
     sequence_level = task.n_classes > 0
     trained = group.wrap(model, unused_heads=sequence_level)
@@ -164,7 +233,10 @@ def _train(
                 # Standard JSON, as every geoanalyze output: a diverged (NaN) loss is written as null.
                 metrics_file.write(json.dumps(to_jsonable(last), allow_nan=False) + "\n")
                 metrics_file.flush()
-                _save_checkpoint(out, model, optimizer, config, step, last)
+                _save_checkpoint(staged or out, model, optimizer, config, step, last)
+                if staged is not None:
+                    os.replace(staged, out)  # the run appears with its first checkpoint (onto an empty folder too)
+                    staged = None
             group.barrier()
             train_sums = _zeros(device)
     return last
@@ -460,10 +532,22 @@ def _find_checkpoint(out: Path) -> Path | None:
     return None
 
 
+def _stopped_before_first_checkpoint(out: Path) -> bool:
+    """A run folder a killed run left before its first checkpoint: a metrics file and/or a partial
+    checkpoint, and no complete one."""
+    started = (out / METRICS_FILE).exists() or (out / f"{CHECKPOINT_DIR}.partial").exists()
+    return started and _find_checkpoint(out) is None
+
+
 def _read_checkpoint(out: Path, config: TrainConfig) -> tuple[Path, dict[str, Any]]:
     """The checkpoint folder of the run in ``out`` and its trainer.json, checked against ``config``'s task."""
     folder = _find_checkpoint(out)
     if folder is None:
+        if _stopped_before_first_checkpoint(out):
+            raise InputError(
+                f"{out} holds a run stopped before its first checkpoint, so there is nothing to resume; "
+                "train without --resume to start it over"
+            )
         raise InputError(f"no checkpoint in {out}; train without resume to start a run there")
     try:
         state = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
