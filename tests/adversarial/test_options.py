@@ -72,7 +72,7 @@ CASES: list[tuple[str, list[str], tuple[str, ...]]] = [
     ("distances-metric-typo", ["distances", *CORPUS, "--metric", "helinger"], ("helinger",)),
     ("distances-heatmap-suffix", ["distances", *CORPUS, "--heatmap", "h.jpg"], ("--heatmap",)),
     ("distances-output-suffix", ["distances", *CORPUS, "-o", "d.npy"], (".safetensors",)),
-    ("distances-heatmap-is-folder", ["distances", *CORPUS, "--heatmap", "."], ("folder",)),
+    ("distances-heatmap-is-folder", ["distances", *CORPUS, "--heatmap", "."], ("--heatmap", ".png")),
     # mds
     ("mds-rank-zero", ["mds", *CORPUS, "--rank", "0"], ("--rank",)),
     ("mds-rank-negative", ["mds", *CORPUS, "--rank", "-3"], ("--rank",)),
