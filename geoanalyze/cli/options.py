@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
+import typing
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.models import OptionInfo
+
+#: the seeds every command accepts: what numpy's legacy RandomState and torch's generators all take
+SEED_MIN, SEED_MAX = 0, 2**32 - 1
 
 Sources = Annotated[
     list[str],
@@ -78,3 +84,30 @@ SampleSeed = Annotated[int, typer.Option("--sample-seed", help="Seed of --sample
 MinCount = Annotated[int, typer.Option("--min-count", min=1, help="Leave out positions seen in fewer sequences (N_i).")]
 Metric = Annotated[str, typer.Option("--metric", help="hellinger or fisher-rao.")]
 Format = Annotated[str, typer.Option("--format", "-f", help="table or json.")]
+
+
+def bound_seeds(app: typer.Typer) -> None:
+    """Give every ``--...seed`` option of every command the range SEED_MIN..SEED_MAX, so a negative
+    or over-large seed is refused at option parsing, naming the option, by every command alike
+    (one place, instead of a check in each command or an internal error deep in numpy)."""
+    for callback in _callbacks(app):
+        function = inspect.unwrap(callback)
+        # Annotations written in the module are strings, evaluated anew (new OptionInfo objects) each
+        # time typer reads them: store the evaluated ones, whose OptionInfo typer will then see.
+        hints = typing.get_type_hints(function, include_extras=True)
+        for name, hint in hints.items():
+            for info in getattr(hint, "__metadata__", ()):
+                if isinstance(info, OptionInfo) and any(
+                    str(decl).lstrip("-").endswith("seed") for decl in (info.default, *info.param_decls)
+                ):
+                    info.min = SEED_MIN if info.min is None else info.min
+                    info.max = SEED_MAX if info.max is None else info.max
+                    function.__annotations__[name] = hint
+
+
+def _callbacks(app: typer.Typer) -> list[typing.Any]:
+    found = [command.callback for command in app.registered_commands if command.callback is not None]
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            found.extend(_callbacks(group.typer_instance))
+    return found
