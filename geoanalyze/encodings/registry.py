@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -117,8 +118,49 @@ def list_encodings() -> list[dict[str, Any]]:
 
 
 def is_encoding_spec(text: str) -> bool:
-    """Whether a string names a registered encoding (as opposed to, say, a checkpoint)."""
-    return text.split(":", 1)[0] in REGISTRY
+    """Whether a stress / report target names a registered encoding (as opposed to a checkpoint).
+
+    A bare name (``mds``, ``rope``) that is also a local checkpoint folder (``mds --checkpoint-output
+    mds`` writes one) is the checkpoint, with a note; ``name:`` is always the encoding and ``./name``
+    always the path. A local path of that name that is no checkpoint leaves the encoding, also noted.
+    """
+    name = text.split(":", 1)[0]
+    if name not in REGISTRY:
+        return False
+    if ":" in text or not Path(text).expanduser().exists():
+        return True
+    from .. import notes
+
+    if looks_like_checkpoint(Path(text)):
+        notes.note(
+            f"{text!r} is the local checkpoint ./{text}, not the built-in encoding {text}; "
+            f"write {text}: for the encoding"
+        )
+        return False
+    notes.note(f"{text!r} is the built-in encoding; the local ./{text} is no checkpoint (write ./{text} for a path)")
+    return True
+
+
+def compare_spec_note(spec: str) -> None:
+    """An encoding resolved by name (a --compare entry: encodings only) while a local checkpoint has
+    that name: it stays the encoding (the --compare defaults are bare names), and a note says how to
+    compare the checkpoint's table instead."""
+    if ":" not in spec and spec in REGISTRY and looks_like_checkpoint(Path(spec)):
+        from .. import notes
+
+        notes.note(
+            f"--compare {spec} is the built-in encoding {spec}, not the local checkpoint ./{spec}; "
+            f"write learned:./{spec} to compare its position table"
+        )
+
+
+def looks_like_checkpoint(path: Path) -> bool:
+    """A folder a stress target can be: a checkpoint, with its config.json (a ``geoanalyze train`` run
+    is no target; ``model:<run>`` reads its positions)."""
+    try:
+        return (path.expanduser() / "config.json").is_file()
+    except OSError:
+        return False
 
 
 def suggest_spec(text: str) -> str | None:
@@ -143,6 +185,7 @@ def get_encoding(spec: str | Callable[..., Any]) -> Encoding:
         raise InputError(
             f"unknown encoding {name!r}; {guess}choose one of {', '.join(REGISTRY)} (or pass a checkpoint)"
         )
+    compare_spec_note(spec)
     if info.takes_path:
         return _path_encoding(spec, name, args)
     params = _parse_params(args, spec)
