@@ -196,6 +196,36 @@ def get_encoding(spec: str | Callable[..., Any]) -> Encoding:
     return Encoding(spec, _standard_builder(name, params, spec))
 
 
+def _check_counted_with_own_tokens(spec: str, checkpoint: Any, counts: dict[str, Any] | None) -> None:
+    """Row i of a checkpoint's table is the model's position i, counted in its own tokens with its
+    special tokens: counts of another tokenizer would misalign every row (the same check as for a
+    checkpoint target and for mds:<file>)."""
+    from ..errors import IncompatibleError
+
+    if not counts:
+        return
+    fix = f"count the corpus with the checkpoint's tokenizer (--tokenizer {checkpoint.tokenizer_spec()})"
+    ours = counts.get("tokenizer") or {}
+    if ours.get("kind") != "hf":
+        raise IncompatibleError(
+            f"{spec}: its positions are {checkpoint.name}'s tokens, but the counts were made with the "
+            f"{ours.get('name', 'unknown')} tokenizer, so its rows would not line up; {fix}"
+        )
+    if counts.get("add_special_tokens") is False:
+        raise IncompatibleError(
+            f"{spec}: the counts were made without special tokens, so position 0 is not the model's; {fix}"
+        )
+
+    from ..corpus.tokenize import HFTokenizer
+
+    theirs = HFTokenizer(checkpoint.tokenizer_spec()).identity()
+    if ours.get("vocab_sha256") != theirs.get("vocab_sha256"):
+        raise IncompatibleError(
+            f"{spec}: its positions are {checkpoint.name}'s tokens, but the counts were made with "
+            f"{ours.get('name')}, another vocabulary, so its rows would not line up; {fix}"
+        )
+
+
 def _parse_params(args: str, spec: str) -> dict[str, float]:
     params: dict[str, float] = {}
     for part in filter(None, (p.strip() for p in args.split(","))):
@@ -252,13 +282,14 @@ def _path_encoding(spec: str, name: str, arg: str) -> Encoding:
     if name == "learned":
         from ..checkpoints import load_checkpoint
 
-        def learned(positions: np.ndarray, _: EncodingContext) -> np.ndarray:
+        def learned(positions: np.ndarray, context: EncodingContext) -> np.ndarray:
             checkpoint = load_checkpoint(arg)
             if not checkpoint.mechanism.has_table:
                 raise InputError(
                     f"{arg} has no position table (its positions are {checkpoint.mechanism.describe_kind()}); "
                     "pass it as the stress target instead"
                 )
+            _check_counted_with_own_tokens(spec, checkpoint, context.counts)
             return checkpoint.position_vectors(positions)
 
         return Encoding(spec, learned)
