@@ -323,6 +323,14 @@ def trained_model_vectors(folder: str, positions: np.ndarray) -> np.ndarray:
         path = path / "checkpoint"
     if not (path / "config.json").is_file():
         raise InputError(f"{folder} is not a run of `geoanalyze train`; pass its --output-dir or checkpoint/ folder")
-    model = Transformer.load(path)
+    from ..checkpoints.load import check_trained_config
+
+    check_trained_config(path)
+    try:
+        model = Transformer.load(path)
+    except InputError as exc:
+        if str(path) in str(exc):
+            raise
+        raise type(exc)(f"{path / 'config.json'}: {exc}") from None
     positions = np.asarray(positions, dtype=np.int64)
     return model.position_vectors(int(positions.max(initial=0)) + 1)[positions]
