@@ -159,3 +159,65 @@ def test_an_intact_checkpoint_resumes(sandbox: Sandbox, trained: Path) -> None:
     invoke(["train", "-o", "run", "--resume", "--steps", "4", *TINY], sandbox.root)
     lines = sandbox.path("run/metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"] for line in lines] == [2, 4]
+
+
+# --- a model: run whose config.json is malformed (checked before the model is built) ----------
+
+MODEL_CONFIGS = [
+    ("positions-1e9", {"n_positions": 10**9}, "n_positions"),
+    ("width-1e8", {"d_model": 10**8}, "d_model"),
+    ("table-too-large", {"n_positions": 10**6, "d_model": 4096}, "n_positions x d_model"),
+    ("positions-negative", {"n_positions": -5}, "n_positions"),
+    ("positions-zero", {"n_positions": 0}, "n_positions"),
+    ("positions-a-float", {"n_positions": 32.0}, "n_positions"),
+    ("positions-a-string", {"n_positions": "32"}, "n_positions"),
+    ("layers-a-bool", {"n_layers": True}, "n_layers"),
+    ("heads-zero", {"n_heads": 0}, "n_heads"),
+    ("vocab-1e12", {"vocab_size": 10**12}, "vocab_size"),
+    ("dropout-nan", {"dropout": float("nan")}, "dropout"),
+    ("rope-base-infinite", {"rope_base": float("inf")}, "rope_base"),
+    ("unknown-key", {"bogus": 1}, "bogus"),
+    ("pe-a-number", {"pe": 5}, "pe"),
+]
+
+
+@pytest.mark.parametrize(("changes", "word"), [c[1:] for c in MODEL_CONFIGS], ids=[c[0] for c in MODEL_CONFIGS])
+def test_a_malformed_model_config_is_refused_before_building(
+    sandbox: Sandbox, trained: Path, changes: dict, word: str
+) -> None:
+    shutil.copytree(trained, sandbox.path("run"))
+    config = sandbox.path("run/checkpoint/config.json")
+    config.write_text(json.dumps({**json.loads(config.read_text()), **changes}))
+    sandbox.copy_sample("drift.txt")
+    sandbox.refused(
+        "stress",
+        "rope:d=16",
+        "--dataset",
+        "drift.txt",
+        "-t",
+        "whitespace",
+        "--null-draws",
+        "2",
+        "--compare",
+        "model:run",
+        words=("config.json", word),
+    )
+
+
+def test_a_model_config_that_is_not_an_object(sandbox: Sandbox, trained: Path) -> None:
+    shutil.copytree(trained, sandbox.path("run"))
+    sandbox.path("run/checkpoint/config.json").write_text("[32, 16]")
+    sandbox.copy_sample("drift.txt")
+    sandbox.refused(
+        "stress",
+        "rope:d=16",
+        "--dataset",
+        "drift.txt",
+        "-t",
+        "whitespace",
+        "--null-draws",
+        "2",
+        "--compare",
+        "model:run",
+        words=("config.json", "object"),
+    )

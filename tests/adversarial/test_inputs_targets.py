@@ -117,3 +117,24 @@ def test_compare_learned_with_the_checkpoints_own_tokens_is_accepted(here: Sandb
         "json",
     )
     assert result.code == 0, str(result)
+
+
+HF_CONFIGS = [
+    ("layer-norm-eps-nan", {"layer_norm_eps": float("nan")}, "layer_norm_eps"),
+    ("dropout-nan", {"hidden_dropout_prob": float("nan")}, "hidden_dropout_prob"),
+    ("initializer-infinite", {"initializer_range": float("inf")}, "initializer_range"),
+    ("type-vocab-1e9", {"type_vocab_size": 10**9}, "type_vocab_size"),
+    ("positions-a-float", {"max_position_embeddings": 64.0}, "max_position_embeddings"),
+    ("layers-zero", {"num_hidden_layers": 0}, "num_hidden_layers"),
+    ("vocab-zero", {"vocab_size": 0}, "vocab_size"),
+    ("width-a-float", {"hidden_size": 32.5}, "hidden_size"),
+]
+
+
+@pytest.mark.parametrize(("changes", "word"), [c[1:] for c in HF_CONFIGS], ids=[c[0] for c in HF_CONFIGS])
+def test_a_malformed_checkpoint_config_is_refused(sandbox: Sandbox, bert: Path, changes: dict, word: str) -> None:
+    sandbox.copy_sample(WORDS)
+    shutil.copytree(bert, sandbox.path("ckpt"))
+    config = sandbox.path("ckpt/config.json")
+    config.write_text(json.dumps({**json.loads(config.read_text()), **changes}))
+    sandbox.refused("stress", "./ckpt", "--dataset", WORDS, *QUICK, "--compare", "", "--layers", "none", words=(word,))
