@@ -165,7 +165,8 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
         )
     geometry = position_geometry(counts, metric="hellinger", min_count=options.min_count)
     if len(geometry.positions) < 3:
-        raise InputError(f"only {len(geometry.positions)} positions have N_i >= {options.min_count}; lower --min-count")
+        fix = "lower --min-count" if options.min_count > 1 else "use a corpus of longer texts (--min-count is 1)"
+        raise InputError(f"only {len(geometry.positions)} positions have N_i >= {options.min_count}; {fix}")
     target_distances = geometry.matrix(options.distance)
     if not np.all(np.isfinite(target_distances)):
         raise InputError("the corrected distance is undefined for some positions; raise --min-count or use naive")

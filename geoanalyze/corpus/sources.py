@@ -225,6 +225,9 @@ def resolve_source(
                     )
             present = sorted({f.name.split(".")[0] for f in (directory / info.name).glob("*.*") if f.is_file()})
             hint = f" (it holds split {', '.join(present)}: pass --split {present[0]})" if present else ""
+            if not directory.is_dir():
+                state = "is a file, not a folder" if directory.exists() else "does not exist"
+                hint = f" (the data directory {directory} {state})"
             tried.append(f"{directory / info.name}/{split}.{{{','.join(s.lstrip('.') for s in LOCAL_SUFFIXES)}}}{hint}")
         return CorpusSource(
             info.name,

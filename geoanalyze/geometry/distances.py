@@ -226,7 +226,7 @@ class PositionGeometry:
         if keep.sum() < 2:
             raise InputError(
                 f"{int(keep.sum())} position(s) of the distances file have N_i >= --min-count {min_count}; "
-                "lower --min-count"
+                + ("lower --min-count" if min_count > 1 else "recompute the distances from a larger corpus")
             )
         dropped = self.positions[~keep]
         left_out = dict(self.left_out)
@@ -302,7 +302,7 @@ def position_geometry(counts: Any, metric: str = "hellinger", min_count: int = 1
         most = int(counts.totals.max(initial=0))
         raise InputError(
             f"{kept.size} position(s) have N_i >= --min-count {min_count} (the largest N_i is {most}); "
-            "lower --min-count or use a larger corpus"
+            + ("lower --min-count or use a larger corpus" if min_count > 1 else "use a corpus of longer texts")
         )
     selected = counts.select(kept)
     bc = bc_matrix(sqrt_marginals(selected))
