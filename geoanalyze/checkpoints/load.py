@@ -34,7 +34,15 @@ _WEIGHT_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]
 
 def resolve_checkpoint(name: str) -> tuple[Path, str]:
     """The local folder of a checkpoint and where it came from (see the module docstring)."""
-    path = Path(name).expanduser()
+    if not name.strip():
+        raise InputError(
+            f"the checkpoint name is empty ({name!r}; an unset shell variable?); pass a checkpoint folder, "
+            "a hub id or an encoding spec"
+        )
+    try:
+        path = Path(name).expanduser()
+    except RuntimeError as exc:  # ~user of no such user
+        raise InputError(f"cannot expand {name}: {exc}; write the path in full") from exc
     tried = []
     if path.exists():
         if not (path / "config.json").is_file():

@@ -44,7 +44,7 @@ from typer._click import exceptions  # noqa: E402
 
 from .. import __version__  # noqa: E402
 from . import datasets, pipeline, stress, training  # noqa: E402
-from .options import bound_seeds  # noqa: E402
+from .options import harden_options  # noqa: E402
 
 
 def _flags_without_a_type() -> None:
@@ -81,7 +81,7 @@ app.command()(training.train)
 app.command()(training.verify)
 app.add_typer(datasets.app, name="datasets")
 app.add_typer(stress.encodings_app, name="encodings")
-bound_seeds(app)
+harden_options(app)
 
 
 def _version(value: bool) -> None:
@@ -190,6 +190,14 @@ def _run() -> int:
         return INTERRUPTED_EXIT
     except _StdoutClosed:
         raise
+    except MemoryError as exc:
+        return _out_of_memory(exc)
+    except RuntimeError as exc:
+        # torch's allocators: "DefaultCPUAllocator: can't allocate memory", CUDA's OutOfMemoryError
+        text = str(exc)
+        if "can't allocate memory" in text or "out of memory" in text.lower():
+            return _out_of_memory(exc)
+        return _internal_error(exc)
     except OSError as exc:
         if exc.filename is None:
             return _internal_error(exc)
@@ -203,6 +211,19 @@ def _run() -> int:
         # typer turns a KeyboardInterrupt (Ctrl-C) inside a command into a silent exit 130
         print("error: interrupted", file=sys.stderr)
     return code if isinstance(code, int) else 0
+
+
+def _out_of_memory(exc: BaseException) -> int:
+    """Sizes the user asked for (a width, a position count, a corpus) that do not fit in memory: exit 2."""
+    if os.environ.get("GEOANALYZE_DEBUG"):
+        raise exc
+    detail = " ".join(str(exc).split())[:200]
+    print(
+        f"error: not enough memory ({detail or type(exc).__name__}); ask for smaller sizes (fewer positions, "
+        "a smaller width or corpus) or run on a machine with more memory",
+        file=sys.stderr,
+    )
+    return 2
 
 
 def _internal_error(exc: Exception) -> int:

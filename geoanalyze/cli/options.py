@@ -13,6 +13,15 @@ from typer.models import OptionInfo
 #: the seeds every command accepts: what numpy's legacy RandomState and torch's generators all take
 SEED_MIN, SEED_MAX = 0, 2**32 - 1
 
+
+def not_blank(value: str | None) -> str | None:
+    """An option given as an empty string (an unset shell variable: ``-t "$TOKENIZER"``) is refused,
+    not read as "use the default"."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("is empty (an unset shell variable?); give a value or leave the option out")
+    return value
+
+
 Sources = Annotated[
     list[str],
     typer.Argument(
@@ -21,7 +30,7 @@ Sources = Annotated[
         show_default=False,
     ),
 ]
-Split = Annotated[str | None, typer.Option("--split", help="Dataset split (default: train).")]
+Split = Annotated[str | None, typer.Option("--split", help="Dataset split (default: train).", callback=not_blank)]
 DataDir = Annotated[
     Path | None,
     typer.Option(
@@ -31,7 +40,8 @@ DataDir = Annotated[
     ),
 ]
 TextColumn = Annotated[
-    str | None, typer.Option("--text-column", help="Column or JSON key with the text (default: guessed).")
+    str | None,
+    typer.Option("--text-column", help="Column or JSON key with the text (default: guessed).", callback=not_blank),
 ]
 Limit = Annotated[int | None, typer.Option("--limit", min=1, help="Read at most this many texts.")]
 TokenizerOpt = Annotated[
@@ -41,6 +51,7 @@ TokenizerOpt = Annotated[
         "-t",
         help="HF tokenizer name or folder, or 'whitespace' / 'char' (corpus-built vocabulary). "
         "Default: bert-base-uncased; whitespace for synthetic specs.",
+        callback=not_blank,
     ),
 ]
 MaxLength = Annotated[
@@ -86,10 +97,18 @@ Metric = Annotated[str, typer.Option("--metric", help="hellinger or fisher-rao."
 Format = Annotated[str, typer.Option("--format", "-f", help="table or json.")]
 
 
-def bound_seeds(app: typer.Typer) -> None:
-    """Give every ``--...seed`` option of every command the range SEED_MIN..SEED_MAX, so a negative
-    or over-large seed is refused at option parsing, naming the option, by every command alike
-    (one place, instead of a check in each command or an internal error deep in numpy)."""
+#: text options for which an empty string means something ("--compare ''": compare nothing)
+EMPTY_ALLOWED = frozenset({"--compare"})
+
+
+def harden_options(app: typer.Typer) -> None:
+    """The checks every command's options share, applied in one place at start-up:
+
+    * every ``--...seed`` option takes SEED_MIN..SEED_MAX, so a negative or over-large seed is
+      refused at option parsing, naming the option (not an internal error deep in numpy);
+    * every text option refuses an empty or blank value (``-t "$UNSET"``), which would otherwise
+      read as "use the default" (see :func:`not_blank`), except those of :data:`EMPTY_ALLOWED`.
+    """
     for callback in _callbacks(app):
         function = inspect.unwrap(callback)
         # Annotations written in the module are strings, evaluated anew (new OptionInfo objects) each
@@ -97,12 +116,24 @@ def bound_seeds(app: typer.Typer) -> None:
         hints = typing.get_type_hints(function, include_extras=True)
         for name, hint in hints.items():
             for info in getattr(hint, "__metadata__", ()):
-                if isinstance(info, OptionInfo) and any(
-                    str(decl).lstrip("-").endswith("seed") for decl in (info.default, *info.param_decls)
-                ):
+                if not isinstance(info, OptionInfo):
+                    continue
+                names = [str(decl) for decl in (info.default, *info.param_decls) if str(decl).startswith("-")]
+                if any(decl.lstrip("-").endswith("seed") for decl in names):
                     info.min = SEED_MIN if info.min is None else info.min
                     info.max = SEED_MAX if info.max is None else info.max
                     function.__annotations__[name] = hint
+                elif _is_text(hint.__origin__) and info.callback is None and not EMPTY_ALLOWED & set(names):
+                    info.callback = not_blank
+                    function.__annotations__[name] = hint
+
+
+def _is_text(annotation: typing.Any) -> bool:
+    """str or str | None."""
+    if annotation is str:
+        return True
+    arguments = typing.get_args(annotation)
+    return bool(arguments) and set(arguments) == {str, type(None)}
 
 
 def _callbacks(app: typer.Typer) -> list[typing.Any]:

@@ -232,6 +232,8 @@ def _parse_params(args: str, spec: str) -> dict[str, float]:
         key, sep, value = part.partition("=")
         if not sep:
             raise InputError(f"bad parameter {part!r} in {spec!r}; write key=value")
+        if key in params:
+            raise InputError(f"parameter {key} is given twice in {spec!r}; keep one")
         try:
             params[key] = float(value)
         except ValueError as exc:
