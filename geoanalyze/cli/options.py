@@ -126,6 +126,28 @@ def harden_options(app: typer.Typer) -> None:
                 elif _is_text(hint.__origin__) and info.callback is None and not EMPTY_ALLOWED & set(names):
                     info.callback = not_blank
                     function.__annotations__[name] = hint
+                elif _is_path(hint.__origin__) and info.parser is None:
+                    info.parser = path_not_blank
+                    info.metavar = info.metavar or "<path>"  # as typer shows a Path option
+                    function.__annotations__[name] = hint
+
+
+def path_not_blank(value: str | Path) -> Path:
+    """A path option given as an empty string would be the current folder (``-o ''`` writing a run
+    into it): refused like an empty text option."""
+    if isinstance(value, Path):
+        return value
+    if not value.strip():
+        raise typer.BadParameter("is empty (an unset shell variable?); give a path or leave the option out")
+    return Path(value)
+
+
+def _is_path(annotation: typing.Any) -> bool:
+    """Path or Path | None."""
+    if annotation is Path:
+        return True
+    arguments = typing.get_args(annotation)
+    return bool(arguments) and set(arguments) == {Path, type(None)}
 
 
 def _is_text(annotation: typing.Any) -> bool:
