@@ -34,8 +34,8 @@ _WEIGHT_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]
 
 def resolve_checkpoint(name: str) -> tuple[Path, str]:
     """The local folder of a checkpoint and where it came from (see the module docstring)."""
-    if not name.strip():
-        raise InputError(
+    if not name.strip():  # not found, as a typo: `report` fails at once instead of a section "not analysed"
+        raise DataNotFoundError(
             f"the checkpoint name is empty ({name!r}; an unset shell variable?); pass a checkpoint folder, "
             "a hub id or an encoding spec"
         )
