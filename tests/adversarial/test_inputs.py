@@ -317,3 +317,31 @@ OVERRIDE_CASES = [
 )
 def test_every_experiment_refuses_a_bad_override(sandbox: Sandbox, experiment: str, setting: str, word: str) -> None:
     sandbox.refused("verify", experiment, "--set", setting, "-o", "out", words=(word,))
+
+
+def _parquet_bytes(values: list) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"text": values}), buffer)
+    return buffer.getvalue()
+
+
+PARQUET_DAMAGE = {
+    "cut": lambda: _parquet_bytes(["w1 w2 w3"] * 50)[:-40],
+    "flipped-byte": lambda: _flip(_parquet_bytes(["w1 w2 w3"] * 50), None),
+    "not-parquet": lambda: b"plain text named .parquet\n",
+    "numbers-not-text": lambda: _parquet_bytes([1, 2, 3]),
+}
+
+
+def _flip(data: bytes, at: int | None) -> bytes:
+    at = len(data) // 2 if at is None else at
+    return data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1 :]
+
+
+@pytest.mark.parametrize("damage", list(PARQUET_DAMAGE))
+def test_a_damaged_parquet_corpus_is_named(sandbox: Sandbox, damage: str) -> None:
+    sandbox.write("corpus.parquet", PARQUET_DAMAGE[damage]())
+    sandbox.refused("marginals", "corpus.parquet", *SMALL, "--no-cache", words=("corpus.parquet",))
