@@ -118,7 +118,8 @@ def harden_options(app: typer.Typer) -> None:
             for info in getattr(hint, "__metadata__", ()):
                 if not isinstance(info, OptionInfo):
                     continue
-                names = [str(decl) for decl in (info.default, *info.param_decls) if str(decl).startswith("-")]
+                declared = [info.default, *(info.param_decls or ())]
+                names = [str(decl) for decl in declared if str(decl).startswith("-")]
                 if any(decl.lstrip("-").endswith("seed") for decl in names):
                     info.min = SEED_MIN if info.min is None else info.min
                     info.max = SEED_MAX if info.max is None else info.max
