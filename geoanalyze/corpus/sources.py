@@ -628,6 +628,10 @@ def _jsonl_values(lines: Iterable[str], path: Path, text_column: str | None) -> 
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise FormatError(f"{path}, line {number}: not valid JSON ({exc.msg}); fix or remove the line") from exc
+        except (RecursionError, ValueError) as exc:  # nesting too deep, an integer of thousands of digits
+            raise FormatError(
+                f"{path}, line {number}: JSON beyond what is read ({first_line(exc, 80)}); fix or remove the line"
+            ) from exc
         if not isinstance(record, dict):
             raise FormatError(f"{path}, line {number}: expected a JSON object per line")
         if column is None:

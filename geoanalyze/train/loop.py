@@ -467,8 +467,8 @@ def _read_checkpoint(out: Path, config: TrainConfig) -> tuple[Path, dict[str, An
         raise InputError(f"no checkpoint in {out}; train without resume to start a run there")
     try:
         state = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise FormatError(f"{folder / STATE_FILE} is corrupt ({exc}); start the run again") from exc
+    except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, nested too deep, a huge integer
+        raise FormatError(f"{folder / STATE_FILE} is corrupt ({first_line(exc, 120)}); start the run again") from exc
     if not isinstance(state, dict) or state.get("kind") != CHECKPOINT_KIND:
         raise FormatError(f"{folder} is not a geoanalyze training checkpoint; pass the output folder of a run")
     if state.get("format_version") != FORMAT_VERSION:

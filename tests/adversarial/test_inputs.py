@@ -345,3 +345,15 @@ def _flip(data: bytes, at: int | None) -> bytes:
 def test_a_damaged_parquet_corpus_is_named(sandbox: Sandbox, damage: str) -> None:
     sandbox.write("corpus.parquet", PARQUET_DAMAGE[damage]())
     sandbox.refused("marginals", "corpus.parquet", *SMALL, "--no-cache", words=("corpus.parquet",))
+
+
+JSON_BEYOND = {
+    "nested-too-deep": "[" * 100_000 + "]" * 100_000 + "\n",
+    "integer-of-10000-digits": '{"text": "a b", "n": ' + "9" * 10_000 + "}\n",
+}
+
+
+@pytest.mark.parametrize("case", list(JSON_BEYOND))
+def test_json_lines_beyond_what_is_read_are_named(sandbox: Sandbox, case: str) -> None:
+    sandbox.write("corpus.jsonl", JSON_BEYOND[case])
+    sandbox.refused("marginals", "corpus.jsonl", *SMALL, "--no-cache", words=("corpus.jsonl", "line 1"))

@@ -109,6 +109,7 @@ CASES: list[tuple[str, Callable[[Path], None], tuple[str, ...]]] = [
     ("state-a-list", _write("checkpoint/trainer.json", "[1, 2]"), ("checkpoint",)),
     ("state-not-utf8", _write("checkpoint/trainer.json", b"\xff\xfe{}"), ("trainer.json",)),
     ("state-empty", _write("checkpoint/trainer.json", ""), ("trainer.json",)),
+    ("state-nested-too-deep", _write("checkpoint/trainer.json", "[" * 100_000 + "]" * 100_000), ("trainer.json",)),
     ("step-a-string", _state(lambda d: d.__setitem__("step", "four")), ("trainer.json", "step")),
     ("step-negative", _state(lambda d: d.__setitem__("step", -3)), ("trainer.json", "step")),
     ("step-a-float", _state(lambda d: d.__setitem__("step", 2.5)), ("trainer.json", "step")),
