@@ -151,7 +151,9 @@ def _os_error_message(exc: OSError) -> str:
 
 
 def _terminated(signum: int, frame: object) -> None:
-    raise typer.Abort
+    # As Ctrl-C: a KeyboardInterrupt is no Exception, so no ``except Exception`` on the way (a reader
+    # mapping library errors to ours) turns the termination into another error.
+    raise KeyboardInterrupt
 
 
 def main() -> None:
