@@ -101,8 +101,9 @@ _CONFIG_LIMITS = {
     "num_key_value_heads": 4096,
     "head_dim": 1 << 14,
     "vocab_size": 1 << 23,
-    "type_vocab_size": 1 << 16,
 }
+#: sizes that may be 0 (DeBERTa has no token types)
+_CONFIG_LIMITS_FROM_0 = {"type_vocab_size": 1 << 16}
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -121,11 +122,16 @@ def read_config(path: Path) -> dict[str, Any]:
         raise FormatError(f"{file}: architectures must be a list of class names, got {architectures!r}; fix the config")
     if "model_type" in config and not isinstance(config["model_type"], str):
         raise FormatError(f"{file}: model_type must be a string, got {config['model_type']!r}; fix the config")
-    for key, limit in _CONFIG_LIMITS.items():
+    for key, (lowest, limit) in [
+        *((k, (1, v)) for k, v in _CONFIG_LIMITS.items()),
+        *((k, (0, v)) for k, v in _CONFIG_LIMITS_FROM_0.items()),
+    ]:
         if key in config and config[key] is not None:
             value = config[key]
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
-                raise FormatError(f"{file}: {key} must be an integer in 1..{limit}, got {value!r}; fix the config")
+            if isinstance(value, bool) or not isinstance(value, int) or not lowest <= value <= limit:
+                raise FormatError(
+                    f"{file}: {key} must be an integer in {lowest}..{limit}, got {value!r}; fix the config"
+                )
     for key, value in config.items():
         if isinstance(value, float) and not math.isfinite(value):
             raise FormatError(f"{file}: {key} must be a finite number, got {value!r}; fix the config")
