@@ -33,7 +33,15 @@ _WEIGHT_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]
 
 def resolve_checkpoint(name: str) -> tuple[Path, str]:
     """The local folder of a checkpoint and where it came from (see the module docstring)."""
-    path = Path(name).expanduser()
+    if not name.strip():  # not found, as a typo: `report` fails at once instead of a section "not analysed"
+        raise DataNotFoundError(
+            f"the checkpoint name is empty ({name!r}; an unset shell variable?); pass a checkpoint folder, "
+            "a hub id or an encoding spec"
+        )
+    try:
+        path = Path(name).expanduser()
+    except RuntimeError as exc:  # ~user of no such user
+        raise InputError(f"cannot expand {name}: {exc}; write the path in full") from exc
     tried = []
     if path.exists():
         if not (path / "config.json").is_file():
@@ -93,6 +101,8 @@ _CONFIG_LIMITS = {
     "head_dim": 1 << 14,
     "vocab_size": 1 << 23,
 }
+#: sizes that may be 0 (DeBERTa has no token types)
+_CONFIG_LIMITS_FROM_0 = {"type_vocab_size": 1 << 16}
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -111,12 +121,67 @@ def read_config(path: Path) -> dict[str, Any]:
         raise FormatError(f"{file}: architectures must be a list of class names, got {architectures!r}; fix the config")
     if "model_type" in config and not isinstance(config["model_type"], str):
         raise FormatError(f"{file}: model_type must be a string, got {config['model_type']!r}; fix the config")
-    for key, limit in _CONFIG_LIMITS.items():
+    for key, (lowest, limit) in [
+        *((k, (1, v)) for k, v in _CONFIG_LIMITS.items()),
+        *((k, (0, v)) for k, v in _CONFIG_LIMITS_FROM_0.items()),
+    ]:
         if key in config and config[key] is not None:
             value = config[key]
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
-                raise FormatError(f"{file}: {key} must be an integer in 1..{limit}, got {value!r}; fix the config")
+            if isinstance(value, bool) or not isinstance(value, int) or not lowest <= value <= limit:
+                raise FormatError(
+                    f"{file}: {key} must be an integer in {lowest}..{limit}, got {value!r}; fix the config"
+                )
+    for key, value in config.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise FormatError(f"{file}: {key} must be a finite number, got {value!r}; fix the config")
     _check_numbers(file, config)
+    return config
+
+
+#: sizes of a model written by ``geoanalyze train`` (config.json of models.ModelConfig), and the most
+#: entries one of its tables (positions x width) may have: checked before the model is built, since
+#: building allocates them all (a 1e9-position config would take the machine's memory)
+_TRAINED_LIMITS = {
+    "n_positions": 1 << 20,
+    "d_model": 1 << 14,
+    "d_ff": 1 << 16,
+    "n_layers": 1024,
+    "n_heads": 1024,
+    "vocab_size": 1 << 23,
+    "pe_rank": 1 << 14,
+    "n_classes": 1 << 20,
+}
+_TRAINED_TABLE_ENTRIES = 1 << 28
+
+
+def check_trained_config(folder: Path) -> dict[str, Any]:
+    """config.json of a ``geoanalyze train`` model, its sizes checked against :data:`_TRAINED_LIMITS`
+    and its numbers finite, before any tensor is allocated; FormatError naming the file otherwise."""
+    file = folder / "config.json"
+    try:
+        config = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FormatError(f"{file} is unreadable ({first_line(exc)}); train the model again") from exc
+    if not isinstance(config, dict):
+        raise FormatError(f"{file} holds a JSON {type(config).__name__}, not an object; train the model again")
+    for key, limit in _TRAINED_LIMITS.items():
+        value = config.get(key)
+        if value is None:
+            continue
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not (0 if key == "n_classes" else 1) <= value <= limit
+        ):
+            raise FormatError(f"{file}: {key} must be an integer in 1..{limit}, got {value!r}; fix the config")
+    for key, value in config.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise FormatError(f"{file}: {key} must be a finite number, got {value!r}; fix the config")
+    positions, width = config.get("n_positions") or 1, config.get("d_model") or 1
+    if positions * width > _TRAINED_TABLE_ENTRIES:
+        raise FormatError(
+            f"{file}: n_positions x d_model = {positions * width} entries exceed {_TRAINED_TABLE_ENTRIES}; fix the config"
+        )
     return config
 
 

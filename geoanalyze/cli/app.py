@@ -1,16 +1,50 @@
-"""The `geoanalyze` command."""
+"""The `geoanalyze` command.
+
+Exit codes: 0 success; 1 a crossed ``--fail-above`` threshold; 2 bad input (one ``error:`` line);
+3 an internal error (a bug: report it); 130 interrupted (Ctrl-C, SIGTERM); 141 (128 + SIGPIPE)
+stdout was closed by its reader (``geoanalyze ... | head``): the run stops quietly, as other Unix
+tools do.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
 import sys
-from typing import Annotated
 
-import typer
+INTERRUPTED_EXIT = 130
+STDOUT_CLOSED_EXIT = 141  # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe
 
-from .. import __version__
-from . import datasets, pipeline, stress, training
+
+def _interrupted_while_starting(signum: int, frame: object) -> None:
+    """Ctrl-C or SIGTERM before main() runs (the imports take a while): nothing is written yet,
+    so say so and stop at once."""
+    os.write(2, b"error: interrupted\n")
+    os._exit(INTERRUPTED_EXIT)
+
+
+def _install_startup_handlers() -> None:
+    """Installed before the heavy imports below, only when this process is the ``geoanalyze``
+    program (not a program importing the module), and never over a signal its parent ignores."""
+    program = sys.argv[0] if sys.argv else ""
+    if os.path.basename(program) != "geoanalyze" and not program.endswith(os.path.join("geoanalyze", "__main__.py")):
+        return
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupted_while_starting)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+
+_install_startup_handlers()
+
+from typing import Annotated  # noqa: E402
+
+import typer  # noqa: E402
+from typer._click import exceptions  # noqa: E402
+
+from .. import __version__  # noqa: E402
+from . import datasets, pipeline, stress, training  # noqa: E402
+from .options import harden_options  # noqa: E402
 
 
 def _flags_without_a_type() -> None:
@@ -47,6 +81,7 @@ app.command()(training.train)
 app.command()(training.verify)
 app.add_typer(datasets.app, name="datasets")
 app.add_typer(stress.encodings_app, name="encodings")
+harden_options(app)
 
 
 def _version(value: bool) -> None:
@@ -67,38 +102,139 @@ def main_options(
         os.environ["GEOANALYZE_DEBUG"] = "1"
 
 
+class _StdoutClosed(BaseException):
+    """stdout's reader went away (``| head``). A BaseException, so no ``except Exception`` on the way
+    turns it into an error; staged outputs are removed by their ``finally`` blocks as it unwinds."""
+
+
+class _GuardedStdout:
+    """sys.stdout, with a closed pipe raised as :class:`_StdoutClosed` (rich would otherwise exit 1,
+    the threshold code, and typer would turn a BrokenPipeError into exit 1 too)."""
+
+    def __init__(self, stream: object) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)  # type: ignore[attr-defined,no-any-return]
+        except BrokenPipeError:
+            raise _StdoutClosed from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()  # type: ignore[attr-defined]
+        except BrokenPipeError:
+            raise _StdoutClosed from None
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+def _silence(stream: object) -> None:
+    """Point a closed stdout at /dev/null, so Python's final flush of what is left in its buffer does
+    not print "Exception ignored ... BrokenPipeError"."""
+    try:
+        descriptor = stream.fileno()  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return  # not a real file (captured output): nothing is flushed at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)
+
+
+def _os_error_message(exc: OSError) -> str:
+    """An OSError about a file the user named (a path component too long, a full disk, permissions):
+    one line naming the path, exit 2 (the user's environment, not our bug)."""
+    where = exc.filename if exc.filename2 is None else f"{exc.filename} -> {exc.filename2}"
+    reason = exc.strerror or type(exc).__name__
+    return f"{where}: {reason}; check the path, its permissions and the free space"
+
+
 def _terminated(signum: int, frame: object) -> None:
-    raise typer.Abort
+    # As Ctrl-C: a KeyboardInterrupt is no Exception, so no ``except Exception`` on the way (a reader
+    # mapping library errors to ours) turns the termination into another error.
+    raise KeyboardInterrupt
 
 
 def main() -> None:
     """Console-script entry point: usage errors, too, are one ``error:`` line and exit code 2."""
-    from typer._click import exceptions
-
     # A terminated run (a CI timeout, kill) unwinds like an interrupt, so staged outputs are removed.
     signal.signal(signal.SIGTERM, _terminated)
+    if signal.getsignal(signal.SIGINT) == _interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    stdout = sys.stdout
+    sys.stdout = _GuardedStdout(stdout)  # type: ignore[assignment]
+    try:
+        code = _run()
+        sys.stdout.flush()
+    except _StdoutClosed:
+        _silence(stdout)
+        code = STDOUT_CLOSED_EXIT
+    finally:
+        sys.stdout = stdout
+    sys.exit(code)
+
+
+def _run() -> int:
+    """Run the command; return its exit code, printing the one ``error:`` line of a failure."""
     try:
         code = app(standalone_mode=False)
     except exceptions.NoArgsIsHelpError as exc:
         exc.show()  # a bare command group prints its help, as in standalone mode
-        sys.exit(exc.exit_code)
+        return int(exc.exit_code)
     except exceptions.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "geoanalyze"
         message = " ".join(exc.format_message().split())
         print(f"error: {message} (see `{where} --help`)", file=sys.stderr)
-        sys.exit(2)
-    except typer.Abort:
+        return 2
+    except (typer.Abort, KeyboardInterrupt):
         print("error: interrupted", file=sys.stderr)
-        sys.exit(130)
-    except Exception as exc:
-        # A bug, or a failure of a library underneath: not bad input (2) nor a failed threshold (1).
+        return INTERRUPTED_EXIT
+    except _StdoutClosed:
+        raise
+    except MemoryError as exc:
+        return _out_of_memory(exc)
+    except RuntimeError as exc:
+        # torch's allocators: "DefaultCPUAllocator: can't allocate memory", CUDA's OutOfMemoryError
+        text = str(exc)
+        if "can't allocate memory" in text or "out of memory" in text.lower():
+            return _out_of_memory(exc)
+        return _internal_error(exc)
+    except OSError as exc:
+        if exc.filename is None:
+            return _internal_error(exc)
         if os.environ.get("GEOANALYZE_DEBUG"):
             raise
-        message = " ".join(str(exc).split())[:300]
-        print(
-            f"error: internal error ({type(exc).__name__}: {message}); rerun with --debug for the traceback "
-            "and report it",
-            file=sys.stderr,
-        )
-        sys.exit(3)
-    sys.exit(code if isinstance(code, int) else 0)
+        print(f"error: {_os_error_message(exc)}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        return _internal_error(exc)
+    if code == INTERRUPTED_EXIT:
+        # typer turns a KeyboardInterrupt (Ctrl-C) inside a command into a silent exit 130
+        print("error: interrupted", file=sys.stderr)
+    return code if isinstance(code, int) else 0
+
+
+def _out_of_memory(exc: BaseException) -> int:
+    """Sizes the user asked for (a width, a position count, a corpus) that do not fit in memory: exit 2."""
+    if os.environ.get("GEOANALYZE_DEBUG"):
+        raise exc
+    detail = " ".join(str(exc).split())[:200]
+    print(
+        f"error: not enough memory ({detail or type(exc).__name__}); ask for smaller sizes (fewer positions, "
+        "a smaller width or corpus) or run on a machine with more memory",
+        file=sys.stderr,
+    )
+    return 2
+
+
+def _internal_error(exc: Exception) -> int:
+    # A bug, or a failure of a library underneath: not bad input (2) nor a failed threshold (1).
+    if os.environ.get("GEOANALYZE_DEBUG"):
+        raise exc
+    message = " ".join(str(exc).split())[:300]
+    print(
+        f"error: internal error ({type(exc).__name__}: {message}); rerun with --debug for the traceback and report it",
+        file=sys.stderr,
+    )
+    return 3

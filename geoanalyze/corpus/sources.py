@@ -18,13 +18,16 @@ whenever the data would, so counts can be cached by it.
 from __future__ import annotations
 
 import csv
+import errno
 import glob
 import gzip
 import hashlib
+import inspect
 import io
 import json
 import math
 import os
+import stat as _stat
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -172,7 +175,7 @@ def resolve_source(
     text_column: str | None = None,
 ) -> CorpusSource:
     """Resolve a source string to a :class:`CorpusSource` (see the module docstring)."""
-    path = Path(source).expanduser()
+    path = _checked_path(source)
     if path.is_dir():
         shard_files = _shard_files_in(path)
         if shard_files:
@@ -190,7 +193,10 @@ def resolve_source(
             )
         return _shard_source(source, source, matches, text_column)
     if path.is_file():
+        check_not_binary(path)
         return CorpusSource(path.name, "file", str(path.resolve()), None, text_column, _stat_fingerprint(path))
+    if path.exists() or path.is_symlink():
+        raise InputError(_not_a_regular_file(path))
     if is_synthetic_spec(source):
         spec = _normalise_synthetic_spec(source)
         return CorpusSource(spec, "synthetic", spec, None, None, spec)
@@ -220,6 +226,9 @@ def resolve_source(
                     )
             present = sorted({f.name.split(".")[0] for f in (directory / info.name).glob("*.*") if f.is_file()})
             hint = f" (it holds split {', '.join(present)}: pass --split {present[0]})" if present else ""
+            if not directory.is_dir():
+                state = "is a file, not a folder" if directory.exists() else "does not exist"
+                hint = f" (the data directory {directory} {state})"
             tried.append(f"{directory / info.name}/{split}.{{{','.join(s.lstrip('.') for s in LOCAL_SUFFIXES)}}}{hint}")
         return CorpusSource(
             info.name,
@@ -302,9 +311,178 @@ def _shard_source(name: str, location: str, files: list[Path], text_column: str 
     )
 
 
+CORPUS_FORMATS = (
+    "a text corpus (.txt / .tokens one text a line, .jsonl, .json, .tsv, .csv, each optionally .gz; "
+    ".parquet) or a folder of .txt files"
+)
+
+#: suffixes of files that are never a corpus, with what they are
+BINARY_SUFFIXES = {
+    ".safetensors": "a safetensors tensor file",
+    ".npy": "a NumPy array (.npy)",
+    ".npz": "a NumPy archive (.npz)",
+    ".pt": "a PyTorch file (.pt)",
+    ".pth": "a PyTorch file (.pth)",
+    ".ckpt": "a model checkpoint file (.ckpt)",
+    ".bin": "a binary file (.bin, e.g. pytorch_model.bin)",
+    ".pkl": "a Python pickle",
+    ".pickle": "a Python pickle",
+    ".joblib": "a joblib pickle",
+    ".h5": "an HDF5 file",
+    ".hdf5": "an HDF5 file",
+    ".onnx": "an ONNX model",
+    ".gguf": "a GGUF model file",
+    ".msgpack": "a msgpack file",
+    ".arrow": "an Arrow file",
+    ".feather": "an Arrow (feather) file",
+    ".zip": "a zip archive",
+    ".tar": "a tar archive",
+    ".tgz": "a gzipped tar archive",
+    ".7z": "a 7-Zip archive",
+    ".rar": "a RAR archive",
+    ".png": "a PNG image",
+    ".jpg": "a JPEG image",
+    ".jpeg": "a JPEG image",
+    ".gif": "a GIF image",
+    ".webp": "a WebP image",
+    ".svg": "an SVG image",
+    ".pdf": "a PDF document",
+    ".so": "a shared library",
+    ".exe": "an executable",
+    ".whl": "a Python wheel",
+}
+
+#: compressed formats the readers do not decompress (only gzip is read)
+OTHER_COMPRESSION = {".bz2": "bzip2", ".xz": "xz", ".lzma": "lzma", ".zst": "zstd", ".lz4": "lz4", ".z": "compress"}
+
+_MAGIC = (
+    (b"\x93NUMPY", "a NumPy array (.npy)"),
+    (b"PK\x03\x04", "a zip archive (a .zip, .npz or PyTorch .pt file)"),
+    (b"PK\x05\x06", "an empty zip archive"),
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF87a", "a GIF image"),
+    (b"GIF89a", "a GIF image"),
+    (b"%PDF-", "a PDF document"),
+    (b"\x89HDF\r\n\x1a\n", "an HDF5 file"),
+    (b"GGUF", "a GGUF model file"),
+    (b"\x7fELF", "an executable"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (b"\xfd7zXZ\x00", "an xz-compressed file"),
+    (b"\x28\xb5\x2f\xfd", "a zstd-compressed file"),
+    (b"ARROW1", "an Arrow file"),
+)
+
+
+def binary_kind(path: Path) -> str | None:
+    """What a file is when it is a binary format that is never a corpus (by name, then by its first
+    bytes), or None for a file that may be text."""
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in BINARY_SUFFIXES:
+        return BINARY_SUFFIXES[suffixes[-1]]
+    if suffixes and suffixes[-1] in OTHER_COMPRESSION:
+        return f"a {OTHER_COMPRESSION[suffixes[-1]]}-compressed file"
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(512)
+    except OSError:
+        return None  # the reader reports it, with its path
+    for magic, what in _MAGIC:
+        if head.startswith(magic):
+            return what
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        return "a Python pickle"
+    if head.startswith(b"BZh") and head[4:10] == b"1AY&SY":
+        return "a bzip2-compressed file"
+    if len(head) > 262 and head[257:262] == b"ustar":
+        return "a tar archive"
+    if head.startswith(b"\x1f\x8b") and suffixes[-1:] != [".gz"]:
+        return "a gzip-compressed file not named .gz"
+    if len(head) >= 9 and head[8:9] == b"{" and 0 < int.from_bytes(head[:8], "little") < path.stat().st_size:
+        return "a safetensors tensor file"
+    return None
+
+
+def check_not_binary(path: Path) -> None:
+    """Refuse a binary file given as a corpus, naming what it is and what to pass instead."""
+    what = binary_kind(path)
+    if what is None:
+        return
+    if what == "a gzip-compressed file not named .gz":
+        raise InputError(f"{path} is gzip-compressed but not named .gz; rename it to {path.name}.gz")
+    if what.endswith("-compressed file"):
+        raise InputError(
+            f"{path} is {what}, and only gzip (.gz) corpora are read; decompress it or recompress with gzip"
+        )
+    if what == "a safetensors tensor file":
+        from ..io import file_kind
+
+        kind = file_kind(path) if path.suffix == ".safetensors" else None
+        if kind == "counts":
+            raise InputError(
+                f"{path} holds geoanalyze counts, not a corpus; give it as a source of marginals / distances / mds, "
+                "or pass the corpus it was counted from here"
+            )
+        if kind is not None:
+            raise InputError(f"{path} holds geoanalyze {kind}, not a corpus; pass {CORPUS_FORMATS}")
+    raise InputError(f"{path} is {what}, not a corpus; pass {CORPUS_FORMATS}")
+
+
+def _checked_path(source: str) -> Path:
+    """The path a source string names, refusing strings no corpus can have (checked before any
+    look-up: an empty string would otherwise be the current folder)."""
+    if not source.strip():
+        raise InputError(
+            f"the corpus name is empty ({source!r}; an unset shell variable?); pass a dataset name, a file or a folder"
+        )
+    if "\x00" in source:
+        raise InputError(f"the corpus name {source!r} holds a NUL character; pass a dataset name, a file or a folder")
+    try:
+        path = Path(source).expanduser()
+    except RuntimeError as exc:  # ~user of no such user
+        raise InputError(f"cannot expand {source}: {exc}; write the path in full") from exc
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise InputError(f"the path {_short(source)} is too long for the file system; shorten it") from exc
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise InputError(
+                f"cannot read {path}: permission denied; check the permissions of it and its folders"
+            ) from exc
+        if exc.errno == errno.ELOOP:
+            raise InputError(f"{path} is a loop of symbolic links; fix the link") from exc
+        if exc.errno != errno.ENOTDIR:
+            raise InputError(f"cannot read {path}: {exc.strerror}; check the path") from exc
+    return path
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
+
+
+def _not_a_regular_file(path: Path) -> str:
+    """Why an existing path that is neither a file nor a folder cannot be read as a corpus."""
+    if path.is_symlink() and not path.exists():
+        return f"{path} is a broken symbolic link (to {os.readlink(path)}); fix the link or pass the file itself"
+    mode = path.stat().st_mode
+    what = (
+        "a named pipe (FIFO)"
+        if _stat.S_ISFIFO(mode)
+        else "a socket"
+        if _stat.S_ISSOCK(mode)
+        else "a device"
+        if _stat.S_ISCHR(mode) or _stat.S_ISBLK(mode)
+        else "not a regular file"
+    )
+    return f"{path} is {what}, not a regular file; write the texts to a file and pass that"
+
+
 def _looks_like_path(source: str) -> bool:
     return source.startswith((".", "/", "~")) or source.lower().endswith(
-        (*LOCAL_SUFFIXES, ".gz", ".safetensors", ".npy")
+        (*LOCAL_SUFFIXES, ".gz", ".parquet", *BINARY_SUFFIXES, *OTHER_COMPRESSION)
     )
 
 
@@ -327,25 +505,51 @@ def _decode(data: bytes, path: Path) -> str:
     if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark (Excel, Notepad) is not text
         data = data[3:]
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise FormatError(
-            f"{path}, line {line}: not valid UTF-8 (byte {data[exc.start]:#04x}); "
+            f"{path}, line {line}: not valid UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start}); "
             "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
         ) from exc
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise FormatError(_nul_message(path, text[:nul].count("\n") + 1, len(text[:nul].encode())))
+    return text
+
+
+def _nul_message(path: Path, line: int, offset: int) -> str:
+    return (
+        f"{path}, line {line}: a NUL byte (offset {offset}), which text never holds; "
+        "this looks like a binary file: pass a UTF-8 text corpus"
+    )
+
+
+#: what a broken compressed stream raises: gzip.BadGzipFile and truncation (OSError, EOFError), zlib.error
+_DECOMPRESSION_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def _unreadable(path: Path, exc: BaseException) -> InputError:
+    """The one error of a file that cannot be read (permission, corrupt or truncated compression)."""
+    if isinstance(exc, PermissionError):
+        return InputError(f"cannot read {path}: permission denied; check its permissions")
+    if path.suffix.lower() == ".gz" and not isinstance(exc, (IsADirectoryError, FileNotFoundError)):
+        return FormatError(
+            f"{path} is not valid gzip data ({first_line(exc)}); the file is corrupt or incomplete: "
+            "download or compress it again"
+        )
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else first_line(exc)
+    return FormatError(f"cannot read {path} ({reason}); check that the file is complete")
 
 
 def _read_bytes(path: Path) -> bytes:
     try:
-        if path.suffix == ".gz":
+        if path.suffix.lower() == ".gz":
             with gzip.open(path, "rb") as handle:
                 return handle.read()
         return path.read_bytes()
-    except PermissionError as exc:
-        raise InputError(f"cannot read {path}: permission denied; check its permissions") from exc
-    except (OSError, EOFError) as exc:
-        raise FormatError(f"cannot read {path} ({exc}); check that the file is complete") from exc
+    except _DECOMPRESSION_ERRORS as exc:
+        raise _unreadable(path, exc) from exc
 
 
 def _base_suffix(path: Path) -> str:
@@ -357,6 +561,8 @@ def _base_suffix(path: Path) -> str:
 
 def _read_file(path: Path, text_column: str | None) -> list[str]:
     suffix = _base_suffix(path)
+    if suffix == ".parquet":
+        return list(_iter_parquet(path, text_column))
     text = _decode(_read_bytes(path), path)
     if suffix in (".tsv", ".csv"):
         return _read_table(text, path, text_column, delimiter="\t" if suffix == ".tsv" else ",")
@@ -422,6 +628,10 @@ def _jsonl_values(lines: Iterable[str], path: Path, text_column: str | None) -> 
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise FormatError(f"{path}, line {number}: not valid JSON ({exc.msg}); fix or remove the line") from exc
+        except (RecursionError, ValueError) as exc:  # nesting too deep, an integer of thousands of digits
+            raise FormatError(
+                f"{path}, line {number}: JSON beyond what is read ({first_line(exc, 80)}); fix or remove the line"
+            ) from exc
         if not isinstance(record, dict):
             raise FormatError(f"{path}, line {number}: expected a JSON object per line")
         if column is None:
@@ -464,28 +674,32 @@ def iter_file_texts(path: Path, text_column: str | None) -> Iterator[str]:
 def _iter_lines(path: Path) -> Iterator[str]:
     """Decoded lines of a (gzipped) file, cut at "\\n" only, with the error messages of _decode."""
     try:
-        handle = gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")  # noqa: SIM115
-    except PermissionError as exc:
-        raise InputError(f"cannot read {path}: permission denied; check its permissions") from exc
+        handle = gzip.open(path, "rb") if path.suffix.lower() == ".gz" else path.open("rb")  # noqa: SIM115
     except OSError as exc:
-        raise FormatError(f"cannot read {path} ({exc}); check that the file is complete") from exc
+        raise _unreadable(path, exc) from exc
     with handle:
         number = 0
+        offset = 0
         try:
             for raw in handle:
                 number += 1
                 if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                     raw = raw[3:]
+                    offset = 3
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
                     raise FormatError(
-                        f"{path}, line {number}: not valid UTF-8 (byte {raw[exc.start]:#04x}); "
-                        "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+                        f"{path}, line {number}: not valid UTF-8 (byte {raw[exc.start]:#04x} at offset "
+                        f"{offset + exc.start}); convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
                     ) from exc
+                nul = raw.find(b"\x00")
+                if nul >= 0:
+                    raise FormatError(_nul_message(path, number, offset + nul))
+                offset += len(raw)
                 yield line[:-1] if line.endswith("\n") else line
-        except (OSError, EOFError, zlib.error) as exc:
-            raise FormatError(f"cannot read {path} ({exc}); check that the file is complete") from exc
+        except _DECOMPRESSION_ERRORS as exc:
+            raise _unreadable(path, exc) from exc
 
 
 def _iter_jsonl(path: Path, text_column: str | None) -> Iterator[str]:
@@ -602,12 +816,43 @@ def parse_synthetic_spec(spec: str) -> tuple[str, dict[str, float]]:
     return kind, options
 
 
+#: the largest synthetic corpus read in memory: tokens (n x length), and marginal entries (length x V)
+SYNTHETIC_MAX_TOKENS = 5 * 10**8
+SYNTHETIC_MAX_MARGINALS = 10**8
+
+
+def _check_synthetic_size(spec: str, options: dict[str, float]) -> None:
+    """Refuse a synthetic corpus too large to build in memory, before anything is allocated."""
+    from .synthetic import synthetic_corpus
+
+    defaults = {
+        name: parameter.default
+        for name, parameter in inspect.signature(synthetic_corpus).parameters.items()
+        if isinstance(parameter.default, int | float) and not isinstance(parameter.default, bool)
+    }
+    sizes = {**defaults, **options}
+    if not all(isinstance(sizes.get(key), int | float) for key in ("n_sequences", "length", "vocab_size")):
+        return  # synthetic_corpus names the bad value
+    n, length, vocab = (float(sizes[key]) for key in ("n_sequences", "length", "vocab_size"))
+    if n * length > SYNTHETIC_MAX_TOKENS:
+        raise InputError(
+            f"{spec}: n x length = {n * length:.3g} tokens, more than the {SYNTHETIC_MAX_TOKENS:.0e} a synthetic "
+            "corpus may have; lower n or length"
+        )
+    if length * vocab > SYNTHETIC_MAX_MARGINALS:
+        raise InputError(
+            f"{spec}: length x vocab = {length * vocab:.3g} marginal entries, more than the "
+            f"{SYNTHETIC_MAX_MARGINALS:.0e} a synthetic corpus may have; lower length or vocab"
+        )
+
+
 def _normalise_synthetic_spec(spec: str) -> str:
     kind, options = parse_synthetic_spec(spec)
     from .synthetic import KINDS
 
     if kind not in KINDS:
         raise InputError(f"unknown synthetic kind {kind!r}; choose one of {', '.join(KINDS)}")
+    _check_synthetic_size(spec, options)
     short = {v: k for k, v in _SYNTHETIC_KEYS.items()}
     rest = ",".join(f"{short.get(k, k)}={v}" for k, v in sorted(options.items()))
     return f"synthetic:{kind}" + (f",{rest}" if rest else "")

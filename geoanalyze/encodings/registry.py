@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -124,8 +125,49 @@ def list_encodings() -> list[dict[str, Any]]:
 
 
 def is_encoding_spec(text: str) -> bool:
-    """Whether a string names a registered encoding (as opposed to, say, a checkpoint)."""
-    return text.split(":", 1)[0] in REGISTRY
+    """Whether a stress / report target names a registered encoding (as opposed to a checkpoint).
+
+    A bare name (``mds``, ``rope``) that is also a local checkpoint folder (``mds --checkpoint-output
+    mds`` writes one) is the checkpoint, with a note; ``name:`` is always the encoding and ``./name``
+    always the path. A local path of that name that is no checkpoint leaves the encoding, also noted.
+    """
+    name = text.split(":", 1)[0]
+    if name not in REGISTRY:
+        return False
+    if ":" in text or not Path(text).expanduser().exists():
+        return True
+    from .. import notes
+
+    if looks_like_checkpoint(Path(text)):
+        notes.note(
+            f"{text!r} is the local checkpoint ./{text}, not the built-in encoding {text}; "
+            f"write {text}: for the encoding"
+        )
+        return False
+    notes.note(f"{text!r} is the built-in encoding; the local ./{text} is no checkpoint (write ./{text} for a path)")
+    return True
+
+
+def compare_spec_note(spec: str) -> None:
+    """An encoding resolved by name (a --compare entry: encodings only) while a local checkpoint has
+    that name: it stays the encoding (the --compare defaults are bare names), and a note says how to
+    compare the checkpoint's table instead."""
+    if ":" not in spec and spec in REGISTRY and looks_like_checkpoint(Path(spec)):
+        from .. import notes
+
+        notes.note(
+            f"--compare {spec} is the built-in encoding {spec}, not the local checkpoint ./{spec}; "
+            f"write learned:./{spec} to compare its position table"
+        )
+
+
+def looks_like_checkpoint(path: Path) -> bool:
+    """A folder a stress target can be: a checkpoint, with its config.json (a ``geoanalyze train`` run
+    is no target; ``model:<run>`` reads its positions)."""
+    try:
+        return (path.expanduser() / "config.json").is_file()
+    except OSError:
+        return False
 
 
 def suggest_spec(text: str) -> str | None:
@@ -150,6 +192,7 @@ def get_encoding(spec: str | Callable[..., Any]) -> Encoding:
         raise InputError(
             f"unknown encoding {name!r}; {guess}choose one of {', '.join(REGISTRY)} (or pass a checkpoint)"
         )
+    compare_spec_note(spec)
     if info.takes_path:
         return _path_encoding(spec, name, args)
     params = _parse_params(args, spec)
@@ -158,6 +201,35 @@ def get_encoding(spec: str | Callable[..., Any]) -> Encoding:
     if unknown:
         raise InputError(f"unknown parameter {sorted(unknown)[0]!r} for {name}; it takes {', '.join(sorted(allowed))}")
     return Encoding(spec, _standard_builder(name, params, spec))
+
+
+def _check_counted_with_own_tokens(spec: str, checkpoint: Any, counts: dict[str, Any] | None) -> None:
+    """Row i of a checkpoint's table is the model's position i, counted in its own tokens with its
+    special tokens: counts of another tokenizer would misalign every row (the same check as for a
+    checkpoint target and for mds:<file>)."""
+
+    if not counts:
+        return
+    fix = f"count the corpus with the checkpoint's tokenizer (--tokenizer {checkpoint.tokenizer_spec()})"
+    ours = counts.get("tokenizer") or {}
+    if ours.get("kind") != "hf":
+        raise IncompatibleError(
+            f"{spec}: its positions are {checkpoint.name}'s tokens, but the counts were made with the "
+            f"{ours.get('name', 'unknown')} tokenizer, so its rows would not line up; {fix}"
+        )
+    if counts.get("add_special_tokens") is False:
+        raise IncompatibleError(
+            f"{spec}: the counts were made without special tokens, so position 0 is not the model's; {fix}"
+        )
+
+    from ..corpus.tokenize import HFTokenizer
+
+    theirs = HFTokenizer(checkpoint.tokenizer_spec()).identity()
+    if ours.get("vocab_sha256") != theirs.get("vocab_sha256"):
+        raise IncompatibleError(
+            f"{spec}: its positions are {checkpoint.name}'s tokens, but the counts were made with "
+            f"{ours.get('name')}, another vocabulary, so its rows would not line up; {fix}"
+        )
 
 
 def _parse_params(args: str, spec: str) -> dict[str, float]:
@@ -228,7 +300,7 @@ def _path_encoding(spec: str, name: str, arg: str) -> Encoding:
                     f"{arg} has no position table (its positions are {checkpoint.mechanism.describe_kind()}); "
                     "pass it as the stress target instead"
                 )
-            check_same_tokens(f"learned:{arg}", checkpoint.tokenizer_spec(), context.counts)
+            _check_counted_with_own_tokens(spec, checkpoint, context.counts)
             return checkpoint.position_vectors(positions)
 
         return Encoding(spec, learned)
@@ -240,33 +312,6 @@ def _path_encoding(spec: str, name: str, arg: str) -> Encoding:
         return load_table(arg, positions, counts=context.counts)
 
     return Encoding(spec, from_file)
-
-
-def check_same_tokens(name: str, tokenizer_spec: str, counts: dict[str, Any] | None) -> None:
-    """A checkpoint's position table is indexed by its own tokens: refuse counts of another tokenizer.
-
-    Row i of the table is the position of the i-th token as the checkpoint's tokenizer splits a
-    text; counts made with a built tokenizer (whitespace, char) or another vocabulary put other
-    tokens at position i, so the table would be scored at shifted positions. Counts without a
-    tokenizer identity (a library caller's) are not checked.
-    """
-    identity = (counts or {}).get("tokenizer")
-    if not isinstance(identity, dict) or "kind" not in identity:
-        return
-    kind = identity.get("kind")
-    if kind != "hf":
-        raise IncompatibleError(
-            f"{name} is indexed by the checkpoint's own tokens, but the counts were made with the {kind} tokenizer, "
-            "which puts other tokens at each position; drop --tokenizer (or pass the checkpoint's) to compare it"
-        )
-    from ..corpus.tokenize import HFTokenizer
-
-    theirs = HFTokenizer(tokenizer_spec).identity().get("vocab_sha256")
-    if identity.get("vocab_sha256") != theirs:
-        raise IncompatibleError(
-            f"{name} has another vocabulary than the counts' tokenizer {identity.get('name')}: its positions would "
-            "not line up; count the corpus with the checkpoint's tokenizer (--tokenizer)"
-        )
 
 
 def _optimal_mds(positions: np.ndarray, context: EncodingContext, rank: int | None = None) -> np.ndarray:
@@ -289,6 +334,14 @@ def trained_model_vectors(folder: str, positions: np.ndarray) -> np.ndarray:
         path = path / "checkpoint"
     if not (path / "config.json").is_file():
         raise InputError(f"{folder} is not a run of `geoanalyze train`; pass its --output-dir or checkpoint/ folder")
-    model = Transformer.load(path)
+    from ..checkpoints.load import check_trained_config
+
+    check_trained_config(path)
+    try:
+        model = Transformer.load(path)
+    except InputError as exc:
+        if str(path) in str(exc):
+            raise
+        raise type(exc)(f"{path / 'config.json'}: {exc}") from None
     positions = np.asarray(positions, dtype=np.int64)
     return model.position_vectors(int(positions.max(initial=0)) + 1)[positions]

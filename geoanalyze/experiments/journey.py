@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from .record import ExperimentOptions, ExperimentResult, Stopwatch, check, markdown_table
 
 TOLERANCE = 1e-9
@@ -28,6 +29,8 @@ CURVED_FLOOR = 1e-3
 
 def journey_checks(options: ExperimentOptions) -> ExperimentResult:
     """Run every check of the algebra; ``options.seed`` seeds the random data (``preset`` changes only sizes)."""
+    if options.overrides:
+        raise InputError("journey takes no --set overrides; remove them (--preset and --seed are its only settings)")
     import torch
 
     from ..models import journey as jr

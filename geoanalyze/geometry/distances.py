@@ -226,7 +226,7 @@ class PositionGeometry:
         if keep.sum() < 2:
             raise InputError(
                 f"{int(keep.sum())} position(s) of the distances file have N_i >= --min-count {min_count}; "
-                "lower --min-count"
+                + ("recompute the distances from a larger corpus" if min_count == 1 else "lower --min-count")
             )
         dropped = self.positions[~keep]
         left_out = dict(self.left_out)

@@ -43,7 +43,7 @@ from torch import nn
 from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
 from .. import notes
-from ..errors import FormatError, IncompatibleError, InputError
+from ..errors import FormatError, IncompatibleError, InputError, first_line
 from ..io import FORMAT_VERSION, METADATA_KEY, atomic_path, to_jsonable, write_text
 from ..models import ModelConfig, Transformer
 from ..models.config import TABLE_KINDS
@@ -551,8 +551,8 @@ def _read_checkpoint(out: Path, config: TrainConfig) -> tuple[Path, dict[str, An
         raise InputError(f"no checkpoint in {out}; train without resume to start a run there")
     try:
         state = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise FormatError(f"{folder / STATE_FILE} is corrupt ({exc}); start the run again") from exc
+    except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, nested too deep, a huge integer
+        raise FormatError(f"{folder / STATE_FILE} is corrupt ({first_line(exc, 120)}); start the run again") from exc
     if not isinstance(state, dict) or state.get("kind") != CHECKPOINT_KIND:
         raise FormatError(f"{folder} is not a geoanalyze training checkpoint; pass the output folder of a run")
     if state.get("format_version") != FORMAT_VERSION:
@@ -560,6 +560,8 @@ def _read_checkpoint(out: Path, config: TrainConfig) -> tuple[Path, dict[str, An
             f"{folder} has format version {state.get('format_version')}, this geoanalyze reads {FORMAT_VERSION}; "
             "start the run again"
         )
+    _check_state(folder, state)
+    _check_metrics_log(out / METRICS_FILE)
     saved_task = state["config"]["task"]
     if saved_task != config.task:
         raise IncompatibleError(
@@ -567,6 +569,80 @@ def _read_checkpoint(out: Path, config: TrainConfig) -> tuple[Path, dict[str, An
             "or train into another folder"
         )
     return folder, state
+
+
+def _check_state(folder: Path, state: dict[str, Any]) -> None:
+    """trainer.json's fields have their types and the checkpoint's files are all there, so a corrupt
+    or incomplete checkpoint is one error naming the file, not a failure deep in the loop."""
+    where = folder / STATE_FILE
+    fix = "restore the folder from a copy, or start the run again in another folder"
+
+    def bad(what: str) -> FormatError:
+        return FormatError(f"{where}: {what}; the checkpoint is corrupt: {fix}")
+
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+    step = state.get("step")
+    if not isinstance(step, int) or isinstance(step, bool) or step < 1:
+        raise bad(f"step must be a positive integer, got {step!r}")
+    if not number(state.get("time_s")) or state["time_s"] < 0:
+        raise bad(f"time_s must be a number of seconds, got {state.get('time_s')!r}")
+    if not isinstance(state.get("metrics"), dict):
+        raise bad(f"metrics must be an object, got {type(state.get('metrics')).__name__}")
+    saved_config = state.get("config")
+    if not isinstance(saved_config, dict) or not isinstance(saved_config.get("task"), str):
+        raise bad("config must be an object naming the task")
+    optimizer = state.get("optimizer")
+    if not isinstance(optimizer, dict):
+        raise bad(f"optimizer must be an object, got {type(optimizer).__name__}")
+    groups, scalars = optimizer.get("param_groups"), optimizer.get("scalars")
+    if not isinstance(groups, list) or not groups or not all(isinstance(g, dict) for g in groups):
+        raise bad("optimizer.param_groups must be a list of objects")
+    for group in groups:
+        params = group.get("params")
+        if not isinstance(params, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in params):
+            raise bad("optimizer.param_groups[].params must be a list of parameter indices")
+        for key in ("lr", "eps", "weight_decay"):
+            if key in group and not number(group[key]):
+                raise bad(f"optimizer.param_groups[].{key} must be a number, got {group[key]!r}")
+        betas = group.get("betas", [0.9, 0.999])
+        if not isinstance(betas, list) or len(betas) != 2 or not all(number(b) for b in betas):
+            raise bad(f"optimizer.param_groups[].betas must be two numbers, got {betas!r}")
+    if not isinstance(scalars, dict) or not all(_state_name(name) for name in scalars):
+        raise bad("optimizer.scalars must be an object of <index>.<key> entries")
+    for name in ("config.json", "model.safetensors", OPTIMIZER_FILE):
+        if not (folder / name).is_file():
+            raise FormatError(f"{folder} lacks {name}: the checkpoint is incomplete; {fix}")
+
+
+def _state_name(name: str) -> bool:
+    index, sep, key = name.partition(".")
+    return bool(sep and key and index.isdigit())
+
+
+def _check_metrics_log(path: Path) -> None:
+    """metrics.jsonl is readable before anything is resumed (lines cut short by a kill are dropped
+    on resume; bytes that are not text are corruption)."""
+    if not path.exists():
+        return
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}; check the file") from exc
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            raise FormatError(
+                f"{path}, line {number}: not UTF-8 text; the metrics log is corrupt: remove the line "
+                "(or the file, losing the logged metrics) and resume again"
+            ) from None
+        if b"\x00" in line:
+            raise FormatError(
+                f"{path}, line {number}: a NUL byte; the metrics log is corrupt: remove the line "
+                "(or the file, losing the logged metrics) and resume again"
+            )
 
 
 def _restore(
@@ -579,6 +655,8 @@ def _restore(
         saved_model = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise FormatError(f"{folder}/config.json is missing or corrupt ({exc}); start the run again") from exc
+    if not isinstance(saved_model, dict):
+        raise FormatError(f"{folder}/config.json is not a JSON object; the checkpoint is corrupt: start the run again")
     wanted = model_config.to_dict()
     differing = [key for key in wanted if saved_model.get(key) != wanted[key]]
     if differing:
@@ -590,8 +668,28 @@ def _restore(
     model = Transformer.load(folder, device)
     optimizer = make_optimizer(model, config)
     saved = state["optimizer"]
-    tensors = load_file(str(folder / OPTIMIZER_FILE))
-    optimizer.load_state_dict(_join_optimizer_state(tensors, saved["scalars"], saved["param_groups"]))
+    where = folder / OPTIMIZER_FILE
+    fix = "the checkpoint is corrupt: restore it from a copy, or start the run again in another folder"
+    try:
+        tensors = load_file(str(where))
+    except Exception as exc:  # safetensors' SafetensorError (a bad header, a cut file) is no OSError
+        raise FormatError(f"{where} is not a readable safetensors file ({first_line(exc)}); {fix}") from exc
+    parameters = [p for group in optimizer.param_groups for p in group["params"]]
+    for name, tensor in tensors.items():
+        index, _, key = name.partition(".")
+        moment = key in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")  # the per-parameter tensors (step is a scalar)
+        if (
+            not _state_name(name)
+            or int(index) >= len(parameters)
+            or (moment and tensor.shape != parameters[int(index)].shape)
+        ):
+            raise FormatError(f"{where}: {name} does not fit the model of {folder}; {fix}")
+    try:
+        optimizer.load_state_dict(_join_optimizer_state(tensors, saved["scalars"], saved["param_groups"]))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise FormatError(
+            f"{folder / STATE_FILE}: its optimizer state does not fit the model ({first_line(exc)}); {fix}"
+        ) from exc
     for group in optimizer.param_groups:  # the decay of this run's config, as for the learning rate
         group["weight_decay"] = config.weight_decay if group["decay"] else 0.0
     return model, optimizer
