@@ -25,6 +25,10 @@ def list_datasets(data_dir: opt.DataDir = None, format: opt.Format = "table") ->
     """List the named datasets, their hub ids and splits, and which splits the local data directory holds."""
     check_format(format)
     directory = data_dir_from_env(data_dir)
+    if directory is not None and not directory.is_dir():
+        given = "--data-dir" if data_dir is not None else "GEOANALYZE_DATA_DIR"
+        state = "is a file, not a folder" if directory.exists() else "does not exist"
+        raise InputError(f"{given} {directory} {state}; pass the folder that holds <name>/<split>.<tsv|csv|...> files")
     rows = []
     for info in DATASETS.values():
         local = []

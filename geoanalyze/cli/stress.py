@@ -63,7 +63,7 @@ Compare = Annotated[
 MaxSequences = Annotated[
     int, typer.Option("--max-sequences", min=1, help="Sequences in the hidden-state forward pass (seeded sample).")
 ]
-NullDraws = Annotated[int, typer.Option("--null-draws", min=2, help="Random encodings in the null calibration.")]
+NullDraws = Annotated[int, typer.Option("--null-draws", min=2, max=10_000, help="Random encodings in the null calibration.")]
 Distance = Annotated[
     str,
     typer.Option(
@@ -219,7 +219,7 @@ def stress(
     no_cache: opt.NoCache = False,
     trust_remote_code: TrustRemoteCode = False,
     bootstrap: Annotated[
-        int, typer.Option("--bootstrap", min=0, help="Resample sequences this many times for 95% intervals (0: off).")
+        int, typer.Option("--bootstrap", min=0, max=10_000, help="Resample sequences this many times for 95% intervals (0: off).")
     ] = 0,
     device: Device = "auto",
     dtype: DType = "auto",

@@ -812,7 +812,10 @@ def parse_synthetic_spec(spec: str) -> tuple[str, dict[str, float]]:
             raise InputError(f"synthetic option {key}={value!r} is not a number") from exc
         if not math.isfinite(number):
             raise InputError(f"synthetic option {key}={value!r} must be a finite number")
-        options[_SYNTHETIC_KEYS.get(key, key)] = int(number) if number.is_integer() else number
+        name = _SYNTHETIC_KEYS.get(key.strip(), key.strip())
+        if name in options:  # n=300,...,n=5 (or n and its long name): the last would silently win
+            raise InputError(f"synthetic option {key.strip()} is given twice in {spec!r}; keep one")
+        options[name] = int(number) if number.is_integer() else number
     return kind, options
 
 

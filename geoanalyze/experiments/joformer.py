@@ -867,14 +867,6 @@ def lm_vocab(options: ExperimentOptions) -> ExperimentResult:
     except ValueError:
         raise InputError(f"lm-vocab: vocabs must be comma-separated integers, got {settings['vocabs']!r}") from None
     smoke = options.preset == "smoke"  # synthetic texts stand in for IMDB and WikiText-2
-    imdb = resolve_source(SMOKE_CORPUS) if smoke else resolve_source("imdb", split="train", data_dir=options.data_dir)
-    wiki = (
-        resolve_source(SMOKE_EVAL_CORPUS)
-        if smoke
-        else resolve_source("wikitext2", split="validation", data_dir=options.data_dir)
-    )
-    tokenizer_texts = imdb.read(settings["tokenizer_texts"])
-    wiki_text = "\n".join(wiki.read())
     base = [
         "task=lm",
         f"dataset={SMOKE_CORPUS}" if smoke else "dataset=imdb",
@@ -890,6 +882,16 @@ def lm_vocab(options: ExperimentOptions) -> ExperimentResult:
         base.append(f"device={options.device}")
     if options.data_dir is not None:
         base.append(f"data_dir={options.data_dir}")
+    # every training override is checked now, before minutes of reading corpora and training tokenizers
+    resolve_config(training_preset(options.preset), [*base, *training])
+    imdb = resolve_source(SMOKE_CORPUS) if smoke else resolve_source("imdb", split="train", data_dir=options.data_dir)
+    wiki = (
+        resolve_source(SMOKE_EVAL_CORPUS)
+        if smoke
+        else resolve_source("wikitext2", split="validation", data_dir=options.data_dir)
+    )
+    tokenizer_texts = imdb.read(settings["tokenizer_texts"])
+    wiki_text = "\n".join(wiki.read())
     perplexity: dict[int, dict[str, float]] = {}
     actual_vocab: dict[int, int] = {}
     for size in vocabs:

@@ -649,13 +649,12 @@ def test_bad_synthetic_spec_is_refused(sandbox: Sandbox, spec: str, word: str) -
     sandbox.refused("marginals", spec, "-t", "whitespace", "-f", "json", words=(word,))
 
 
-@pytest.mark.xfail(
-    reason="the spec is split into a dict in corpus/sources.py (parse_synthetic_spec), where a repeated key "
-    "silently wins; the check belongs there",
-    strict=False,
+@pytest.mark.parametrize(
+    "spec",
+    ["synthetic:drift,n=300,length=16,vocab=50,n=5", "synthetic:drift,n=300,length=16,vocab=50,vocab=60"],
 )
-def test_a_repeated_synthetic_key_is_refused(sandbox: Sandbox) -> None:
-    sandbox.refused("marginals", "synthetic:drift,n=300,length=16,vocab=50,n=5", "-t", "whitespace", words=("n",))
+def test_a_repeated_synthetic_key_is_refused(sandbox: Sandbox, spec: str) -> None:
+    sandbox.refused("marginals", spec, "-t", "whitespace", words=("twice",))
 
 
 @pytest.mark.parametrize(
