@@ -22,7 +22,6 @@ import errno
 import glob
 import gzip
 import hashlib
-import inspect
 import io
 import json
 import math
@@ -819,43 +818,12 @@ def parse_synthetic_spec(spec: str) -> tuple[str, dict[str, float]]:
     return kind, options
 
 
-#: the largest synthetic corpus read in memory: tokens (n x length), and marginal entries (length x V)
-SYNTHETIC_MAX_TOKENS = 5 * 10**8
-SYNTHETIC_MAX_MARGINALS = 10**8
-
-
-def _check_synthetic_size(spec: str, options: dict[str, float]) -> None:
-    """Refuse a synthetic corpus too large to build in memory, before anything is allocated."""
-    from .synthetic import synthetic_corpus
-
-    defaults = {
-        name: parameter.default
-        for name, parameter in inspect.signature(synthetic_corpus).parameters.items()
-        if isinstance(parameter.default, int | float) and not isinstance(parameter.default, bool)
-    }
-    sizes = {**defaults, **options}
-    if not all(isinstance(sizes.get(key), int | float) for key in ("n_sequences", "length", "vocab_size")):
-        return  # synthetic_corpus names the bad value
-    n, length, vocab = (float(sizes[key]) for key in ("n_sequences", "length", "vocab_size"))
-    if n * length > SYNTHETIC_MAX_TOKENS:
-        raise InputError(
-            f"{spec}: n x length = {n * length:.3g} tokens, more than the {SYNTHETIC_MAX_TOKENS:.0e} a synthetic "
-            "corpus may have; lower n or length"
-        )
-    if length * vocab > SYNTHETIC_MAX_MARGINALS:
-        raise InputError(
-            f"{spec}: length x vocab = {length * vocab:.3g} marginal entries, more than the "
-            f"{SYNTHETIC_MAX_MARGINALS:.0e} a synthetic corpus may have; lower length or vocab"
-        )
-
-
 def _normalise_synthetic_spec(spec: str) -> str:
     kind, options = parse_synthetic_spec(spec)
     from .synthetic import KINDS
 
     if kind not in KINDS:
         raise InputError(f"unknown synthetic kind {kind!r}; choose one of {', '.join(KINDS)}")
-    _check_synthetic_size(spec, options)
     short = {v: k for k, v in _SYNTHETIC_KEYS.items()}
     rest = ",".join(f"{short.get(k, k)}={v}" for k, v in sorted(options.items()))
     return f"synthetic:{kind}" + (f",{rest}" if rest else "")

@@ -65,9 +65,9 @@ def test_compare_empty_still_means_compare_nothing(sandbox: Sandbox) -> None:
 
 
 ODD_VALUES = [
-    (("marginals", "synthetic:drift,n=1e30"), ("n x length",)),
-    (("marginals", "synthetic:drift,n=100000000,length=10000"), ("n x length",)),
-    (("marginals", "synthetic:drift,length=100000,vocab=100000"), ("length x vocab",)),
+    (("marginals", "synthetic:drift,n=1e30"), ("cells",)),
+    (("marginals", "synthetic:drift,n=100000000,length=10000"), ("cells",)),
+    (("marginals", "synthetic:drift,length=100000,vocab=100000"), ("cells",)),
     (("marginals", "~no-such-user-here/corpus.txt", *WS), ("~no-such-user-here",)),
     (("stress", "", "--dataset", DRIFT, *WS), ("empty",)),
     (("stress", " ", "--dataset", DRIFT, *WS), ("empty",)),

@@ -19,7 +19,7 @@ from .harness import REPO_ROOT, SAMPLES, tree
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and pipes")
 
 PROGRAM = Path(sys.executable).with_name("geoanalyze")
-LONG_COUNT = ["marginals", "synthetic:drift,n=3000000,length=64", "--no-cache", "--workers", "1"]
+LONG_COUNT = ["marginals", "synthetic:drift,n=700000,length=64", "--no-cache", "--workers", "1"]
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
