@@ -39,6 +39,11 @@ def _interval() -> float:
         return DEFAULT_INTERVAL
 
 
+def progress_interval() -> float:
+    """Seconds between plain progress lines (GEOANALYZE_PROGRESS_SECONDS, default 30)."""
+    return _interval()
+
+
 class _PlainLine:
     """One task's progress as plain lines on stderr, at most one per interval, and one at the end."""
 

@@ -48,7 +48,7 @@ from ..io import FORMAT_VERSION, METADATA_KEY, atomic_path, to_jsonable, write_t
 from ..models import ModelConfig, Transformer
 from ..models.config import TABLE_KINDS
 from ..models.positional import PositionalEncoding
-from ..report.progress import ProgressBars
+from ..report.progress import ProgressBars, progress_interval
 from .config import TrainConfig
 from .tasks import IGNORE, Batch, Task, build_task
 
@@ -58,6 +58,10 @@ OPTIMIZER_FILE = "optimizer.safetensors"
 STATE_FILE = "trainer.json"
 CHECKPOINT_KIND = "train-checkpoint"
 DROPOUT_STREAM = 2  # the third stream of (seed, stream, step) seeds, after the tasks' train and eval
+
+
+#: how often the progress line's running loss is refreshed (a device sync each time)
+INFO_SECONDS = 1.0
 
 
 def train(
@@ -202,6 +206,8 @@ def _loop(
     sequence_level = task.n_classes > 0
     trained = group.wrap(model, unused_heads=sequence_level)
     began = time.perf_counter()
+    shown = began
+    refresh = min(INFO_SECONDS, progress_interval())
     train_sums = _zeros(device)
     with contextlib.ExitStack() as stack:
         bars = stack.enter_context(ProgressBars(progress and group.is_main))
@@ -214,6 +220,13 @@ def _loop(
             batch = group.shard(task.train_batch(step))
             train_sums += _train_step(trained, optimizer, batch, config, device, sequence_level, step, group)
             advance(1)
+            if progress and group.is_main and time.perf_counter() - shown >= refresh:
+                # the running loss since the last evaluation, read (one device sync) at most once a second
+                loss_sum, _, _, steps_done = train_sums.tolist()
+                accuracy = last.get("eval_accuracy")
+                evaluated = f", eval acc {accuracy:.3g}" if isinstance(accuracy, float | int) else ""
+                advance(0, info=f"loss {loss_sum / max(steps_done, 1.0):.4g}{evaluated}")
+                shown = time.perf_counter()
             if step % config.eval_every and step != config.steps:
                 continue
             eval_loss, eval_accuracy = evaluate(model, task, config.eval_batches, device, sequence_level, group)

@@ -143,3 +143,26 @@ def test_a_piped_run_prints_progress_lines(tmp_path: Path) -> None:
     ), lines[0]
     assert "(100%)" in lines[-1]
     assert "\n\n" not in result.stderr
+
+
+def test_a_piped_training_run_shows_its_loss_before_the_first_evaluation(tmp_path: Path) -> None:
+    """The training line carries the running loss from the first steps, not only after an evaluation."""
+    env = dict(os.environ, GEOANALYZE_PROGRESS_SECONDS="0")
+    result = ok(
+        geoanalyze(
+            "train",
+            "--task",
+            "order",
+            "--steps",
+            "6",
+            "--set",
+            "eval_every=6",
+            "-o",
+            tmp_path / "run",
+            cwd=tmp_path,
+            env=env,
+        )
+    )
+    lines = [line for line in result.stderr.splitlines() if line.startswith("progress: training order")]
+    before_evaluation = [line for line in lines if "eval acc" not in line]
+    assert any(re.search(r", loss \d", line) for line in before_evaluation), result.stderr
