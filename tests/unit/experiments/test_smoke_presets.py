@@ -120,13 +120,15 @@ def test_verify_all_runs_every_experiment_into_its_own_folder(in_tmp: Path, monk
     summary = (in_tmp / "all" / "summary.md").read_text(encoding="utf-8")
     assert "| journey | PASS |" in summary and PRESET_NOTES["smoke"] in summary
     assert json.loads((in_tmp / "all" / "summary.json").read_text(encoding="utf-8"))["passed"] is True
-    page = runner.invoke(app, ["verify", "all", "-p", "smoke", "-o", "md", "-f", "markdown"]).stdout
+    typed = ["verify", "all", "-p", "smoke", "-o", "md", "-f", "markdown"]
+    monkeypatch.setattr("sys.argv", ["/usr/bin/geoanalyze", *typed])  # as the console script sees it
+    page = runner.invoke(app, typed).stdout
     from markdown_it import MarkdownIt
 
     tokens = MarkdownIt("commonmark").enable("table").parse(page)
     rows = [t for t in tokens if t.type == "tr_open"]
     cells = [t for t in tokens if t.type in ("th_open", "td_open")]
     assert len(rows) == 3 and len(cells) == 3 * 5  # header and two experiments, five cells each
-    assert "seed 0: `geoanalyze " in page  # version, command line (here pytest's argv) and seed
+    assert "seed 0: `geoanalyze verify all -p smoke -o md -f markdown`" in page  # version, command line, seed
     refused = runner.invoke(app, ["verify", "all", "-p", "smoke", "-o", "other", "--set", "steps=3"])
     assert refused.exit_code == 2 and "error: --set applies to one experiment" in refused.output
