@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from .harness import SAMPLES, Sandbox
+from .harness import SAMPLES, Sandbox, invoke
 
 C = ["drift.txt", "-t", "whitespace"]
 QUICK = ["--compare", "", "--null-draws", "2"]
@@ -459,3 +459,87 @@ def test_a_train_config_with_a_bom_is_read(sandbox: Sandbox) -> None:
 def test_a_set_with_spaces_around_is_read(sandbox: Sandbox) -> None:
     sandbox.accepted(*T, "--set", " lr = 0.1 ")
     assert (sandbox.path("run") / "checkpoint").is_dir()
+
+
+@pytest.mark.parametrize(
+    "gates",
+    [
+        ["scaled_stress=0.01", "scaled_stress=1"],
+        ["scaled_stress=1", "scaled=0.01"],
+        ["scaled_stress=0.01", " scaled_stress = 0.01 "],
+    ],
+    ids=["stricter-first", "alias-second", "same-limit-twice"],
+)
+def test_a_metric_gated_twice_is_refused_not_the_last_one_kept(sandbox: Sandbox, gates: list[str]) -> None:
+    # before: the later limit replaced the earlier one, and a run crossing 0.01 passed with exit 0
+    sandbox.copy_sample("drift.txt")
+    args = [a for gate in gates for a in ("--fail-above", gate)]
+    sandbox.refused(*S, *args, words=("--fail-above", "scaled_stress", "twice"))
+
+
+def test_a_gate_with_spaces_and_a_negative_limit(sandbox: Sandbox) -> None:
+    sandbox.copy_sample("drift.txt")
+    sandbox.accepted(*S, "--fail-above", " scaled_stress = 1 ")
+    crossed = sandbox.run(*S, "--fail-above", "scaled_stress=-1")
+    assert crossed.code == 1 and "0.0581168 > -1" in crossed.errors[0]
+
+
+def test_verify_force_never_deletes_a_folder_of_the_users_files(sandbox: Sandbox) -> None:
+    sandbox.write("inp/drift.txt", "a b\n")
+    sandbox.refused(
+        "verify", "journey", "--preset", "smoke", "-o", "inp", "--force", words=("--force", "inp", "drift.txt")
+    )
+
+
+def test_verify_force_replaces_its_own_results(sandbox: Sandbox) -> None:
+    sandbox.accepted("verify", "journey", "--preset", "smoke", "-o", "res")
+    sandbox.refused("verify", "journey", "--preset", "smoke", "-o", "res", words=("--force",))
+    replaced = invoke(
+        ["verify", "journey", "--preset", "smoke", "-o", "res", "--force"], sandbox.root
+    )  # it changes res/
+    assert replaced.code == 0 and not replaced.errors, str(replaced)
+    assert json.loads(sandbox.path("res/journey.json").read_text(encoding="utf-8"))
+
+
+def test_verify_output_onto_a_file_is_refused(sandbox: Sandbox) -> None:
+    sandbox.copy_sample("drift.txt")
+    sandbox.refused("verify", "journey", "--preset", "smoke", "-o", "drift.txt", words=("drift.txt", "folder"))
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "words"),
+    [
+        ("synthesize-name-dot", ["--name", "."], ("--name",)),
+        ("synthesize-name-dotdot", ["--name", ".."], ("--name",)),
+        ("synthesize-output-a-file", ["-o", "drift.txt"], ("drift.txt",)),
+        ("synthesize-length-huge", ["--length", "1000000000"], ("length",)),
+        ("synthesize-vocab-huge", ["--vocab", "1000000000000"], ("vocab",)),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_a_careless_synthesize_is_refused(sandbox: Sandbox, name: str, args: list[str], words: tuple[str, ...]) -> None:
+    sandbox.copy_sample("drift.txt")
+    base = ["datasets", "synthesize", "drift", "--n", "50", "--length", "8", "--vocab", "10", "-o", "out"]
+    sandbox.refused(*base, *args, words=words)
+
+
+def test_synthesize_with_an_emoji_name(sandbox: Sandbox) -> None:
+    sandbox.accepted(
+        "datasets", "synthesize", "drift", "--n", "50", "--length", "8", "--vocab", "10", "--name", "😀", "-o", "out"
+    )
+    assert len(sandbox.path("out/😀.txt").read_text(encoding="utf-8").splitlines()) == 50
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["synthetic: drift , n=300 ,length=16,vocab=50", "synthetic:drift,n=300,length=16,vocab=50,"],
+    ids=["spaces", "trailing-comma"],
+)
+def test_a_synthetic_spec_with_spaces_or_a_trailing_comma_is_the_plain_spec(sandbox: Sandbox, spec: str) -> None:
+    plain = json.loads(sandbox.accepted("marginals", "synthetic:drift,n=300,length=16,vocab=50", "-f", "json").stdout)
+    odd = json.loads(sandbox.accepted("marginals", spec, "-f", "json").stdout)
+    assert odd["totals"] == plain["totals"] and odd["nonzero"] == plain["nonzero"]
+
+
+def test_encodings_list_refuses_an_extra_argument(sandbox: Sandbox) -> None:
+    sandbox.refused("encodings", "list", "extra", words=("extra",))
