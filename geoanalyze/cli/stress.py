@@ -126,7 +126,7 @@ def split_specs(text: str) -> tuple[str, ...]:
 def parse_thresholds(items: list[str]) -> dict[str, float]:
     """'scaled=0.5' or 'scaled_stress=0.5' -> {'scaled_stress': 0.5}; unknown metrics fail listing the choices."""
     names = threshold_metrics()
-    thresholds = {}
+    thresholds: dict[str, float] = {}
     for item in items:
         metric, sep, value = (part.strip() for part in item.partition("="))
         if not sep:
