@@ -543,3 +543,32 @@ def test_a_synthetic_spec_with_spaces_or_a_trailing_comma_is_the_plain_spec(sand
 
 def test_encodings_list_refuses_an_extra_argument(sandbox: Sandbox) -> None:
     sandbox.refused("encodings", "list", "extra", words=("extra",))
+
+
+def test_a_file_and_the_same_file_with_a_slash_are_one_source(sandbox: Sandbox) -> None:
+    sandbox.copy_sample("drift.txt")
+    sandbox.refused("marginals", "drift.txt", "drift.txt/", "-t", "whitespace", words=("same file",))
+
+
+def test_mds_rank_equal_to_the_positions(sandbox: Sandbox) -> None:
+    sandbox.copy_sample("drift.txt")
+    sandbox.refused("mds", *C, "--max-length", "3", "--rank", "3", words=("--rank", "2 positive"))
+
+
+def test_sinusoidal_at_width_2(sandbox: Sandbox) -> None:
+    sandbox.copy_sample("drift.txt")
+    report = json.loads(sandbox.accepted("stress", "sinusoidal:d=2", "--dataset", *C, *QUICK, "-f", "json").stdout)
+    assert report["width"] == 2 and 0.0 <= scaled(json.dumps(report)) <= 1.0
+
+
+@pytest.mark.xfail(strict=True, reason="open: a folder or glob overlapping another source is still counted twice")
+@pytest.mark.parametrize(
+    ("files", "sources"),
+    [({"f/a.txt": "a b c\n"}, ["f", "f/a.txt"]), ({}, ["*.txt", "drift.txt"])],
+    ids=["folder-and-its-file", "glob-and-a-file-it-matches"],
+)
+def test_overlapping_sources_are_refused(sandbox: Sandbox, files: dict[str, str], sources: list[str]) -> None:
+    sandbox.copy_sample("drift.txt")
+    for name, content in files.items():
+        sandbox.write(name, content)
+    sandbox.refused("marginals", *sources, "-t", "whitespace", words=("twice",))
