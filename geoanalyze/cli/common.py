@@ -145,6 +145,7 @@ def load_counts(
 
     if not sources:
         raise InputError("no corpus given; pass a dataset name, a file or a counts file")
+    _refuse_repeated_sources(sources)
     plan = [_classify(source, options) for source in sources]
     if options.cluster and options.cluster != "local" and any(kind == "corpus" for _, kind in plan):
         from ..corpus.streaming import connect
@@ -187,6 +188,22 @@ def load_counts(
         merged = counts if merged is None else merged.merge(counts)
     assert merged is not None
     return merged, source_notes
+
+
+def _refuse_repeated_sources(sources: list[str]) -> None:
+    """The same corpus or counts file given twice (``a.txt ./a.txt``) would be counted twice: refused."""
+    seen: dict[str, str] = {}
+    for source in sources:
+        path = Path(source)
+        key = os.path.realpath(path) if path.exists() else source
+        if key in seen:
+            same = (
+                f"the source {source!r} is given twice"
+                if seen[key] == source
+                else f"the sources {seen[key]!r} and {source!r} are the same file"
+            )
+            raise InputError(f"{same}: its texts would be counted twice and every N_i doubled; give each corpus once")
+        seen[key] = source
 
 
 def _classify(source: str, options: CorpusOptions) -> tuple[str, str]:

@@ -63,7 +63,9 @@ Compare = Annotated[
 MaxSequences = Annotated[
     int, typer.Option("--max-sequences", min=1, help="Sequences in the hidden-state forward pass (seeded sample).")
 ]
-NullDraws = Annotated[int, typer.Option("--null-draws", min=2, max=10_000, help="Random encodings in the null calibration.")]
+NullDraws = Annotated[
+    int, typer.Option("--null-draws", min=2, max=10_000, help="Random encodings in the null calibration.")
+]
 Distance = Annotated[
     str,
     typer.Option(
@@ -124,7 +126,7 @@ def split_specs(text: str) -> tuple[str, ...]:
 def parse_thresholds(items: list[str]) -> dict[str, float]:
     """'scaled=0.5' or 'scaled_stress=0.5' -> {'scaled_stress': 0.5}; unknown metrics fail listing the choices."""
     names = threshold_metrics()
-    thresholds = {}
+    thresholds: dict[str, float] = {}
     for item in items:
         metric, sep, value = (part.strip() for part in item.partition("="))
         if not sep:
@@ -138,6 +140,12 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
         if not math.isfinite(limit):
             # a NaN limit would fail every run and an infinite one pass every run: neither is a gate
             raise InputError(f"--fail-above {item!r}: the limit must be a finite number, e.g. {metric}=0.5")
+        if names[metric] in thresholds:
+            # the later limit would silently replace the earlier one and a run could pass a gate it fails
+            raise InputError(
+                f"--fail-above {names[metric]} is given twice ({thresholds[names[metric]]:g} and {limit:g}); "
+                "give each metric once"
+            )
         thresholds[names[metric]] = limit
     return thresholds
 
@@ -219,7 +227,10 @@ def stress(
     no_cache: opt.NoCache = False,
     trust_remote_code: TrustRemoteCode = False,
     bootstrap: Annotated[
-        int, typer.Option("--bootstrap", min=0, max=10_000, help="Resample sequences this many times for 95% intervals (0: off).")
+        int,
+        typer.Option(
+            "--bootstrap", min=0, max=10_000, help="Resample sequences this many times for 95% intervals (0: off)."
+        ),
     ] = 0,
     device: Device = "auto",
     dtype: DType = "auto",

@@ -215,6 +215,14 @@ def verify(
     guard([data_dir], [Folder("--output-dir", target, replaces=True)])
     if target.exists() and any(target.iterdir()) and not force:
         raise InputError(f"{target} already holds results; pass --force to replace them or choose another folder")
+    if force and target.is_dir() and any(target.iterdir()):
+        # --force replaces earlier results, never a folder of the user's own files
+        ours = [n for n in EXPERIMENTS if (target / f"{n}.json").is_file() or (target / n / f"{n}.json").is_file()]
+        if not ours:
+            raise InputError(
+                f"--force would delete {target}, which holds no verify results "
+                f"({', '.join(sorted(p.name for p in target.iterdir())[:3])}); choose another --output-dir"
+            )
     from ..report.progress import duration
     from ..report.render import provenance
 

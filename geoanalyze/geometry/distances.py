@@ -367,7 +367,12 @@ def position_geometry(counts: Any, metric: str = "hellinger", min_count: int = 1
         totals = np.sort(counts.totals)[::-1]
         most = int(totals[0]) if totals.size else 0
         reached = int((totals > 0).sum())
-        if reached < 2:
+        if totals.size < 2:  # the counts stop before position 1: a --max-length below 2, not the corpus
+            hint = (
+                f"the counts hold {totals.size} position(s) only (a --max-length of {totals.size}?) and distances "
+                "need 2; raise --max-length to 2 or more"
+            )
+        elif reached < 2:
             hint = (
                 f"the corpus has tokens at {reached} position(s) only and distances need 2; "
                 "use longer texts or a larger corpus"

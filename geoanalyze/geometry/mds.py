@@ -211,16 +211,25 @@ def stress_curve(embedding: np.ndarray, distances: np.ndarray, ranks: Any = None
     if max_rank and max_rank not in wanted and ranks is None:
         wanted.append(max_rank)
     upper = np.triu_indices(d.shape[0], k=1)
-    target = d[upper]
-    denominator = float(np.sum(target**2))
+    # At unit scale (as every score): an embedding scaled by --scale 1e308 must not overflow to a
+    # NaN; the ratio is scaled back at the end and is inf only when float64 cannot hold it.
+    target_scale = float(np.max(np.abs(d))) if d.size else 0.0
+    used = np.asarray(embedding[:, : (wanted[-1] if wanted else 0)], dtype=np.float64)
+    common = max(target_scale, float(np.max(np.abs(used))) if used.size else 0.0)
+    if target_scale <= 0 or not np.isfinite(common):
+        return {r: 0.0 for r in wanted} if target_scale <= 0 else {r: float("inf") for r in wanted}
+    target = d[upper] / common
+    denominator = float(np.sum((d[upper] / target_scale) ** 2))
     squared = np.zeros_like(target)
     curve: dict[int, float] = {}
     for r in range(1, (wanted[-1] if wanted else 0) + 1):
-        column = embedding[:, r - 1]
+        column = used[:, r - 1] / common
         squared += np.square(column[upper[0]] - column[upper[1]])
         if r in wanted:
             residual = np.sqrt(squared) - target
-            curve[r] = float(np.sum(residual**2) / denominator) if denominator > 0 else 0.0
+            with np.errstate(over="ignore"):
+                ratio = float(np.sum(residual**2) / denominator) if denominator > 0 else 0.0
+                curve[r] = float(np.float64(ratio) * np.float64(common / target_scale) ** 2) if ratio else 0.0
     return curve
 
 

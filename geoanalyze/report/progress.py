@@ -3,7 +3,7 @@
 On a terminal: rich bars. Elsewhere (CI logs, ``2> file``, pipes): plain lines at an interval,
 ``progress: counting sst2: 3000/67349 (4%), elapsed 12s, ETA 4m31s``, so a long run is never
 silent in a log. ``GEOANALYZE_PROGRESS_SECONDS`` sets the interval (default 30; 0 prints every
-update).
+update; a word, a negative number or nan is the default).
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ def duration(seconds: float) -> str:
 
 def _interval() -> float:
     try:
-        return max(0.0, float(os.environ.get("GEOANALYZE_PROGRESS_SECONDS", DEFAULT_INTERVAL)))
+        value = float(os.environ.get("GEOANALYZE_PROGRESS_SECONDS", DEFAULT_INTERVAL))
     except ValueError:
         return DEFAULT_INTERVAL
+    # garbage (a word, a negative number, nan) is the default, not a line at every update
+    return value if value >= 0 else DEFAULT_INTERVAL
 
 
 def progress_interval() -> float:

@@ -219,7 +219,7 @@ def _flatten(document: dict[str, Any], source: str, prefix: str = "") -> dict[st
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        text = path.expanduser().read_text(encoding="utf-8")
+        text = path.expanduser().read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not TOML
     except FileNotFoundError as exc:
         raise InputError(f"config file not found: {path}; check the path") from exc
     except (OSError, UnicodeDecodeError) as exc:
