@@ -147,6 +147,7 @@ def load_counts(
         raise InputError("no corpus given; pass a dataset name, a file or a counts file")
     _refuse_repeated_sources(sources)
     plan = [_classify(source, options) for source in sources]
+    _refuse_overlapping_sources(plan, options)
     if options.cluster and options.cluster != "local" and any(kind == "corpus" for _, kind in plan):
         from ..corpus.streaming import connect
 
@@ -204,6 +205,30 @@ def _refuse_repeated_sources(sources: list[str]) -> None:
             )
             raise InputError(f"{same}: its texts would be counted twice and every N_i doubled; give each corpus once")
         seen[key] = source
+
+
+def _refuse_overlapping_sources(plan: list[tuple[str, str]], options: CorpusOptions) -> None:
+    """A folder or glob and a file it reads (``f f/a.txt``, ``'*.txt' a.txt``) would count that file twice."""
+    corpora = [source for source, kind in plan if kind == "corpus"]
+    if len(corpora) < 2:
+        return
+    from ..corpus.sources import files_read, resolve_source
+
+    owner: dict[str, str] = {}
+    for source in corpora:
+        for file in sorted(files_read(resolve_source(source, options.split, options.data_dir, options.text_column))):
+            if file in owner and owner[file] != source:
+                raise InputError(
+                    f"{_short_path(file)} is read by both {owner[file]!r} and {source!r}: its texts would be counted "
+                    "twice and every N_i doubled; give each file once (narrow the folder or the pattern)"
+                )
+            owner[file] = source
+
+
+def _short_path(path: str) -> str:
+    """A path as short as it can be said: relative to the current folder when under it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
 
 
 def _classify(source: str, options: CorpusOptions) -> tuple[str, str]:

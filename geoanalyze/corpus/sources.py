@@ -300,6 +300,17 @@ def _shard_files_in(folder: Path) -> list[Path]:
     return files
 
 
+def files_read(source: CorpusSource) -> set[str]:
+    """The real paths of the local files a resolved source reads (empty for hub and synthetic sources)."""
+    if source.kind == "shards":
+        return {os.path.realpath(file) for file in source.files}
+    if source.kind == "file":
+        return {os.path.realpath(source.location)}
+    if source.kind == "folder":
+        return {os.path.realpath(file) for file in Path(source.location).rglob("*.txt") if file.is_file()}
+    return set()
+
+
 def _shard_source(name: str, location: str, files: list[Path], text_column: str | None) -> CorpusSource:
     digest = hashlib.sha256()
     for file in files:

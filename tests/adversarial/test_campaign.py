@@ -561,7 +561,6 @@ def test_sinusoidal_at_width_2(sandbox: Sandbox) -> None:
     assert report["width"] == 2 and 0.0 <= scaled(json.dumps(report)) <= 1.0
 
 
-@pytest.mark.xfail(strict=True, reason="open: a folder or glob overlapping another source is still counted twice")
 @pytest.mark.parametrize(
     ("files", "sources"),
     [({"f/a.txt": "a b c\n"}, ["f", "f/a.txt"]), ({}, ["*.txt", "drift.txt"])],
