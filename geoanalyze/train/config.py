@@ -51,6 +51,11 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+#: the most tokens one optimiser step may hold (batch_size x sequence length): a sanity bound, far
+#: above what one device trains on, that refuses a mistyped size before anything is allocated
+MAX_STEP_TOKENS = 1 << 24
+
+
 @dataclass
 class TrainConfig:
     """Everything a training run depends on; JSON-safe through :meth:`to_dict`.
@@ -129,6 +134,14 @@ class TrainConfig:
         _at_least("order_vocab", self.order_vocab, 2)
         if self.limit is not None:
             _at_least("limit", self.limit, 1)
+        length = self.order_length if self.task == "order" else self.max_length
+        if self.batch_size * length > MAX_STEP_TOKENS:
+            # refused before any batch is built: a step this large would fill the memory, not fail cleanly
+            raise InputError(
+                f"batch_size {self.batch_size} x {'order_length' if self.task == 'order' else 'max_length'} {length} "
+                f"is {self.batch_size * length:,} tokens a step, above the {MAX_STEP_TOKENS:,} one step may hold; "
+                "lower batch_size"
+            )
         if not self.lr > 0:
             raise InputError(f"lr must be positive, got {self.lr}")
         for name in ("min_lr_ratio", "mask_prob"):

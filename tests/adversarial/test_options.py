@@ -96,6 +96,7 @@ CASES: list[tuple[str, list[str], tuple[str, ...]]] = [
     ("train-set-unknown-key", ["train", "--set", "bogus=1", "--steps", "1", "-o", "run"], ("bogus",)),
     ("train-set-no-equals", ["train", "--set", "steps", "-o", "run"], ("--set",)),
     ("train-set-wrong-type", ["train", "--set", "steps=many", "-o", "run"], ("steps",)),
+    ("train-batch-size-huge", ["train", "--set", "batch_size=100000000", "-o", "run"], ("batch_size", "lower")),
     ("train-set-model-key", ["train", "--set", "model.bogus=1", "--steps", "1", "-o", "run"], ("bogus",)),
     ("train-config-missing", ["train", "--config", "nothere.toml", "-o", "run"], ("nothere.toml",)),
     ("train-resume-nothing", ["train", "--resume", "-o", "run"], ("run",)),
