@@ -105,15 +105,21 @@ _CONFIG_LIMITS = {
 _CONFIG_LIMITS_FROM_0 = {"type_vocab_size": 1 << 16}
 
 
-def read_config(path: Path) -> dict[str, Any]:
-    """config.json, checked for the types and sizes that would otherwise fail deep inside transformers."""
-    file = path / "config.json"
+def _json_object(file: Path, fix: str) -> dict[str, Any]:
+    """A JSON file that must hold an object; FormatError naming the file and ``fix`` otherwise."""
     try:
         config = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise FormatError(f"{file} is unreadable ({first_line(exc)}); re-download the checkpoint") from exc
+        raise FormatError(f"{file} is unreadable ({first_line(exc)}); {fix}") from exc
     if not isinstance(config, dict):
-        raise FormatError(f"{file} holds a JSON {type(config).__name__}, not an object; re-download the checkpoint")
+        raise FormatError(f"{file} holds a JSON {type(config).__name__}, not an object; {fix}")
+    return config
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """config.json, checked for the types and sizes that would otherwise fail deep inside transformers."""
+    file = path / "config.json"
+    config = _json_object(file, "re-download the checkpoint")
     architectures = config.get("architectures")
     if architectures is not None and not (
         isinstance(architectures, list) and all(isinstance(a, str) for a in architectures)
@@ -158,12 +164,7 @@ def check_trained_config(folder: Path) -> dict[str, Any]:
     """config.json of a ``geoanalyze train`` model, its sizes checked against :data:`_TRAINED_LIMITS`
     and its numbers finite, before any tensor is allocated; FormatError naming the file otherwise."""
     file = folder / "config.json"
-    try:
-        config = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise FormatError(f"{file} is unreadable ({first_line(exc)}); train the model again") from exc
-    if not isinstance(config, dict):
-        raise FormatError(f"{file} holds a JSON {type(config).__name__}, not an object; train the model again")
+    config = _json_object(file, "train the model again")
     for key, limit in _TRAINED_LIMITS.items():
         value = config.get(key)
         if value is None:

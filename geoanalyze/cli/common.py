@@ -147,7 +147,12 @@ def load_counts(
         raise InputError("no corpus given; pass a dataset name, a file or a counts file")
     _refuse_repeated_sources(sources)
     plan = [_classify(source, options) for source in sources]
-    _refuse_overlapping_sources(plan, options)
+
+    @functools.cache
+    def resolve(source: str) -> Any:  # each corpus resolved once (a folder's files are listed once)
+        return resolve_source(source, options.split, options.data_dir, options.text_column)
+
+    _refuse_overlapping_sources([source for source, kind in plan if kind == "corpus"], resolve)
     if options.cluster and options.cluster != "local" and any(kind == "corpus" for _, kind in plan):
         from ..corpus.streaming import connect
 
@@ -164,7 +169,7 @@ def load_counts(
             counts = PositionalCounts.load(source)
             source_notes.append({"source": source, "from": "counts file"})
         else:
-            resolved = resolve_source(source, options.split, options.data_dir, options.text_column)
+            resolved = resolve(source)
             report = CountReport()
             counts, cached = compute_counts(
                 resolved,
@@ -207,16 +212,15 @@ def _refuse_repeated_sources(sources: list[str]) -> None:
         seen[key] = source
 
 
-def _refuse_overlapping_sources(plan: list[tuple[str, str]], options: CorpusOptions) -> None:
+def _refuse_overlapping_sources(corpora: list[str], resolve: Callable[[str], Any]) -> None:
     """A folder or glob and a file it reads (``f f/a.txt``, ``'*.txt' a.txt``) would count that file twice."""
-    corpora = [source for source, kind in plan if kind == "corpus"]
     if len(corpora) < 2:
         return
-    from ..corpus.sources import files_read, resolve_source
+    from ..corpus.sources import files_read
 
     owner: dict[str, str] = {}
     for source in corpora:
-        for file in sorted(files_read(resolve_source(source, options.split, options.data_dir, options.text_column))):
+        for file in sorted(files_read(resolve(source))):
             if file in owner and owner[file] != source:
                 raise InputError(
                     f"{_short_path(file)} is read by both {owner[file]!r} and {source!r}: its texts would be counted "

@@ -12,6 +12,12 @@ import pytest
 
 from .harness import Sandbox, invoke
 
+#: scores an encoding beside the trained model in ./run (whose files the cases damage)
+COMPARE_TRAINED_MODEL = [
+    *("stress", "rope:d=16", "--dataset", "drift.txt", "-t", "whitespace"),
+    *("--null-draws", "2", "--compare", "model:run"),
+]
+
 TINY = [
     "--task",
     "order",
@@ -191,16 +197,7 @@ def test_a_malformed_model_config_is_refused_before_building(
     config.write_text(json.dumps({**json.loads(config.read_text()), **changes}))
     sandbox.copy_sample("drift.txt")
     sandbox.refused(
-        "stress",
-        "rope:d=16",
-        "--dataset",
-        "drift.txt",
-        "-t",
-        "whitespace",
-        "--null-draws",
-        "2",
-        "--compare",
-        "model:run",
+        *COMPARE_TRAINED_MODEL,
         words=("config.json", word),
     )
 
@@ -210,15 +207,6 @@ def test_a_model_config_that_is_not_an_object(sandbox: Sandbox, trained: Path) -
     sandbox.path("run/checkpoint/config.json").write_text("[32, 16]")
     sandbox.copy_sample("drift.txt")
     sandbox.refused(
-        "stress",
-        "rope:d=16",
-        "--dataset",
-        "drift.txt",
-        "-t",
-        "whitespace",
-        "--null-draws",
-        "2",
-        "--compare",
-        "model:run",
+        *COMPARE_TRAINED_MODEL,
         words=("config.json", "object"),
     )
