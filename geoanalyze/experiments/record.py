@@ -59,7 +59,12 @@ class Check:
     value : the measured figure the verdict is read from (NaN fails).
     passed : the verdict.
     paper : the paper's figure for the same quantity, quoted beside ours, or None.
-    detail : anything a reader needs to interpret the value (units, per-variant values).
+    detail : anything a reader needs to interpret the value (units, per-variant values, mean, spread, seeds).
+    test : the kind of test (:mod:`.stat_tests`): "superiority", "non-inferiority", "equivalence",
+        "tolerance" (a deterministic quantity against a bound), or "" for an unlabelled check.
+    decided : False when the test had too few replicates to decide (1 seed): then ``passed`` is False,
+        and the verdict is "undecided", not a failure, at the smoke preset only.
+    statistics : the test's numbers (mean, sd, bounds, margin, seeds), JSON-safe.
     """
 
     name: str
@@ -68,15 +73,26 @@ class Check:
     passed: bool
     paper: str | None = None
     detail: str = ""
+    test: str = ""
+    decided: bool = True
+    statistics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        """ "pass", "fail" or "undecided" (too few seeds for the test to decide)."""
+        return "undecided" if not self.decided else ("pass" if self.passed else "fail")
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "claim": self.claim,
+            "test": self.test,
             "value": self.value,
             "passed": bool(self.passed),
+            "verdict": self.verdict,
             "paper": self.paper,
             "detail": self.detail,
+            **({"statistics": self.statistics} if self.statistics else {}),
         }
 
 
@@ -139,7 +155,13 @@ class ExperimentResult:
 
     @property
     def passed(self) -> bool:
-        return all(c.passed for c in self.checks)
+        """Every check passes; at the smoke preset a check that could not decide (1 seed) is not a failure."""
+        return all(c.passed or (not c.decided and self.preset == "smoke") for c in self.checks)
+
+    @property
+    def undecided(self) -> list[str]:
+        """The checks whose test had too few replicates to decide."""
+        return [c.name for c in self.checks if not c.decided]
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(
@@ -228,9 +250,15 @@ def fmt(value: Any) -> str:
 
 
 def check_rows(checks: Sequence[Check]) -> tuple[list[str], list[list[Any]]]:
-    """The verdict table: check, claim, ours, paper, verdict."""
+    """The verdict table: check, claim, ours, paper, verdict (a bool: an undecided check is not a pass)."""
     header = ["check", "claim", "ours", "paper", "verdict"]
     return header, [[c.name, c.claim, c.value, c.paper, c.passed] for c in checks]
+
+
+def verdict_rows(checks: Sequence[Check]) -> tuple[list[str], list[list[Any]]]:
+    """The verdict table of a page: check, test, claim, ours, paper, verdict (PASS, FAIL or UNDECIDED), detail."""
+    header = ["check", "claim", "ours", "paper", "verdict", "mean, spread, seeds"]
+    return header, [[c.name, c.claim, c.value, c.paper, c.verdict.upper(), c.detail] for c in checks]
 
 
 def markdown(result: ExperimentResult) -> str:
@@ -240,7 +268,15 @@ def markdown(result: ExperimentResult) -> str:
         f"## `{result.name}`: {result.title}",
         f"Preset `{result.preset}`, {result.seconds:.0f} s. Verdict: **{verdict}**."
         + (f"\n\n> {PRESET_NOTES['smoke']}." if result.preset == "smoke" else ""),
-        markdown_table(*check_rows(result.checks)),
+        markdown_table(*verdict_rows(result.checks)),
+        *(
+            [
+                f"Undecided (too few seeds for the test; not a pass): {', '.join(result.undecided)}. "
+                "Run --preset ci (3 seeds) to decide them."
+            ]
+            if result.undecided
+            else []
+        ),
         *result.sections,
     ]
     parts += [f"![{caption}]({name})\n\n*{caption}*" for name, caption in result.figures.items()]
