@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .record import ExperimentOptions, ExperimentResult, Stopwatch, check, markdown_table
+from .record import ExperimentOptions, ExperimentResult, Stopwatch, markdown_table
+from .stat_tests import tolerance_check
 
 TOLERANCE = 1e-9
 #: a path dependence / equivariance violation above this is "clearly nonzero" (round-off is ~1e-15)
@@ -66,7 +67,7 @@ def journey_checks(options: ExperimentOptions) -> ExperimentResult:
                 right = jr.compose(x, jr.compose(y, z, axis), axis)
                 worst = max(worst, _datum_gap(left, right))
     checks.append(
-        check(
+        tolerance_check(
             "associativity", f"max abs((x o_k y) o_k z - x o_k (y o_k z)) <= {TOLERANCE:g}", worst, worst <= TOLERANCE
         )
     )
@@ -91,7 +92,7 @@ def journey_checks(options: ExperimentOptions) -> ExperimentResult:
         )
     flat = max(flat, random_paths)
     checks.append(
-        check(
+        tolerance_check(
             "path-independence",
             f"commuting axis generators: max abs(P_path1 - P_path2) over lattice paths <= {TOLERANCE:g}",
             flat,
@@ -100,7 +101,7 @@ def journey_checks(options: ExperimentOptions) -> ExperimentResult:
     )
     curved = float(min(curved_values))
     checks.append(
-        check(
+        tolerance_check(
             "path-dependence",
             f"dense non-commuting generators: min over 16 endpoints of the Frobenius norm of P_rows-first - P_cols-first > {CURVED_FLOOR:g}",
             curved,
@@ -121,7 +122,7 @@ def journey_checks(options: ExperimentOptions) -> ExperimentResult:
         gap = max(gap, float(np.abs(P - R.power(end - start).matrix()).max()))
         gap = max(gap, float(np.abs(P - frames[end].then(frames[start].inverse()).matrix()).max()))
     checks.append(
-        check(
+        tolerance_check(
             "flat-regime",
             f"max abs(P_(j->k) - R^(k-j)) and abs(P_(j->k) - F_k F_j^-1) <= {TOLERANCE:g}",
             gap,
@@ -139,7 +140,7 @@ def journey_checks(options: ExperimentOptions) -> ExperimentResult:
         moved = journey_attention(q, k, v, (torch.arange(n, dtype=torch.float64)[:, None] + shift) @ W, causal=causal)
         equivariance = max(equivariance, float((base - moved).abs().max()))
     checks.append(
-        check(
+        tolerance_check(
             "equivariance",
             f"flat regime: max abs(c(positions + s) - c(positions)) <= {TOLERANCE:g}",
             equivariance,
@@ -164,7 +165,7 @@ def journey_checks(options: ExperimentOptions) -> ExperimentResult:
         .max()
     )
     checks.append(
-        check(
+        tolerance_check(
             "curved-not-equivariant",
             f"dense 2-D frames exp(r S1 + c S2): max abs(c(grid + (2, 3)) - c(grid)) > {CURVED_FLOOR:g}",
             broken,
@@ -178,7 +179,7 @@ def journey_checks(options: ExperimentOptions) -> ExperimentResult:
         signal = rng.standard_normal(N)
         dft_gap = max(dft_gap, float(np.abs(jr.dft_by_transport(signal) - np.fft.fft(signal)).max()))
     checks.append(
-        check(
+        tolerance_check(
             "dft",
             f"max abs(transport DFT - numpy.fft.fft) <= {TOLERANCE:g} (N = 8, 31, 64)",
             dft_gap,
@@ -196,7 +197,7 @@ def journey_checks(options: ExperimentOptions) -> ExperimentResult:
     orthogonality = max(float(np.abs(g.matrix().T @ g.matrix() - np.eye(d)).max()) for g in composed.generators)
     norm_value = max(norm_gap, orthogonality)
     checks.append(
-        check(
+        tolerance_check(
             "norms",
             f"max abs(norm(R x) - norm(x)) and max abs(G^T G - I) after 10 compositions <= {TOLERANCE:g}",
             norm_value,
@@ -212,7 +213,7 @@ def journey_checks(options: ExperimentOptions) -> ExperimentResult:
         slow = materialized_journey_attention(q, k, v, phi, causal=causal)
         factored_gap = max(factored_gap, float((fast - slow).abs().max()))
     checks.append(
-        check(
+        tolerance_check(
             "factored=materialized",
             f"max abs(rotate-attend-rotate - sum_j alpha_kj P_(j->k) v_j) <= {TOLERANCE:g}",
             factored_gap,

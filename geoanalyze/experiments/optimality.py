@@ -32,14 +32,13 @@ from typing import Any
 
 import numpy as np
 from scipy.spatial.distance import pdist
-from scipy.stats import spearmanr
 
 from .record import (
+    Check,
     ExperimentOptions,
     ExperimentResult,
     Stopwatch,
     apply_overrides,
-    check,
     fmt,
     markdown_table,
     smoke_or,
@@ -95,12 +94,17 @@ def shift_equivariance(distances: np.ndarray, index: np.ndarray | None = None) -
 
 def null_scaled_stress(distances: np.ndarray, draws: int, seed: int) -> float:
     """Mean scaled stress of ``draws`` i.i.d. N(0, 1) tables of width 768 (the random encoding's)."""
+    return float(np.mean(null_scaled_stress_draws(distances, draws, seed)))
+
+
+def null_scaled_stress_draws(distances: np.ndarray, draws: int, seed: int) -> np.ndarray:
+    """The scaled stress of each of ``draws`` i.i.d. N(0, 1) tables of width 768."""
     from ..geometry.scores import _scaled_stress
 
     d = distances[np.triu_indices(distances.shape[0], k=1)]
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x6E756C6C]))
     shape = (distances.shape[0], NULL_WIDTH)
-    return float(np.mean([_scaled_stress(pdist(rng.standard_normal(shape)), d) for _ in range(draws)]))
+    return np.asarray([_scaled_stress(pdist(rng.standard_normal(shape)), d) for _ in range(draws)])
 
 
 def best_sinusoidal(distances: np.ndarray, index: np.ndarray, bases: np.ndarray) -> dict[str, Any]:
@@ -136,10 +140,18 @@ def corpus_fit(
     n = distances.shape[0]
     t = np.arange(n) if index is None else np.asarray(index)
     d = distances[np.triu_indices(n, k=1)]
-    null = null_scaled_stress(distances, null_draws, seed)
+    null_draws_values = null_scaled_stress_draws(distances, null_draws, seed)
+    null = float(null_draws_values.mean())
+    null_sd = float(null_draws_values.std(ddof=1)) if null_draws > 1 else float("nan")
     mds = classical_mds(distances).embedding_
     tables = {"mds": mds, "mds rank 1": mds[:, :1], "mds rank 2": mds[:, :2], "alibi": t[:, None].astype(np.float64)}
-    fit: dict[str, Any] = {"positions": n, "shift_equivariance": shift_equivariance(distances, t), "null": null}
+    fit: dict[str, Any] = {
+        "positions": n,
+        "shift_equivariance": shift_equivariance(distances, t),
+        "null": null,
+        "null_sd": null_sd,
+        "null_draws": null_draws,
+    }
     if bases is not None:
         best = best_sinusoidal(distances, t, bases)
         tables["sinusoidal"] = sinusoidal(t, d=best["width"], base=best["base"])
@@ -221,35 +233,8 @@ def sinusoidal_optimality(options: ExperimentOptions) -> ExperimentResult:
         for which in ("naive", "corrected"):
             named[f"SST-2 ({which})"] = corpus_fit(sst2[which], sst2["positions"], bases, draws, seed)
 
-    smooth = family[0]["sinusoidal"]["scaled_stress"]
-    closest = min(family, key=lambda row: row["sinusoidal"]["scaled_stress"])
-    relative = [row["sinusoidal"]["relative"] for row in family]
-    trend = float(spearmanr(roughness, relative).statistic) if len(family) > 2 else float("nan")
-    smooth_half = [row for row in family if row["roughness"] <= 0.5]
     within = smoke_or(options.preset, 0.1, OPTIMAL_WITHIN)  # smoke: 8 bases on 32 positions fit coarsely
-    checks = [
-        check(
-            "optimal on smooth stationary corpora",
-            f"best sinusoidal's scaled stress on the smoothest corpus (roughness 0) <= {within:g} (the exact MDS: 0)",
-            smooth,
-            smooth <= within,
-            paper="optimal approximation",
-            detail=f"closest anywhere in the family: {fmt(closest['sinusoidal']['scaled_stress'])} at roughness "
-            f"{fmt(closest['roughness'])}",
-        ),
-        check(
-            "better on smooth than on rough",
-            "Spearman correlation between roughness and sinusoidal's scaled stress relative to the null > 0",
-            trend,
-            trend > 0,
-        ),
-        check(
-            "beats random on smooth corpora",
-            "max over roughness <= 0.5 of sinusoidal's scaled stress relative to the random null < 1",
-            max(row["sinusoidal"]["relative"] for row in smooth_half),
-            max(row["sinusoidal"]["relative"] for row in smooth_half) < 1,
-        ),
-    ]
+    checks = sinusoidal_checks(family, within)
     rows = [[fmt(row["roughness"]), *_sinusoidal_row(row, row["length_scale"])] for row in family]
     named_rows = [[name, *_sinusoidal_row(fit, fit["positions"])] for name, fit in named.items()]
     header = [
@@ -287,6 +272,56 @@ def sinusoidal_optimality(options: ExperimentOptions) -> ExperimentResult:
         preset=options.preset,
         seconds=watch(),
     )
+
+
+def sinusoidal_checks(family: list[dict[str, Any]], within: float = OPTIMAL_WITHIN) -> list[Any]:
+    """The verdicts of sinusoidal-optimality from the rough family's fits (:func:`corpus_fit` per roughness).
+
+    True distances (no sampling): the optimality bound is a tolerance; the trend is a one-sided
+    Spearman test over the family's corpora; "beats random" is superiority over the random null's
+    draws (3 null sds) at every roughness <= 0.5.
+    """
+    from . import stat_tests as st
+
+    smooth = family[0]["sinusoidal"]["scaled_stress"]
+    closest = min(family, key=lambda row: row["sinusoidal"]["scaled_stress"])
+    smooth_half = [row for row in family if row["roughness"] <= 0.5]
+    rough = [row["roughness"] for row in family]
+    return [
+        st.tolerance(
+            smooth,
+            within,
+            statement=f"best sinusoidal's scaled stress on the smoothest corpus (roughness 0, true distances) <= "
+            f"{within:g} (the exact MDS: 0)",
+        ).check(
+            "optimal on smooth stationary corpora",
+            paper="optimal approximation",
+            detail=f"closest anywhere in the family: {fmt(closest['sinusoidal']['scaled_stress'])} at roughness "
+            f"{fmt(closest['roughness'])}",
+        ),
+        st.trend(
+            rough,
+            [row["sinusoidal"]["relative"] for row in family],
+            increasing=True,
+            statement=f"sinusoidal's scaled stress relative to the null grows with roughness (Spearman over the "
+            f"{len(family)} corpora of the family, one-sided p < 0.05)",
+        ).check("better on smooth than on rough"),
+        st.all_of(
+            "beats random on smooth corpora",
+            [
+                st.beats_null(
+                    row["sinusoidal"]["scaled_stress"],
+                    row["null"],
+                    row["null_sd"],
+                    row["null_draws"],
+                    statement=f"roughness {fmt(row['roughness'])}",
+                )
+                for row in smooth_half
+            ],
+            "at every roughness <= 0.5, sinusoidal's scaled stress is below the random null's mean by more than "
+            "3 null sds (i.i.d. Gaussian tables of width 768)",
+        ),
+    ]
 
 
 def _sinusoidal_row(fit: dict[str, Any], size: float) -> list[Any]:
@@ -349,49 +384,7 @@ def alibi_rank1(options: ExperimentOptions) -> ExperimentResult:
         for which in ("naive", "corrected"):
             others[f"SST-2 ({which})"] = corpus_fit(sst2[which], sst2["positions"], None, draws, seed)
 
-    shortest = shift[0]
-    gap = shortest["alibi"]["scaled_stress"] - shortest["mds rank 1"]["scaled_stress"]
-    trend = (
-        float(spearmanr(lengths, [row["alibi"]["scaled_stress"] for row in shift]).statistic)
-        if len(shift) > 2
-        else float("nan")
-    )
-    everything = [*shift, *others.values()]
-    equivariance = [fit["shift_equivariance"] for fit in everything]
-    excess = [fit["alibi"]["relative"] for fit in everything]
-    link = float(spearmanr(equivariance, excess).statistic)
-    checks = [
-        check(
-            "near-optimal on short shift-equivariant corpora",
-            f"ALiBi's scaled stress on the shortest shift corpus (n = {shortest['length']}) <= {OPTIMAL_WITHIN} "
-            "(the exact MDS: 0)",
-            shortest["alibi"]["scaled_stress"],
-            shortest["alibi"]["scaled_stress"] <= OPTIMAL_WITHIN,
-            paper="near-optimal (SST-2 stress 0.563)",
-        ),
-        check(
-            "as good as the best rank 1",
-            f"ALiBi's scaled stress - the rank-1 MDS's, shortest shift corpus, <= {OPTIMAL_WITHIN}",
-            gap,
-            gap <= OPTIMAL_WITHIN,
-            paper="near-optimal rank-1 parametrisation",
-        ),
-        check(
-            "short sentences",
-            "Spearman correlation between the shift corpus's length and ALiBi's scaled stress > 0",
-            trend,
-            trend > 0,
-            paper="short sentences",
-        ),
-        check(
-            "shift-equivariance is what matters",
-            "Spearman correlation, over every corpus, between shift-equivariance and ALiBi's scaled stress "
-            "relative to the null < 0",
-            link,
-            link < 0,
-            paper="near shift-equivariant corpora",
-        ),
-    ]
+    checks = alibi_checks(shift, others)
     header = [
         "corpus",
         "n",
@@ -440,6 +433,73 @@ def alibi_rank1(options: ExperimentOptions) -> ExperimentResult:
     )
 
 
+def alibi_checks(shift: list[dict[str, Any]], others: dict[str, dict[str, Any]]) -> list[Any]:
+    """The verdicts of alibi-rank1 from the shift corpora's fits (by length) and the other corpora's.
+
+    True distances (no sampling): the optimality bounds are tolerances; the trends are one-sided
+    Spearman tests. The paper's own data point, SST-2, is a check of its own whenever SST-2 was
+    measured (``others`` has "SST-2 (...)" entries): near-optimal there too, read as on the shift corpora.
+    """
+    from . import stat_tests as st
+
+    shortest = shift[0]
+    gap = shortest["alibi"]["scaled_stress"] - shortest["mds rank 1"]["scaled_stress"]
+    everything = [*shift, *others.values()]
+    checks = [
+        st.tolerance(
+            shortest["alibi"]["scaled_stress"],
+            OPTIMAL_WITHIN,
+            statement=f"on the shortest synthetic shift corpus (n = {shortest['length']}, true distances), "
+            f"ALiBi's scaled stress <= {OPTIMAL_WITHIN} (the exact MDS: 0)",
+        ).check("near-optimal on short shift-equivariant corpora", paper="near-optimal (SST-2 stress 0.563)"),
+        st.tolerance(
+            gap,
+            OPTIMAL_WITHIN,
+            statement=f"on the same corpus, ALiBi's scaled stress - the rank-1 MDS's <= {OPTIMAL_WITHIN} "
+            "(not worse than the best rank 1 by more than the margin)",
+        ).check("as good as the best rank 1", paper="near-optimal rank-1 parametrisation"),
+        st.trend(
+            [row["length"] for row in shift],
+            [row["alibi"]["scaled_stress"] for row in shift],
+            increasing=True,
+            statement=f"ALiBi's scaled stress grows with the shift corpus's length (Spearman over {len(shift)} "
+            "lengths, one-sided p < 0.05)",
+        ).check("short sentences", paper="short sentences"),
+        st.trend(
+            [fit["shift_equivariance"] for fit in everything],
+            [fit["alibi"]["relative"] for fit in everything],
+            increasing=False,
+            statement=f"ALiBi's scaled stress relative to the null falls as the corpus's shift-equivariance grows "
+            f"(Spearman over {len(everything)} corpora, one-sided p < 0.05)",
+        ).check("shift-equivariance is what matters", paper="near shift-equivariant corpora"),
+    ]
+    sst2 = {name: fit for name, fit in others.items() if name.startswith("SST-2")}
+    if sst2:
+        tests = [
+            st.tolerance(
+                fit["alibi"]["scaled_stress"],
+                OPTIMAL_WITHIN,
+                statement=f"{name}: scaled stress {fmt(fit['alibi']['scaled_stress'])} (rank-1 MDS "
+                f"{fmt(fit['mds rank 1']['scaled_stress'])}, null {fmt(fit['null'])})",
+            )
+            for name, fit in sst2.items()
+        ]
+        worst = max(fit["alibi"]["scaled_stress"] for fit in sst2.values())
+        checks.append(
+            Check(
+                "near-optimal on SST-2 (the paper's data point)",
+                f"tolerance: on SST-2 (bert-base-uncased, N_i >= 100; naive and corrected Hellinger), ALiBi's "
+                f"scaled stress <= {OPTIMAL_WITHIN} (the exact MDS: 0), the reading that passes on the shift corpora",
+                worst,
+                all(t.passed for t in tests),
+                "0.563 (raw stress; the paper calls it near-optimal)",
+                "; ".join(t.statement for t in tests),
+                test="tolerance",
+            )
+        )
+    return checks
+
+
 # --- mds-parameters ----------------------------------------------------------------------------------
 
 
@@ -462,6 +522,32 @@ def parameter_saving(n: int, rank: int, width: int) -> dict[str, Any]:
     """r (n + d) against n d, and the saving 1 - r (n + d) / (n d)."""
     factored, dense = rank * (n + width), n * width
     return {"factored": factored, "dense": dense, "saving": 1.0 - factored / dense}
+
+
+def parameter_check(results: dict[str, dict[str, Any]], tolerance: float = OPTIMAL_WITHIN) -> Any:
+    """The paper's "up to 88% fewer parameters" at BERT-base width: a tolerance over the paper's own corpora
+    (SST-2 and IMDB, when measured), else over the sample corpora (the smoke preset, said so)."""
+    from . import stat_tests as st
+
+    real = {name: entry for name, entry in results.items() if "(sample" not in name}
+    corpora = real or results
+    best_name = max(corpora, key=lambda name: corpora[name]["widths"]["BERT-base"]["saving"])
+    best = corpora[best_name]["widths"]["BERT-base"]["saving"]
+    which = (
+        "the paper's corpora (SST-2, IMDB)" if real else "the sample corpora (not the paper's: no SST-2 or IMDB read)"
+    )
+    return st.tolerance(
+        best,
+        0.88,
+        below=False,
+        statement=f"max over {which} of 1 - r (n + 768) / (n 768) at the rank within {tolerance} of full rank "
+        ">= 0.88 (deterministic: MDS of the measured distances)",
+    ).check(
+        "saving at BERT-base width",
+        paper=PAPER_SAVING,
+        detail=f"largest: {best_name}; "
+        + ", ".join(f"{name} {100 * entry['widths']['BERT-base']['saving']:.1f}%" for name, entry in corpora.items()),
+    )
 
 
 def mds_parameters(options: ExperimentOptions) -> ExperimentResult:
@@ -508,16 +594,7 @@ def mds_parameters(options: ExperimentOptions) -> ExperimentResult:
                 *[f"{100 * entry['widths'][m]['saving']:.1f}%" for m in MODEL_WIDTHS],
             ]
         )
-    best = max(entry["widths"]["BERT-base"]["saving"] for entry in results.values())
-    checks = [
-        check(
-            "saving at BERT-base width",
-            f"max over corpora of 1 - r (n + 768) / (n 768) at the rank within {tolerance} of full rank >= 0.88",
-            best,
-            best >= 0.88,
-            paper=PAPER_SAVING,
-        )
-    ]
+    checks = [parameter_check(results, tolerance)]
     sections = [
         f"### Rank within {tolerance} scaled stress of full rank, and the parameter saving\n\n"
         + markdown_table(

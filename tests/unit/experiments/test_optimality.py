@@ -125,8 +125,11 @@ def test_smoke_runs_write_a_record_and_a_figure(name: str, tmp_path: Path) -> No
 
 
 def test_the_shift_claims_hold_at_smoke_scale(tmp_path: Path) -> None:
-    options = ExperimentOptions(preset="ci", work_dir=tmp_path, overrides=SMOKE["alibi-rank1"], progress=False)
-    assert run_experiment("alibi-rank1", options).passed
+    # 5 lengths: the trend test needs more than 3 points to reach p < 0.05 (3 would leave it undecided)
+    overrides = [*SMOKE["alibi-rank1"], "steps=5"]
+    options = ExperimentOptions(preset="ci", work_dir=tmp_path, overrides=overrides, progress=False)
+    result = run_experiment("alibi-rank1", options)
+    assert result.passed, [(c.name, c.detail) for c in result.checks if not c.passed]
 
 
 @pytest.mark.slow
@@ -135,7 +138,9 @@ def test_the_shift_claims_hold_at_smoke_scale(tmp_path: Path) -> None:
 def test_ci_runs_with_the_real_corpora(name: str, tmp_path: Path, shared_data: Path) -> None:
     options = ExperimentOptions(preset="ci", work_dir=tmp_path, data_dir=str(shared_data), progress=False)
     result = run_experiment(name, options)
-    assert {c.name for c in result.checks} == EXPECTED[name]
+    assert {c.name for c in result.checks} - {"near-optimal on SST-2 (the paper's data point)"} == EXPECTED[name]
     assert all(math.isfinite(c.value) for c in result.checks)
     if name != "mds-parameters":
         assert any(key.startswith("SST-2") for key in result.data["corpora"])
+    if name == "alibi-rank1":  # the paper's own data point, with its own verdict
+        assert "near-optimal on SST-2 (the paper's data point)" in {c.name for c in result.checks}

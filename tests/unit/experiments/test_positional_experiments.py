@@ -63,6 +63,7 @@ SLOW_EXPECTED = {
         "MDS beats random",
         "learned beats random by lag",
         "MDS beats random by lag",
+        "MDS at the paper's 22%",
     },
     "mds-training": {"all runs finite", "MDS as good as learned", "low-rank saving"},
 }
@@ -95,4 +96,7 @@ def test_monotonicity_readings_of_a_line_and_of_noise() -> None:
     from geoanalyze.experiments.positional import _beats_null
 
     verdict = _beats_null("x", "the line", readings["line"], "lag_violation", "lag_null", "22%")
-    assert verdict.passed and verdict.value == 0.0 and verdict.claim.startswith("lag violation of the line")
+    assert (
+        verdict.passed and verdict.value == 0.0 and verdict.claim.startswith("superiority: lag violation of the line")
+    )
+    assert verdict.test == "superiority" and "null draws" in verdict.detail
