@@ -20,12 +20,34 @@ from .corpus.sources import default_tokenizer, resolve_source
 from .encodings import EncodingContext, get_encoding, is_encoding_spec
 from .errors import FormatError, InputError
 from .geometry.distances import PositionGeometry, position_geometry
-from .geometry.scores import all_scores, null_calibration
+from .geometry.null import (
+    ASPECT_WORDS,
+    ASPECTS,
+    D_ASPECTS,
+    DEFAULT_DRAWS,
+    MIN_DRAWS,
+    calibrate,
+    categories,
+    equidistant_scaled_stress,
+    null_sample,
+)
+from .geometry.scores import all_scores
 from .io import load_arrays, save_arrays
 from .notes import note
 
 DEFAULT_COMPARE = ("sinusoidal", "rope", "alibi", "mds", "random")
-LAYER_SCORES = ("stress", "scaled_stress", "monotonicity_violation", "lag_violation")
+LAYER_SCORES = (
+    "stress",
+    "scaled_stress",
+    "monotonicity_violation",
+    "anchored_monotonicity_violation",
+    "lag_violation",
+    "relative_separation",
+)
+#: the scores --bootstrap gives intervals for
+BOOTSTRAP_SCORES = ("stress", "scaled_stress", "monotonicity_violation", "lag_violation")
+#: above this share of sampling noise in the naive distance, the D-based scores rank encodings against noise
+NOISE_DOMINATED = 0.5
 DEFAULT_MAX_POSITIONS = 512
 #: width of the compared encodings when the target is a spec without d (BERT-base's)
 DEFAULT_WIDTH = 768
@@ -50,7 +72,7 @@ class StressOptions:
     distance: str = "naive"
     layers: str = "all"
     compare: Sequence[str] = DEFAULT_COMPARE
-    null_draws: int = 8
+    null_draws: int = DEFAULT_DRAWS
     seed: int = 0
     max_sequences: int | None = 1024
     batch_size: int = 32
@@ -59,8 +81,10 @@ class StressOptions:
     bootstrap: int = 0
     device: str = "auto"
     dtype: str = "auto"
-    #: width of the compared encodings (None: the target's own; 768 for a spec without d)
+    #: width of the compared encodings (None: the target's own; ``default_width`` for a spec without d)
     width: int | None = None
+    #: the width of a spec that names none (sinusoidal, rope, random without d=): BERT-base's unless set
+    default_width: int = DEFAULT_WIDTH
 
 
 def check_not_a_typo(target: str) -> None:
@@ -135,7 +159,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
         if options.layers.strip().lower() not in ("all", "none"):
             raise InputError(f"--layers {options.layers!r} needs a checkpoint target; {target} is an encoding")
         tokenizer = options.tokenizer or default_tokenizer(options.dataset)
-        width = options.width or spec_width(target) or DEFAULT_WIDTH
+        width = options.width or spec_width(target) or options.default_width
         max_length = options.max_positions or DEFAULT_MAX_POSITIONS
     else:
         from .checkpoints import load_checkpoint
@@ -192,19 +216,14 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
     for spec, compared_encoding in compared.items():
         if spec not in vectors:
             vectors[spec] = compared_encoding.vectors(positions, context)
+    nulls = NullCache(target_distances, positions, options.null_draws, options.seed)
     scores: dict[str, dict[str, Any]] = {}
-    for index, (name, table) in enumerate(vectors.items()):
-        observed = all_scores(table, target_distances, index=positions)
-        observed_null = null_calibration(
-            table,
-            target_distances,
-            draws=options.null_draws,
-            seed=options.seed + index,
-            scores=observed,
-            index=positions,
-        )
-        scores[name] = dict(observed, dim=int(table.shape[1]), null=observed_null, null_draws=options.null_draws)
-        note_beyond_range(name, observed)
+    for name, table in vectors.items():
+        scores[name] = score_table(table, target_distances, positions, nulls)
+        note_beyond_range(name, scores[name])
+    discriminates = discriminability(
+        scores, vectors, target_distances, positions, width, context, nulls, geometry.summary, options.distance
+    )
 
     if options.bootstrap and target in scores:
         scores[target]["bootstrap"] = bootstrap_intervals(
@@ -221,6 +240,8 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
         "left_out": geometry.left_out,
         "noise": geometry.summary,
         "scores": scores,
+        "null": {"draws": options.null_draws, "min_draws": MIN_DRAWS, "alpha": 0.05, "seed": options.seed},
+        "discriminability": discriminates,
         "layers": [],
         "peaks": {},
     }
@@ -258,6 +279,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
                 max_length,
                 options,
                 progress,
+                nulls,
             )
             rows.update(measured)
             result["layers"] = layers
@@ -268,6 +290,112 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
             note(f"{target}: {line}")
     result["_geometry"] = geometry  # for figures; dropped from JSON
     result["_vectors"] = vectors
+    return result
+
+
+class NullCache:
+    """The null draws of one analysis, drawn once per shape: every table of width k on the same
+    positions is held against the same K random tables (so their categories compare)."""
+
+    def __init__(self, distances: np.ndarray, positions: np.ndarray, draws: int, seed: int) -> None:
+        self.distances, self.positions, self.draws, self.seed = distances, positions, draws, seed
+        self._samples: dict[tuple[Any, ...], dict[str, np.ndarray]] = {}
+
+    def sample(self, width: int, subset: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """The null scores of tables of ``width`` columns on the kept positions (or the rows ``subset`` of them)."""
+        key = (width, None if subset is None else tuple(int(i) for i in subset))
+        if key not in self._samples:
+            distances = self.distances if subset is None else self.distances[np.ix_(subset, subset)]
+            index = self.positions if subset is None else self.positions[subset]
+            self._samples[key] = null_sample(
+                (index.size, width), distances, self.draws, seed=self.seed, anchored=True, index=index
+            )
+        return self._samples[key]
+
+
+def score_table(
+    table: np.ndarray, distances: np.ndarray, positions: np.ndarray, nulls: NullCache, scale: float = 1.0
+) -> dict[str, Any]:
+    """Every score of one table, its rank test against the null of its shape, and its category per aspect."""
+    observed = all_scores(table, distances, index=positions, scale=scale)
+    calibrated = calibrate(observed, nulls.sample(int(table.shape[1])))
+    return dict(
+        observed, dim=int(table.shape[1]), null=calibrated, null_draws=nulls.draws, categories=categories(calibrated)
+    )
+
+
+#: the encodings that carry position information without being fitted to D (the discriminability probes)
+PROBE_KINDS = ("sinusoidal", "rope")
+
+
+def discriminability(
+    scores: dict[str, dict[str, Any]],
+    vectors: dict[str, np.ndarray],
+    distances: np.ndarray,
+    positions: np.ndarray,
+    width: int,
+    context: EncodingContext,
+    nulls: NullCache,
+    noise: dict[str, Any],
+    distance: str,
+) -> dict[str, Any]:
+    """Per aspect, whether its score can separate encodings on this corpus (docs/scores.md, "Discriminability").
+
+    A D-based score (shape, order, local order) cannot when the naive distance is mostly sampling
+    noise (noise fraction above 0.5), or when the sinusoidal table at the compared width (a table
+    with position information that is not fitted to D) is indistinguishable from the random
+    tables. Lag and separation depend on the vectors alone and always can.
+    """
+    probes = {
+        name: scores[name]
+        for name, table in vectors.items()
+        if name.split(":")[0] in PROBE_KINDS and table.shape[1] == width
+    }
+    if not probes:
+        even = max(2, 2 * (width // 2))
+        spec = f"sinusoidal:d={even}"
+        probes[spec] = score_table(get_encoding(spec).vectors(positions, context), distances, positions, nulls)
+    probe_name, probe = next(iter(probes.items()))
+    decidable = nulls.draws >= MIN_DRAWS
+    equidistant = equidistant_scaled_stress(distances)
+    noise_fraction = noise.get("noise_fraction")
+    noisy = (
+        distance == "naive"
+        and noise_fraction is not None
+        and noise_fraction == noise_fraction
+        and noise_fraction > NOISE_DOMINATED
+    )
+    result: dict[str, Any] = {"probe": probe_name, "equidistant_scaled_stress": equidistant, "aspects": {}}
+    for aspect, key in ASPECTS.items():
+        entry: dict[str, Any] = {"discriminates": True, "reason": None}
+        if aspect in D_ASPECTS:
+            categories_seen = {p["categories"].get(aspect) for p in probes.values()}
+            null = probe["null"].get(key)
+            if not decidable:
+                entry = {
+                    "discriminates": None,
+                    "reason": f"{nulls.draws} null draws cannot decide it (the rank test needs {MIN_DRAWS})",
+                }
+            elif noisy:
+                entry = {
+                    "discriminates": False,
+                    "reason": f"the naive distance is mostly sampling noise (noise fraction {noise_fraction:.2f} > "
+                    f"{NOISE_DOMINATED}), so {ASPECT_WORDS[aspect]} ranks encodings against noise",
+                }
+            elif null is not None and categories_seen <= {"indistinguishable"}:
+                reason = (
+                    f"{probe_name} ({probe[key]:.4g}) scores within the random tables' range "
+                    f"({null['low']:.4g} to {null['high']:.4g})"
+                )
+                if aspect == "shape":
+                    reason += (
+                        f"; a table with no position information (every position equidistant) scores "
+                        f"{equidistant:.4g}: D is nearly flat where it counts, so scaled stress rewards any "
+                        "near-isotropic table"
+                    )
+                entry = {"discriminates": False, "reason": reason}
+            entry["probe_category"] = probe["categories"].get(aspect)
+        result["aspects"][aspect] = entry
     return result
 
 
@@ -323,7 +451,7 @@ def bootstrap_intervals(
 
     texts = source.read(options.limit)
     tok = get_tokenizer(tokenizer, max_length=max_length)
-    values: dict[str, list[float]] = {name: [] for name in LAYER_SCORES}
+    values: dict[str, list[float]] = {name: [] for name in BOOTSTRAP_SCORES}
     skipped = 0
     for counts in bootstrap_counts(texts, tok, options.bootstrap, seed=options.seed):
         rows = counts[positions]
@@ -332,9 +460,9 @@ def bootstrap_intervals(
             continue
         distances = hellinger_distances(normalise_rows(rows))
         scores = all_scores(table, distances, anchored=False, index=positions)
-        for name in LAYER_SCORES:
+        for name in BOOTSTRAP_SCORES:
             values[name].append(scores[name])
-    if len(values[LAYER_SCORES[0]]) < 2:
+    if len(values[BOOTSTRAP_SCORES[0]]) < 2:
         raise InputError(
             f"{skipped} of {options.bootstrap} resamples missed a kept position; raise --min-count for --bootstrap"
         )
@@ -365,10 +493,14 @@ def checkpoint_layers(
     max_length: int,
     options: StressOptions,
     progress: ProgressFactory | None,
+    nulls: NullCache,
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """Every per-layer row of a checkpoint, and what was measured or skipped (and why) per row kind."""
+    """Every per-layer row of a checkpoint, and what was measured or skipped (and why) per row kind.
+
+    Each row is scored like a table (every scale-free score, its rank test against random tables
+    of the row's width on the row's positions, and its categories)."""
     measured: dict[str, str] = {}
-    layers, measured["projected"] = projected_layers(checkpoint, table, distances, chosen, kept_positions)
+    layers, measured["projected"] = projected_layers(checkpoint, table, distances, chosen, kept_positions, nulls)
     forward = cached_forward(checkpoint, source, tokenizer, max_length, options, progress)
     positions = geometry.positions
     reach = forward.reach
@@ -387,12 +519,11 @@ def checkpoint_layers(
                 f"the {projection} vectors of layer {layer} hold NaN or infinity: the forward pass overflowed "
                 "(huge weights, or a low precision); try --dtype float32, or --layers none to score the table only"
             )
-        scores = all_scores(vectors, sub, anchored=False, index=kept)
         return {
             "layer": layer,
             "projection": projection,
             "positions_used": int(index.size),
-            **{k: scores[k] for k in LAYER_SCORES},
+            **layer_scores(vectors, sub, kept, nulls, subset=index),
         }
 
     captured = 0
@@ -418,8 +549,31 @@ def checkpoint_layers(
 _PROJECTION_ORDER = {"P·W_Q": 0, "P·W_K": 1, "query": 2, "key": 3, "hidden": 4}
 
 
+def layer_scores(
+    vectors: np.ndarray,
+    distances: np.ndarray,
+    positions: np.ndarray,
+    nulls: NullCache,
+    subset: np.ndarray | None = None,
+    scale: float = 1.0,
+) -> dict[str, Any]:
+    """A layer row's scores (:data:`LAYER_SCORES`), their rank tests (``null``) and ``categories``."""
+    observed = all_scores(vectors, distances, index=positions, scale=scale)
+    calibrated = calibrate(observed, nulls.sample(int(vectors.shape[1]), subset))
+    return {
+        **{k: observed[k] for k in LAYER_SCORES},
+        "null": {k: calibrated[k] for k in LAYER_SCORES if k in calibrated},
+        "categories": categories(calibrated),
+    }
+
+
 def projected_layers(
-    checkpoint: Any, table: np.ndarray | None, distances: np.ndarray, chosen: list[int], index: Any = None
+    checkpoint: Any,
+    table: np.ndarray | None,
+    distances: np.ndarray,
+    chosen: list[int],
+    index: Any,
+    nulls: NullCache,
 ) -> tuple[list[dict[str, Any]], str]:
     """Scores of P W_Q^(l) and P W_K^(l) for the chosen layers (1-based: layer l's attention): the stored
     table pushed through each layer's query and key maps, bias left out."""
@@ -442,9 +596,9 @@ def projected_layers(
             # At unit scale, so a huge table's product neither overflows nor changes a scale-free score.
             scale = float(np.max(np.abs(table))) if table.size else 0.0
             unit = table / scale if scale > 0 else table
-            scores = all_scores(unit @ matrix, distances, anchored=False, index=index, scale=scale or 1.0)
+            scores = layer_scores(unit @ matrix, distances, index, nulls, scale=scale or 1.0)
             note_beyond_range(f"layer {layer} {projection}", scores)
-            rows.append({"layer": layer, "projection": projection, **{k: scores[k] for k in LAYER_SCORES}})
+            rows.append({"layer": layer, "projection": projection, **scores})
     return rows, "measured"
 
 
@@ -522,17 +676,33 @@ def cached_forward(
 
 
 def layer_peaks(layers: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per projection: the layer where stress peaks, and where scaled stress is lowest."""
+    """Per projection, in table order: the layers of lowest scaled stress and lowest violation, the
+    layers whose categories are better than random per aspect, and (JSON only, not a summary: it
+    follows the vectors' size) the layer where raw stress peaks."""
+
+    def lowest(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
+        # an undefined score (NaN) is never the best
+        return min(rows, key=lambda row: (not np.isfinite(row[key]), row[key] if np.isfinite(row[key]) else 0.0))
+
     peaks: dict[str, dict[str, Any]] = {}
-    for projection in sorted({row["projection"] for row in layers}):
+    order = sorted({row["projection"] for row in layers}, key=lambda name: (_PROJECTION_ORDER.get(name, 9), name))
+    for projection in order:
         rows = [row for row in layers if row["projection"] == projection]
-        highest = max(rows, key=lambda row: row["stress"])
-        best = min(rows, key=lambda row: row["scaled_stress"])
+        highest = max(rows, key=lambda row: row["stress"] if np.isfinite(row["stress"]) else -np.inf)
+        best = lowest(rows, "scaled_stress")
+        ordered = lowest(rows, "monotonicity_violation")
         peaks[projection] = {
             "peak_stress_layer": highest["layer"],
             "peak_stress": highest["stress"],
             "best_scaled_stress_layer": best["layer"],
             "best_scaled_stress": best["scaled_stress"],
+            "best_violation_layer": ordered["layer"],
+            "best_violation": ordered["monotonicity_violation"],
+            "better_layers": {
+                aspect: [row["layer"] for row in rows if row.get("categories", {}).get(aspect) == "better"]
+                for aspect in ASPECTS
+            },
+            "layers": [row["layer"] for row in rows],
         }
     return peaks
 

@@ -64,7 +64,14 @@ MaxSequences = Annotated[
     int, typer.Option("--max-sequences", min=1, help="Sequences in the hidden-state forward pass (seeded sample).")
 ]
 NullDraws = Annotated[
-    int, typer.Option("--null-draws", min=2, max=10_000, help="Random encodings in the null calibration.")
+    int,
+    typer.Option(
+        "--null-draws",
+        min=2,
+        max=10_000,
+        help="Random tables each score is ranked among (default 39: the fewest with which the two-sided 5% rank "
+        "test can say better or worse than random).",
+    ),
 ]
 Distance = Annotated[
     str,
@@ -89,6 +96,15 @@ FailAbove = Annotated[
         help="METRIC=VALUE: exit 1 when a target's score exceeds it (repeatable). METRIC: scaled, violation, "
         "anchored, stress (or scaled_stress, monotonicity_violation, anchored_monotonicity_violation), "
         "noise_fraction.",
+    ),
+]
+FailIf = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fail-if",
+        help="ASPECT=CATEGORY: exit 1 when the target's category against random is CATEGORY (repeatable). "
+        "ASPECT: shape, order, local_order, lag, separation; CATEGORY: better, indistinguishable, worse, "
+        "not-better, not-worse. Needs at least 39 null draws.",
     ),
 ]
 Tokenizer = Annotated[
@@ -150,6 +166,64 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
     return thresholds
 
 
+#: what --fail-if CATEGORY matches: a category, or one of two unions
+FAIL_IF_CATEGORIES = {
+    "better": {"better"},
+    "indistinguishable": {"indistinguishable"},
+    "worse": {"worse"},
+    "not-better": {"indistinguishable", "worse"},
+    "not-worse": {"better", "indistinguishable"},
+}
+
+
+def parse_conditions(items: list[str], null_draws: int) -> dict[str, str]:
+    """'shape=worse' -> {'shape': 'worse'}; unknown aspects or categories, repeats and too few draws fail."""
+    from ..geometry.null import ASPECTS, MIN_DRAWS
+
+    conditions: dict[str, str] = {}
+    for item in items:
+        aspect, sep, category = (part.strip().lower() for part in item.partition("="))
+        aspect = aspect.replace("-", "_").replace(" ", "_")
+        if not sep:
+            raise InputError(f"--fail-if {item!r}: write ASPECT=CATEGORY, e.g. shape=worse")
+        if aspect not in ASPECTS:
+            raise InputError(f"--fail-if: unknown aspect {aspect!r}; choose one of {', '.join(ASPECTS)}")
+        if category not in FAIL_IF_CATEGORIES:
+            raise InputError(
+                f"--fail-if {item!r}: unknown category {category!r}; choose one of {', '.join(FAIL_IF_CATEGORIES)}"
+            )
+        if aspect in conditions:
+            raise InputError(
+                f"--fail-if {aspect} is given twice ({conditions[aspect]} and {category}); give each aspect once"
+            )
+        conditions[aspect] = category
+    if conditions and null_draws < MIN_DRAWS:
+        raise InputError(
+            f"--fail-if needs at least {MIN_DRAWS} null draws to decide a category (the two-sided 5% rank test), "
+            f"got --null-draws {null_draws}; use --null-draws {MIN_DRAWS} or more"
+        )
+    return conditions
+
+
+def matched(result: dict[str, Any], conditions: dict[str, str]) -> list[str]:
+    """The --fail-if conditions the target meets, as readable lines; fails closed (no category: met)."""
+    scores = result.get("scores", {}).get(result.get("target"), {}) or {}
+    categories = scores.get("categories", {}) or {}
+    lines = []
+    for aspect, category in conditions.items():
+        found = categories.get(aspect)
+        if found is None or found == "undecided":
+            why = "no position vectors to score" if not scores else "not decided"
+            lines.append(f"{aspect} has no category ({why}: fails closed)")
+        elif found in FAIL_IF_CATEGORIES[category]:
+            lines.append(
+                f"{aspect} is {found} than random"
+                if found != "indistinguishable"
+                else f"{aspect} is {found} from random"
+            )
+    return lines
+
+
 def crossed(result: dict[str, Any], thresholds: dict[str, float]) -> list[str]:
     """The thresholds the target crosses, as readable lines.
 
@@ -179,12 +253,15 @@ def crossed(result: dict[str, Any], thresholds: dict[str, float]) -> list[str]:
     return lines
 
 
-def gate(result: dict[str, Any], thresholds: dict[str, float]) -> dict[str, Any] | None:
-    """The --fail-above gate as it is reported in every format (None when no threshold was given)."""
-    if not thresholds:
+def gate(
+    result: dict[str, Any], thresholds: dict[str, float], conditions: dict[str, str] | None = None
+) -> dict[str, Any] | None:
+    """The --fail-above and --fail-if gate as it is reported in every format (None when neither was given)."""
+    conditions = conditions or {}
+    if not thresholds and not conditions:
         return None
-    lines = crossed(result, thresholds)
-    return {"thresholds": thresholds, "crossed": lines, "passed": not lines}
+    lines = crossed(result, thresholds) + matched(result, conditions)
+    return {"thresholds": thresholds, "conditions": conditions, "crossed": lines, "passed": not lines}
 
 
 def _stress_inputs(
@@ -221,7 +298,7 @@ def stress(
     layers: Layers = "all",
     compare: Compare = "sinusoidal,rope,alibi,mds,random",
     width: Width = None,
-    null_draws: NullDraws = 8,
+    null_draws: NullDraws = 39,
     max_sequences: MaxSequences = 1024,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
     no_cache: opt.NoCache = False,
@@ -240,6 +317,7 @@ def stress(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Also write the JSON result here.")] = None,
     plot_dir: Annotated[Path | None, typer.Option("--plot-dir", help="Write PNG figures into this folder.")] = None,
     fail_above: FailAbove = None,
+    fail_if: FailIf = None,
 ) -> None:
     """How faithfully a checkpoint or encoding reproduces the Hellinger geometry of a corpus, layer by layer.
 
@@ -268,6 +346,7 @@ def stress(
         ],
     )
     thresholds = parse_thresholds(fail_above or [])
+    conditions = parse_conditions(fail_if or [], null_draws)
     options = _options(
         dataset=dataset,
         split=split,
@@ -293,7 +372,7 @@ def stress(
     )
     with _progress_bars() as bars:
         result = analyze(target, options, progress=bars.track)
-    verdict_gate = gate(result, thresholds)
+    verdict_gate = gate(result, thresholds, conditions)
     run = provenance(seed)
     document = result_document(result)
     document["gate"] = verdict_gate
@@ -341,7 +420,7 @@ def report(
             "the first checkpoint's, else 768).",
         ),
     ] = None,
-    null_draws: NullDraws = 8,
+    null_draws: NullDraws = 39,
     max_sequences: MaxSequences = 1024,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
     no_cache: opt.NoCache = False,
@@ -357,6 +436,7 @@ def report(
     ] = "table",
     no_legend: NoLegend = False,
     fail_above: FailAbove = None,
+    fail_if: FailIf = None,
 ) -> None:
     """A Markdown report (tables and figures) of several checkpoints side by side, for a CI job summary.
 
@@ -365,7 +445,7 @@ def report(
     target that cannot be analysed gets a section saying why, the page is still written, and
     the exit code is 1 (also when a gate is crossed).
     """
-    from ..analysis import analyze
+    from ..analysis import DEFAULT_WIDTH, analyze
     from ..io import write_text
     from ..report.render import display_path, markdown_table, provenance, provenance_line
     from ..report.stress import document as result_document
@@ -375,6 +455,7 @@ def report(
         raise InputError(f"unknown --format {format!r}; choose one of {', '.join(STRESS_FORMATS)}")
     check_output_suffix(output, ".md", "reports")
     thresholds = parse_thresholds(fail_above or [])
+    conditions = parse_conditions(fail_if or [], null_draws)
     figure_dir = output.parent / f"{output.stem}_files"
     check_output_place(figure_dir, folder=True, option="--output")
     guard(
@@ -382,7 +463,7 @@ def report(
         [Output("--output", output), Folder("--output (its figure folder)", figure_dir, replaces=True)],
     )
     first_width = _check_targets(checkpoints, trust_remote_code)
-    # Encoding specs are drawn at the checkpoints' width, so a page compares like with like.
+    # Encoding specs without a width are drawn at the checkpoints' width, so a page compares like with like.
     spec_width = width or first_width
     sections: list[str] = []
     header = report_header()
@@ -398,8 +479,6 @@ def report(
     with all_or_none() as stage, _progress_bars() as bars:
         staging = stage(figure_dir, folder=True, replaces=True)
         for index, target in enumerate(checkpoints):
-            from ..encodings import is_encoding_spec
-
             options = _options(
                 dataset=dataset,
                 split=split,
@@ -412,7 +491,10 @@ def report(
                 distance=distance,
                 layers=layers,
                 compare=compare,
-                width=spec_width if is_encoding_spec(target) else width,
+                width=width,
+                # A spec that names no width (sinusoidal) is drawn at the checkpoints' width; a table
+                # spec (file:, learned:, model:) keeps its own, as `stress` does.
+                default_width=spec_width or DEFAULT_WIDTH,
                 null_draws=null_draws,
                 max_sequences=max_sequences,
                 seed=seed,
@@ -433,7 +515,7 @@ def report(
                 summary_rows.append([display_path(target), *["-"] * (len(header) - 2), "not analysed"])
                 documents.append({"target": target, "error": reason})
                 continue
-            target_gate = gate(result, thresholds)
+            target_gate = gate(result, thresholds, conditions)
             crossings += [f"{display_path(target)}: {line}" for line in (target_gate or {}).get("crossed", [])]
             figures = write_figures(result, staging, prefix=f"{index}-")
             links = {title: f"{figure_dir.name}/{Path(path).name}" for title, path in figures.items()}
@@ -447,8 +529,13 @@ def report(
         page += [f"> **Warning:** {line}\n" for line in warnings]
         page += [markdown_table(header, summary_rows), ""]
         page += [f"- {line}" for line in verdicts]
-        if thresholds:
-            all_gate = {"thresholds": thresholds, "crossed": crossings, "passed": not crossings}
+        if thresholds or conditions:
+            all_gate = {
+                "thresholds": thresholds,
+                "conditions": conditions,
+                "crossed": crossings,
+                "passed": not crossings,
+            }
             page += ["", gate_line(all_gate)]
         page += ["", *sections]
         text = "\n".join(page)
@@ -456,7 +543,12 @@ def report(
     message = f"wrote {output} and {len(checkpoints) - len(failed)} sets of figures in {figure_dir}"
     if format == "json":
         print_json(
-            {"run": run, "report": str(output), "targets": documents, "gate": gate_document(thresholds, crossings)}
+            {
+                "run": run,
+                "report": str(output),
+                "targets": documents,
+                "gate": gate_document(thresholds, crossings, conditions),
+            }
         )
     elif format == "markdown":
         print(text)
@@ -474,8 +566,12 @@ def report(
         raise ThresholdError("threshold crossed: " + "; ".join(crossings))
 
 
-def gate_document(thresholds: dict[str, float], crossings: list[str]) -> dict[str, Any] | None:
-    return {"thresholds": thresholds, "crossed": crossings, "passed": not crossings} if thresholds else None
+def gate_document(
+    thresholds: dict[str, float], crossings: list[str], conditions: dict[str, str] | None = None
+) -> dict[str, Any] | None:
+    if not thresholds and not conditions:
+        return None
+    return {"thresholds": thresholds, "conditions": conditions or {}, "crossed": crossings, "passed": not crossings}
 
 
 def _check_targets(targets: list[str], trust_remote_code: bool = False) -> int | None:

@@ -41,6 +41,7 @@ from scipy.spatial.distance import pdist
 from scipy.stats import kendalltau
 
 from ..errors import InputError
+from .null import LOWER_IS_BETTER  # noqa: F401  (re-exported: scores where smaller is better)
 
 SCORES = (
     "stress",
@@ -50,16 +51,6 @@ SCORES = (
     "lag_violation",
     "separation",
 )
-#: scores where smaller is better (separation: larger is better)
-LOWER_IS_BETTER = {
-    "stress": True,
-    "scaled_stress": True,
-    "monotonicity_violation": True,
-    "anchored_monotonicity_violation": True,
-    "lag_violation": True,
-    "separation": False,
-    "relative_separation": False,
-}
 
 
 def _upper(matrix: np.ndarray) -> np.ndarray:
@@ -457,30 +448,21 @@ def null_calibration(
     scores: dict[str, float] | None = None,
     anchored: bool = False,
     index: Any = None,
-) -> dict[str, dict[str, float]]:
+    alpha: float = 0.05,
+) -> dict[str, dict[str, Any]]:
     """Scores of ``draws`` i.i.d. N(0, 1) encodings of the same shape, and where ``positions`` falls.
 
-    Returns, per score: ``mean`` and ``sd`` of the null, ``z`` ((score - mean) / sd) and
-    ``beats``: the share of null draws the encoding does better than (lower for stress and
-    violation, higher for separation). ``index`` as in :func:`all_scores`.
+    Returns, per score: ``mean`` and ``sd`` of the null, ``z`` ((score - mean) / sd), ``beats``
+    (the share of null draws the encoding does strictly better than: lower for stress and
+    violation, higher for separation), and the rank test of :mod:`geoanalyze.geometry.null`:
+    ``rank``, ``p_better``, ``p_worse``, ``effect`` and ``category`` (better, indistinguishable,
+    worse; undecided below 39 draws). ``index`` as in :func:`all_scores`.
     """
+    from .null import calibrate, null_sample
+
     p, d = check_inputs(positions, distances)
     if draws < 2:
         raise InputError(f"null calibration needs at least 2 draws, got {draws}")
     observed = scores if scores is not None else all_scores(p, d, anchored=anchored, index=index)
-    # A stream of its own, so no null draw equals the `random` encoding of the same seed.
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x6E756C6C]))
-    null = [all_scores(rng.standard_normal(p.shape), d, anchored=anchored, index=index) for _ in range(draws)]
-    summary: dict[str, dict[str, float]] = {}
-    for name in null[0]:
-        values = np.array([draw[name] for draw in null])
-        mean, sd = float(values.mean()), float(values.std(ddof=1))
-        value = observed.get(name, float("nan"))
-        better = values > value if LOWER_IS_BETTER.get(name, True) else values < value
-        summary[name] = {
-            "mean": mean,
-            "sd": sd,
-            "z": (value - mean) / sd if sd > 0 else float("nan"),
-            "beats": float(better.mean()),
-        }
-    return summary
+    sample = null_sample(p.shape, d, draws, seed=seed, anchored=anchored, index=index)
+    return calibrate(observed, sample, alpha)

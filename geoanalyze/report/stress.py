@@ -10,6 +10,7 @@ from typing import Any
 from rich.markup import escape
 from rich.padding import Padding
 
+from ..geometry.null import ALPHA, ASPECT_WORDS, ASPECTS, MIN_DRAWS
 from .render import display_path, fmt, markdown_table
 
 
@@ -62,6 +63,14 @@ SCORE_COLUMNS: list[ScoreColumn] = [
 NOISE_WARNING = 0.5
 #: longest encoding name the terminal table shows in full (80 columns hold 8 score columns and this)
 TABLE_NAME_WIDTH = 20
+#: each aspect's score, as the table labels it
+ASPECT_LABELS = {
+    "shape": "scaled",
+    "order": "violation",
+    "local_order": "anchored",
+    "lag": "lag viol.",
+    "separation": "rel. sep.",
+}
 #: encodings that are references rather than competitors in the verdict
 REFERENCES = ("mds", "random")
 
@@ -90,12 +99,22 @@ def beaten(scores: dict[str, Any]) -> tuple[int, int]:
     return round(scores["null"]["monotonicity_violation"]["beats"] * draws), draws
 
 
-def summarize(result: dict[str, Any]) -> dict[str, Any]:
-    """What the table, the JSON and the Markdown all say: rows, verdict, warnings, legend.
+#: how a category is written in the tables' "null" column
+SYMBOLS = {"better": "+", "indistinguishable": "=", "worse": "-", "undecided": "?", None: " "}
 
-    ``rows``: per encoding, every score, how many null draws it beats, whether it beats all of
-    them, and which earlier row it equals (identical scores). ``verdict``: one line on the
-    target. ``warnings``: what makes the scores untrustworthy and what to do.
+
+def category_code(categories: dict[str, Any]) -> str:
+    """The five aspects' categories as one compact cell: "++++-" (shape, order, local order, lag, separation)."""
+    return "".join(SYMBOLS.get(categories.get(aspect), "?") for aspect in ASPECTS)
+
+
+def summarize(result: dict[str, Any]) -> dict[str, Any]:
+    """What the table, the JSON and the Markdown all say: rows, verdict, warnings, limits, legend.
+
+    ``rows``: per encoding, every score, how many null draws it beats, its category per aspect,
+    and which earlier row it equals (identical scores). ``verdict``: one line on the target.
+    ``warnings``: what makes the scores untrustworthy and what to do. ``limits``: one line per
+    aspect that cannot separate encodings on this corpus (docs/scores.md, "Discriminability").
     """
     rows: list[dict[str, Any]] = []
     seen: dict[tuple[Any, ...], str] = {}
@@ -111,6 +130,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
                 "null_beaten": wins,
                 "null_draws": draws,
                 "beats_null": draws > 0 and wins == draws,
+                "categories": dict(scores.get("categories", {})),
                 "same_as": same if same != name else None,
             }
         )
@@ -127,24 +147,61 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
             f"noise fraction {noise:.2f} (above {NOISE_WARNING}): most of the {result['distance']} distance between "
             f"positions is sampling noise, so these scores rank encodings against noise; {fix}"
         )
-    return {"rows": rows, "verdict": verdict(result, rows), "warnings": warnings}
+    return {"rows": rows, "verdict": verdict(result, rows), "warnings": warnings, "limits": limits(result)}
+
+
+def undecidable(result: dict[str, Any]) -> set[str]:
+    """The aspects whose score cannot separate encodings on this corpus (not those too few draws leave open)."""
+    aspects = (result.get("discriminability") or {}).get("aspects", {})
+    return {aspect for aspect, entry in aspects.items() if entry.get("discriminates") is False}
+
+
+def limits(result: dict[str, Any]) -> list[str]:
+    """One line per aspect that cannot separate encodings on this corpus, saying why."""
+    aspects = (result.get("discriminability") or {}).get("aspects", {})
+    lines = []
+    for aspect, entry in aspects.items():
+        if entry.get("discriminates") is False:
+            lines.append(
+                f"{ASPECT_WORDS[aspect]} ({ASPECT_LABELS[aspect]}) cannot separate encodings on this corpus: "
+                f"{entry['reason']}; the verdict does not rank on it"
+            )
+    return lines
+
+
+def _join(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def against_random(categories: dict[str, Any], draws: int) -> str:
+    """The verdict's last clause: which aspects are better than random, which are not."""
+    if draws < MIN_DRAWS:
+        return (
+            f"with {draws} null draws no aspect can be told from random (the rank test needs at least {MIN_DRAWS}: "
+            f"--null-draws {MIN_DRAWS})"
+        )
+    better = [ASPECT_WORDS[a] for a in ASPECTS if categories.get(a) == "better"]
+    other = [
+        f"{ASPECT_WORDS[a]} ({categories.get(a) or 'not computed'})" for a in ASPECTS if categories.get(a) != "better"
+    ]
+    parts = []
+    if better:
+        parts.append(f"better than random in {_join(better)}")
+    if other:
+        parts.append(f"no better than random in {_join(other)}")
+    return f"against {draws} random tables of its shape, it is " + ", and ".join(parts)
 
 
 def verdict(result: dict[str, Any], rows: list[dict[str, Any]]) -> str:
-    """One line: does the target order positions better than chance, and how close is its shape to the best reference."""
+    """One line on the target: its shape beside the standard encodings (only where this corpus can tell
+    shapes apart), the MDS floor, then in plain words which aspects are better than random and which are not."""
     target = result["target"]
     by_name = {row["encoding"]: row for row in rows}
     mine = by_name.get(target)
     if mine is None:
         return f"{target}: no absolute position vectors to score; read the layer-by-layer rows"
-    wins, draws = mine["null_beaten"], mine["null_draws"]
-    null_mean = result["scores"][target]["null"]["monotonicity_violation"]["mean"]
-    order = (
-        f"orders position pairs better than all {draws} random encodings"
-        if mine["beats_null"]
-        else f"does NOT beat the null: orders position pairs better than only {wins} of {draws} random encodings"
-    )
-    parts = [f"{display_path(target)} {order} (violation {fmt(mine['monotonicity_violation'])} vs {fmt(null_mean)})"]
+    draws = mine["null_draws"]
+    parts: list[str] = []
     references = [
         row
         for row in rows
@@ -152,35 +209,47 @@ def verdict(result: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         and row["encoding"].split(":")[0] not in REFERENCES
         and row["scaled_stress"] is not None
     ]
-    if references:
+    if "shape" in undecidable(result):
+        parts.append("shape not ranked (this corpus cannot separate shapes)")
+    elif references:
         best = min(references, key=lambda row: row["scaled_stress"])
         mine_scaled, best_scaled = mine["scaled_stress"], best["scaled_stress"]
         if mine_scaled <= best_scaled * (1 + 1e-9):
-            shape = (
+            parts.append(
                 f"no standard encoding has a better shape (scaled {fmt(mine_scaled)}; "
                 f"best other {best['encoding']} {fmt(best_scaled)})"
             )
         else:
             ratio = mine_scaled / best_scaled if best_scaled > 0 else float("inf")
-            shape = (
+            parts.append(
                 f"its shape is {ratio:.2g}x the scaled stress of the best standard encoding "
                 f"({best['encoding']} {fmt(best_scaled)}; this target {fmt(mine_scaled)})"
             )
-        parts.append(shape)
     mds = by_name.get("mds")
-    if mds is not None and target != "mds":
+    if mds is not None and target != "mds" and "shape" not in undecidable(result):
         parts.append(f"MDS floor {fmt(mds['scaled_stress'])}")
-    return "; ".join(parts)
+    parts.append(against_random(mine["categories"], draws))
+    return f"{display_path(target)}: " + "; ".join(parts)
+
+
+def verdict_document(result: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+    """The JSON ``verdict`` of the target: one category per aspect, the sentence, and what is not ranked."""
+    scores = result["scores"].get(result["target"])
+    categories = dict(scores.get("categories", {})) if scores else dict.fromkeys(ASPECTS)
+    return {
+        **categories,
+        "sentence": summary["verdict"],
+        "not_ranked": sorted(undecidable(result), key=list(ASPECTS).index),
+        "null_draws": int(scores.get("null_draws", 0)) if scores else None,
+        "alpha": ALPHA,
+    }
 
 
 def legend(result: dict[str, Any], summary: dict[str, Any]) -> list[str]:
     """The lines printed under the table (what each column and each special row means)."""
-    draws = max((row["null_draws"] for row in summary["rows"]), default=0)
+    draws = max((row["null_draws"] for row in summary["rows"]), default=int(result.get("null", {}).get("draws", 0)))
     lines = [f"{c.label}: {c.legend}" for c in SCORE_COLUMNS]
-    lines.append(
-        f"null: how many of {draws} random Gaussian encodings of the same shape have a higher violation "
-        "(rank-based, so scale-free); 'no' marks a row that does not beat them all"
-    )
+    lines.append(vs_random_legend(draws))
     names = {row["encoding"].split(":")[0] for row in summary["rows"]}
     if "mds" in names:
         lines.append("mds: classical MDS of D itself, the best fit any encoding can reach (a floor, not a rival)")
@@ -196,35 +265,105 @@ def legend(result: dict[str, Any], summary: dict[str, Any]) -> list[str]:
             else:
                 why = ": their vectors have the same distances between positions"
             lines.append(f"{row['encoding']} has the same scores as {row['same_as']}{why}")
-    lines.append(f"d: vector width; encodings are compared at the target's width ({result.get('width', '-')})")
+    lines.append(width_legend(result, summary))
     return lines
 
 
+def vs_random_legend(draws: int) -> str:
+    """What the "null" column says."""
+    return (
+        f"null: shape, order, local order, lag and separation (the scaled, violation, anchored, lag viol. and "
+        f"rel. sep. columns, in that order) against {draws} random Gaussian tables of the row's shape, by a "
+        f"two-sided rank test at {ALPHA:.0%} (p <= {ALPHA / 2:g} on one side): + better than random, - worse, "
+        f"= indistinguishable, ? undecided (fewer than {MIN_DRAWS} draws)"
+    )
+
+
+def width_legend(result: dict[str, Any], summary: dict[str, Any]) -> str:
+    """The d column: the width each compared encoding is drawn at, as the table shows it."""
+    width = result.get("width", "-")
+    others = []
+    names = {
+        row["encoding"].split(":")[0]: row["dim"] for row in summary["rows"] if row["encoding"] != result["target"]
+    }
+    if "alibi" in names:
+        others.append(f"alibi has one coordinate per head ({names['alibi']})")
+    if "mds" in names:
+        others.append(f"mds one per positive eigenvalue of D ({names['mds']})")
+    tail = f"; {'; '.join(others)}" if others else ""
+    return f"d: vector width; sinusoidal, rope and random are drawn at the compared width ({width}){tail}"
+
+
 def score_rows(result: dict[str, Any], summary: dict[str, Any] | None = None) -> tuple[list[str], list[list[Any]]]:
-    """Header and rows of the encodings table: scale-free scores first, then raw stress and the null test."""
+    """Header and rows of the encodings table: scale-free scores first, then raw stress and the categories."""
     summary = summary or summarize(result)
     header = ["encoding", "d", *[c.label for c in SCORE_COLUMNS], "null"]
     rows = []
     for row in summary["rows"]:
-        mark = f"{row['null_beaten']}/{row['null_draws']}" + ("" if row["beats_null"] else " no")
-        rows.append([row["encoding"], row["dim"], *[row[c.key] for c in SCORE_COLUMNS], mark])
+        rows.append(
+            [row["encoding"], row["dim"], *[row[c.key] for c in SCORE_COLUMNS], category_code(row["categories"])]
+        )
     return header, rows
 
 
+#: the layer table's score columns (raw stress is in the JSON: it follows the vectors' size, not their shape)
+LAYER_COLUMNS = [c for c in SCORE_COLUMNS if c.key != "stress"]
+
+
 def layer_rows(result: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
-    header = ["layer", "projection", "scaled", "violation", "lag viol.", "stress"]
+    header = ["layer", "projection", *[c.label for c in LAYER_COLUMNS], "null"]
     rows = [
         [
             row["layer"],
             row["projection"],
-            row["scaled_stress"],
-            row["monotonicity_violation"],
-            row.get("lag_violation"),
-            row["stress"],
+            *[row.get(c.key) for c in LAYER_COLUMNS],
+            category_code(row.get("categories", {})),
         ]
         for row in result["layers"]
     ]
     return header, rows
+
+
+#: what each row of the layer table is
+PROJECTION_LEGEND = {
+    "P·W_Q": "P·W_Q, P·W_K: the position table through layer l's query and key maps (bias left out)",
+    "query": "query, key: the centroids of the queries and keys layer l's attention receives (after RoPE, if any)",
+    "hidden": "hidden: the centroids of layer l's hidden states (0 = the embedding output)",
+}
+
+
+def _ranges(layers: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2, 5"."""
+    runs: list[list[int]] = []
+    for layer in layers:
+        if runs and layer == runs[-1][-1] + 1:
+            runs[-1].append(layer)
+        else:
+            runs.append([layer])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
+
+
+def peak_lines(result: dict[str, Any]) -> list[str]:
+    """The layer summaries, by scale-free scores and categories only (raw stress follows the vectors' size)."""
+    lines = []
+    not_ranked = undecidable(result)
+    for projection, peak in result["peaks"].items():
+        words = [
+            f"{projection}: lowest scaled stress at layer {peak['best_scaled_stress_layer']} "
+            f"({fmt(peak['best_scaled_stress'])}), lowest violation at layer {peak['best_violation_layer']} "
+            f"({fmt(peak['best_violation'])})"
+        ]
+        better = peak.get("better_layers", {})
+        every = peak.get("layers", [])
+        shown = []
+        for aspect in ASPECTS:
+            chosen = better.get(aspect, [])
+            where = "no layer" if not chosen else "every layer" if chosen == every else f"layers {_ranges(chosen)}"
+            mark = " (not ranked here)" if aspect in not_ranked else ""
+            shown.append(f"{ASPECT_WORDS[aspect]} {where}{mark}")
+        words.append("better than random: " + ", ".join(shown))
+        lines.append("; ".join(words))
+    return lines
 
 
 def interval_rows(result: dict[str, Any]) -> tuple[str, list[str], list[list[Any]]] | None:
@@ -249,7 +388,11 @@ def document(result: dict[str, Any]) -> dict[str, Any]:
     from ..analysis import public
 
     summary = summarize(result)
-    return {**public(result), "summary": {**summary, "legend": legend(result, summary)}}
+    return {
+        **public(result),
+        "verdict": verdict_document(result, summary),
+        "summary": {**summary, "legend": legend(result, summary)},
+    }
 
 
 def header_rows(result: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -282,6 +425,8 @@ def print_tables(result: dict[str, Any], show_legend: bool = True, gate: dict[st
     rows = [[alias if row[0] == result["target"] else short_name(display_path(str(row[0]))), *row[1:]] for row in rows]
     print_wide_table(console, "scores against D (lower is better except rel. sep.)", header, rows)
     console.print(f"[bold]verdict:[/] {escape(summary['verdict'])}", soft_wrap=False)
+    for line in summary["limits"]:
+        console.print(f"[bold]cannot decide:[/] {escape(line)}", soft_wrap=False)
     intervals = interval_rows(result)
     if intervals:
         console.print(grid_table(*intervals))
@@ -289,14 +434,22 @@ def print_tables(result: dict[str, Any], show_legend: bool = True, gate: dict[st
         for line in legend(result, summary):
             console.print(Padding(escape(line), (0, 0, 0, 2)), highlight=False, soft_wrap=False)
     if result["layers"]:
-        console.print(grid_table("layer by layer", *layer_rows(result), text_columns=("projection",)))
-        for projection, peak in result["peaks"].items():
-            console.print(
-                f"{projection}: stress peaks at layer {peak['peak_stress_layer']} ({fmt(peak['peak_stress'])}); "
-                f"lowest scaled stress at layer {peak['best_scaled_stress_layer']} ({fmt(peak['best_scaled_stress'])})"
-            )
+        console.print(
+            grid_table("layer by layer", *layer_rows(result), text_columns=("projection", "null")), soft_wrap=False
+        )
+        for line in peak_lines(result):
+            console.print(line, highlight=False, soft_wrap=False)
+        if show_legend:
+            shown = {row["projection"] for row in result["layers"]}
+            for key, line in PROJECTION_LEGEND.items():
+                if key in shown:
+                    console.print(Padding(escape(line), (0, 0, 0, 2)), highlight=False, soft_wrap=False)
     if gate and gate["crossed"]:
         console.print(f"[bold red]gate failed:[/] {escape('; '.join(gate['crossed']))}", soft_wrap=False)
+    elif gate:
+        console.print(
+            f"[bold green]gate passed:[/] {escape(gate_line(gate).split('(', 1)[1].rstrip(')'))}", soft_wrap=False
+        )
 
 
 def print_wide_table(console: Any, title: str, header: list[str], rows: list[list[Any]]) -> None:
@@ -341,6 +494,7 @@ def markdown(
     header, rows = score_rows(result, summary)
     rows = [[display_path(str(row[0])), *row[1:]] for row in rows]
     parts += [markdown_table(header, rows), "", f"**Verdict:** {summary['verdict']}"]
+    parts += [f"\n**Cannot decide:** {line}" for line in summary["limits"]]
     intervals = interval_rows(result)
     if intervals:
         title, header, rows = intervals
@@ -353,11 +507,9 @@ def markdown(
         parts += ["", "</details>"]
     if result["layers"]:
         parts += ["", markdown_table(*layer_rows(result)), ""]
-        for projection, peak in result["peaks"].items():
-            parts.append(
-                f"- {projection}: stress peaks at layer {peak['peak_stress_layer']} ({fmt(peak['peak_stress'])}), "
-                f"lowest scaled stress at layer {peak['best_scaled_stress_layer']}"
-            )
+        parts += [f"- {line}" for line in peak_lines(result)]
+        shown = {row["projection"] for row in result["layers"]}
+        parts += [f"- {line}" for key, line in PROJECTION_LEGEND.items() if key in shown]
     for title, link in (figures or {}).items():
         parts += ["", f"![{title}]({link})"]
     return "\n".join(parts) + "\n"
@@ -365,31 +517,31 @@ def markdown(
 
 def report_header() -> list[str]:
     """The columns of a report's summary table: one row per target."""
-    return ["target", "d", "positions", *[c.label for c in SCORE_COLUMNS], "null", "query peak layer"]
+    return ["target", "d", "positions", *[c.label for c in SCORE_COLUMNS], "null"]
 
 
 def report_row(result: dict[str, Any], summary: dict[str, Any]) -> list[Any]:
     """One target's row of a report's summary table (its own scores; '-' where it has no position vectors)."""
     mine = next((row for row in summary["rows"] if row["encoding"] == result["target"]), None)
-    null = (
-        "-" if mine is None else f"{mine['null_beaten']}/{mine['null_draws']}" + ("" if mine["beats_null"] else " no")
-    )
     return [
         display_path(result["target"]),
         "-" if mine is None else mine["dim"],
         len(result["positions"]),
         *[("-" if mine is None else mine[c.key]) for c in SCORE_COLUMNS],
-        null,
-        result["peaks"].get("query", {}).get("peak_stress_layer"),
+        "-" if mine is None else category_code(mine["categories"]),
     ]
 
 
 def gate_line(gate: dict[str, Any]) -> str:
     """The --fail-above gate as one Markdown line."""
-    limits = ", ".join(f"{name} > {limit:g}" for name, limit in gate["thresholds"].items())
+    rules = [f"{name} > {limit:g}" for name, limit in gate["thresholds"].items()]
+    rules += [f"{aspect} {category}" for aspect, category in (gate.get("conditions") or {}).items()]
+    what = ("fail above " if gate["thresholds"] else "fail if ") + ", ".join(rules)
+    if gate["thresholds"] and gate.get("conditions"):
+        what = "fail above/if " + ", ".join(rules)
     if gate["crossed"]:
-        return f"**Gate FAILED** (fail above {limits}): " + "; ".join(gate["crossed"])
-    return f"**Gate passed** (fail above {limits})"
+        return f"**Gate FAILED** ({what}): " + "; ".join(gate["crossed"])
+    return f"**Gate passed** ({what})"
 
 
 def write_figures(result: dict[str, Any], directory: str | os.PathLike[str], prefix: str = "") -> dict[str, str]:

@@ -129,7 +129,12 @@ def test_stress_markdown_renders_and_carries_the_crossed_gate(tmp_path: Path) ->
     same = json.loads(geoanalyze(*args[:-1], "scaled_stress=0.001", "-f", "json", cwd=tmp_path).stdout)
     assert same["gate"] == document["gate"]
     passed = json.loads(ok(geoanalyze(*args[:-1], "violation=0.99", "-f", "json", cwd=tmp_path)).stdout)
-    assert passed["gate"] == {"thresholds": {"monotonicity_violation": 0.99}, "crossed": [], "passed": True}
+    assert passed["gate"] == {
+        "thresholds": {"monotonicity_violation": 0.99},
+        "conditions": {},
+        "crossed": [],
+        "passed": True,
+    }
 
 
 def test_encodings_are_compared_at_the_targets_width(tmp_path: Path) -> None:
@@ -162,8 +167,11 @@ def test_summary_is_the_same_in_json_and_markdown(tmp_path: Path) -> None:
     assert all(row["null_draws"] == 2 for row in rows.values())
     table = gfm_tables(markdown)[0]
     null = {row[0]: row[-1] for row in table[1:]}
+    symbols = {"better": "+", "indistinguishable": "=", "worse": "-", "undecided": "?"}
+    aspects = ("shape", "order", "local_order", "lag", "separation")
     for name, row in rows.items():
-        assert null[name] == f"{row['null_beaten']}/{row['null_draws']}" + ("" if row["beats_null"] else " no")
+        assert null[name] == "".join(symbols[row["categories"][aspect]] for aspect in aspects)
+        assert null[name] == "?????"  # 2 draws cannot decide any category
     bare = ok(geoanalyze(*args, "-f", "markdown", "--no-legend", cwd=tmp_path)).stdout
     assert "What the columns mean" in markdown and "What the columns mean" not in bare
 

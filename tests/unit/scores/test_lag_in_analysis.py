@@ -25,7 +25,10 @@ def test_every_encoding_has_it_with_its_null(result: dict) -> None:
     for name, scores in result["scores"].items():
         expected = lag_violation(result["_vectors"][name], positions)
         assert scores["lag_violation"] == pytest.approx(expected, abs=1e-12), name
-        assert set(scores["null"]["lag_violation"]) == {"mean", "sd", "z", "beats"}
+        assert set(scores["null"]["lag_violation"]) == {
+            *("mean", "sd", "low", "high", "z", "beats"),
+            *("rank", "p_better", "p_worse", "effect", "category"),
+        }
         assert scores["null"]["lag_violation"]["mean"] == pytest.approx(0.5, abs=0.05)
     # a drift corpus moves steadily with position: RoPE's and the MDS's vectors drift with the lag
     assert result["scores"]["rope:d=64"]["lag_violation"] < 0.1

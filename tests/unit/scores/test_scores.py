@@ -462,7 +462,11 @@ def test_null_calibration_keys_and_ranges() -> None:
     summary = null_calibration(p, d, draws=6, seed=1)
     assert set(summary) == NULL_KEYS
     for name, entry in summary.items():
-        assert set(entry) == {"mean", "sd", "z", "beats"}, name
+        assert set(entry) == {
+            *("mean", "sd", "low", "high", "z", "beats"),
+            *("rank", "p_better", "p_worse", "effect", "category"),
+        }, name
+        assert entry["category"] == "undecided"  # 6 draws cannot decide (the rank test needs 39)
         assert 0.0 <= entry["beats"] <= 1.0
         assert entry["sd"] >= 0
     with_anchors = null_calibration(p, d, draws=3, seed=1, anchored=True)
