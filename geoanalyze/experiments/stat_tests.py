@@ -103,7 +103,8 @@ class TestResult:
             return f"measured {_number(self.mean)}{_unit(self.unit)} (deterministic: no seeds, no spread)"
         u = _unit(self.unit)
         if self.replicates == "corpora":
-            text = f"Spearman rho {_signed(self.mean)} over {_count(self.n, 'corpus', 'corpora')}"
+            rho = float(self.values.get("rho", self.mean))
+            text = f"Spearman rho {_signed(rho)} over {_count(self.n, 'corpus', 'corpora')}"
             return text + (f"; {self.method}" if self.decided else "; UNDECIDED: too few corpora for p < 0.05")
         if self.replicates == "null draws":
             text = (
