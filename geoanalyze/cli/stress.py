@@ -17,7 +17,7 @@ from .common import Folder, Output, all_or_none, check_output_place, check_outpu
 encodings_app = typer.Typer(help="The encodings the scores know by name.", no_args_is_help=True)
 
 STRESS_FORMATS = ("table", "json", "markdown")
-FIGURE_NAMES = ("hellinger.png", "mds.png", "shepard.png", "layers.png")  # what --plot-dir receives
+FIGURE_NAMES = ("hellinger.png", "mds.png", "shepard.png", "null.png", "layers.png")  # what --plot-dir receives
 
 
 def threshold_metrics() -> dict[str, str]:

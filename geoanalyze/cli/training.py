@@ -330,7 +330,7 @@ def _print_result(result: Any, target: Path, run: dict[str, Any], format: str) -
         print("\n" + provenance_line(run))
         return
     header, rows = check_rows(result.checks)
-    rows = [[*row[:-1], "PASS" if row[-1] else "FAIL"] for row in rows]
+    rows = [[*row[:-1], check.verdict.upper()] for row, check in zip(rows, result.checks, strict=True)]
     verdict = "PASS" if result.passed else "FAIL"
     title = f"{result.name} ({result.preset}, {result.seconds:.0f} s): {verdict}; written to {target}/"
     print_table(grid_table(title, header, rows, text_columns=("claim", "paper"), whole=("check",)), format)
@@ -344,9 +344,14 @@ def _summary_rows(results: list[Any]) -> tuple[list[str], list[list[Any]]]:
         [
             r.name,
             "PASS" if r.passed else "FAIL",
-            f"{sum(c.passed for c in r.checks)}/{len(r.checks)}",
+            f"{sum(c.passed for c in r.checks)}/{sum(c.decided for c in r.checks)}"
+            + (
+                f" ({len(r.checks) - sum(c.decided for c in r.checks)} undecided)"
+                if not all(c.decided for c in r.checks)
+                else ""
+            ),
             round(r.seconds, 1),
-            ", ".join(c.name for c in r.checks if not c.passed) or "-",
+            ", ".join(c.name for c in r.checks if c.decided and not c.passed) or "-",
         ]
         for r in results
     ]

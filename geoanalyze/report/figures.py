@@ -338,6 +338,66 @@ def layer_figure(
     return figure
 
 
+#: marker and colour of each category in the null figure
+CATEGORY_STYLE = {
+    "better": ("o", "tab:green"),
+    "indistinguishable": ("s", "tab:blue"),
+    "worse": ("X", "tab:red"),
+    "undecided": ("d", "tab:olive"),
+}
+
+
+def null_figure(
+    scores: dict[str, dict[str, Any]],
+    aspects: dict[str, str],
+    path: str | os.PathLike[str],
+    subtitle: str = "",
+    not_ranked: dict[str, str] | None = None,
+) -> Any:
+    """Every scale-free score of every encoding against its null: one panel per aspect, one row per
+    encoding, the range of its random tables as a grey bar and its own score as a marker whose
+    shape and colour say the category. A panel the corpus cannot rank on says so in its title.
+    """
+    plt = _pyplot()
+    names = list(scores)
+    figure, axes = plt.subplots(
+        1, len(aspects), figsize=(2.6 * len(aspects) + 1.5, 0.45 * len(names) + 1.6), layout="constrained", sharey=True
+    )
+    seen: set[str] = set()
+    for axis, (aspect, key) in zip(np.atleast_1d(axes), aspects.items(), strict=True):
+        for row, name in enumerate(names):
+            entry = scores[name]
+            null = entry.get("null", {}).get(key)
+            value = entry.get(key)
+            if null is None or value is None or not np.isfinite(value):
+                continue
+            axis.plot([null["low"], null["high"]], [row, row], color="0.75", linewidth=6, solid_capstyle="butt",
+                      label="random tables (range)" if "null" not in seen else None)  # fmt: skip
+            seen.add("null")
+            category = null.get("category", "undecided")
+            marker, colour = CATEGORY_STYLE.get(category, CATEGORY_STYLE["undecided"])
+            axis.plot([value], [row], linestyle="none", marker=marker, color=colour, markersize=7,
+                      label=category if category not in seen else None)  # fmt: skip
+            seen.add(category)
+        title = aspect.replace("_", " ")
+        if not_ranked and aspect in not_ranked:
+            title += "\n(this corpus cannot rank it)"
+        axis.set_title(title)
+        axis.set_xlabel(key.replace("_", " "))
+    first = np.atleast_1d(axes)[0]
+    first.set_yticks(range(len(names)), [name if len(name) <= 24 else name[:11] + "…" + name[-12:] for name in names])
+    first.invert_yaxis()
+    figure.suptitle(f"scores against random tables of each row's shape {subtitle}".strip())
+    handles = {
+        label: handle
+        for axis in np.atleast_1d(axes)
+        for handle, label in zip(*axis.get_legend_handles_labels(), strict=True)
+    }
+    figure.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=5, fontsize=8)
+    _save(figure, path)
+    return figure
+
+
 def training_curves(rows: list[dict[str, Any]], path: str | os.PathLike[str], subtitle: str = "") -> Any:
     """Loss and accuracy against step (train and eval) from a run's metrics.jsonl rows."""
     plt = _pyplot()

@@ -440,9 +440,9 @@ def print_tables(result: dict[str, Any], show_legend: bool = True, gate: dict[st
         for line in peak_lines(result):
             console.print(line, highlight=False, soft_wrap=False)
         if show_legend:
-            shown = {row["projection"] for row in result["layers"]}
+            projections = {row["projection"] for row in result["layers"]}
             for key, line in PROJECTION_LEGEND.items():
-                if key in shown:
+                if key in projections:
                     console.print(Padding(escape(line), (0, 0, 0, 2)), highlight=False, soft_wrap=False)
     if gate and gate["crossed"]:
         console.print(f"[bold red]gate failed:[/] {escape('; '.join(gate['crossed']))}", soft_wrap=False)
@@ -547,7 +547,7 @@ def gate_line(gate: dict[str, Any]) -> str:
 def write_figures(result: dict[str, Any], directory: str | os.PathLike[str], prefix: str = "") -> dict[str, str]:
     """Heatmap, MDS map, Shepard diagram and per-layer stress as PNGs; returns {title: path}."""
     from ..geometry.mds import classical_mds, stress_curve
-    from .figures import distance_heatmap, known_distances, layer_figure, mds_figure, shepard_diagram
+    from .figures import distance_heatmap, known_distances, layer_figure, mds_figure, null_figure, shepard_diagram
     from .style import caption
 
     folder = Path(directory)
@@ -569,6 +569,15 @@ def write_figures(result: dict[str, Any], directory: str | os.PathLike[str], pre
     shepard = folder / f"{prefix}shepard.png"
     shepard_diagram(tables, distances, shepard, subtitle=f"{named} ({result['distance']})", truth=truth)
     written["Shepard diagram"] = str(shepard)
+    null_path = folder / f"{prefix}null.png"
+    reasons = {
+        a: e["reason"]
+        for a, e in (result.get("discriminability") or {}).get("aspects", {}).items()
+        if e.get("discriminates") is False
+    }
+    shown = {short_name(display_path(name), 24): scores for name, scores in result["scores"].items()}
+    null_figure(shown, ASPECTS, null_path, subtitle=f"({named})", not_ranked=reasons)
+    written["every score against random tables (the verdict's categories)"] = str(null_path)
     if result["layers"]:
         layers = folder / f"{prefix}layers.png"
         scores = result["scores"]

@@ -186,3 +186,31 @@ def test_report_gives_a_target_the_numbers_stress_gives_it(minilm_path: Path, tm
     assert in_report["scores"] == alone["scores"]
     assert in_report["verdict"] == alone["verdict"]
     assert "compared width (64)" in in_report["summary"]["legend"][-1]
+
+
+def test_the_null_figure_draws_each_score_in_its_category(tmp_path: Path) -> None:
+    """null.png, read through matplotlib's objects: one panel per aspect, each row's null range as a bar and
+    its score as a marker whose shape names the category (distinct per category)."""
+    import geoanalyze as ga
+    from geoanalyze.geometry.null import ASPECTS as SCORE_OF
+    from geoanalyze.report.figures import CATEGORY_STYLE, null_figure
+
+    result = ga.score("rope:d=32", dataset=DRIFT_WORDS, compare=("random",))
+    figure = null_figure(result["scores"], SCORE_OF, tmp_path / "null.png", not_ranked={"shape": "flat"})
+    assert (tmp_path / "null.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    axes = figure.axes
+    assert [axis.get_title() for axis in axes] == [
+        "shape\n(this corpus cannot rank it)", "order", "local order", "lag", "separation"
+    ]
+    assert len({marker for marker, _ in CATEGORY_STYLE.values()}) == len(CATEGORY_STYLE)
+    for axis, (aspect, key) in zip(axes, SCORE_OF.items(), strict=True):
+        points = [line for line in axis.get_lines() if line.get_linestyle() == "None"]
+        bars = [line for line in axis.get_lines() if line.get_linestyle() != "None"]
+        assert len(points) == len(bars) == 2  # rope:d=32 and random
+        for line, name in zip(points, result["scores"], strict=True):
+            entry = result["scores"][name]
+            assert line.get_xdata()[0] == entry[key]
+            assert line.get_marker() == CATEGORY_STYLE[entry["categories"][aspect]][0]
+        for line, name in zip(bars, result["scores"], strict=True):
+            null = result["scores"][name]["null"][key]
+            assert list(line.get_xdata()) == [null["low"], null["high"]]
