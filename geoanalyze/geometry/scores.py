@@ -271,11 +271,8 @@ def _anchored_violation(e: np.ndarray, d: np.ndarray, n: int) -> float:
 
     e_full, d_full = squareform(tie_ranks(e)), squareform(tie_ranks(d))
     if n > _VECTORISED_ANCHORS_UP_TO:
-        # O(n log n) per anchor through Kendall's tau beats the O(n^2) blocks at this size.
-        off_diagonal = ~np.eye(n, dtype=bool)
-        per_anchor = [_violation_of_ranks(e_full[i, off_diagonal[i]], d_full[i, off_diagonal[i]]) for i in range(n)]
-        finite_rates = [rate for rate in per_anchor if np.isfinite(rate)]
-        return float(np.mean(finite_rates)) if finite_rates else float("nan")
+        # O(n log^2 n) per anchor by a batched merge count beats the O(n^2) sign blocks at this size.
+        return _anchored_by_inversions(e_full, d_full, n)
     first, second = np.triu_indices(n, k=1)
     block = max(1, (1 << 23) // max(1, first.size))
     rates = []
@@ -289,6 +286,30 @@ def _anchored_violation(e: np.ndarray, d: np.ndarray, n: int) -> float:
         valid = (first[None, :] != anchors[:, None]) & (second[None, :] != anchors[:, None])
         discordant = ((product < 0) & valid).sum(axis=1)
         decided = ((product != 0) & valid).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rates.append(np.where(decided > 0, discordant / np.maximum(decided, 1), np.nan))
+    values = np.concatenate(rates)
+    return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
+
+
+def _anchored_by_inversions(e_full: np.ndarray, d_full: np.ndarray, n: int) -> float:
+    """The anchored violation from integer ranks: per anchor i, over pairs (j, l) of the other
+    positions, discordant = strict inversions of E after sorting by (D, E) (pairs tied in D sit in
+    ascending E and never count; pairs tied in E are not strict inversions), decided = all pairs
+    minus those tied in D or in E, plus those tied in both. Blocks of anchors bound the memory."""
+    others = ~np.eye(n, dtype=bool)
+    m = n - 1
+    rates = []
+    block = max(1, (1 << 21) // max(1, n))
+    for start in range(0, n, block):
+        rows = np.arange(start, min(n, start + block))
+        e_rank = e_full[rows][others[rows]].reshape(rows.size, m).astype(np.int64)
+        d_rank = d_full[rows][others[rows]].reshape(rows.size, m).astype(np.int64)
+        span = int(e_rank.max()) + 1 if e_rank.size else 1
+        joint = d_rank * span + e_rank
+        order = np.argsort(joint, axis=1, kind="stable")
+        discordant = _row_inversions(np.take_along_axis(e_rank, order, axis=1))
+        decided = m * (m - 1) // 2 - _row_tied_pairs(d_rank) - _row_tied_pairs(e_rank) + _row_tied_pairs(joint)
         with np.errstate(invalid="ignore", divide="ignore"):
             rates.append(np.where(decided > 0, discordant / np.maximum(decided, 1), np.nan))
     values = np.concatenate(rates)
