@@ -13,7 +13,8 @@ negation    bare operators: y = -x for x ~ N(0, I_64); ``train_size`` samples, 5
 
 Every draw comes from ``numpy.random.default_rng([seed, task index, split])``: a task is a pure
 function of its seed. The loop is :mod:`.loop`'s schedule (warm-up + cosine to lr / 10, AdamW
-(0.9, 0.95), weight decay on matrices, clipping) with an MSE loss plus the model's regulariser.
+(0.9, 0.95), weight decay on matrices, clipping) with an MSE loss plus the model's regulariser,
+on CPU inside :func:`.determinism.deterministic` (a fixed thread count, deterministic kernels).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from torch import nn
 from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
 from ..errors import InputError
+from .determinism import deterministic
 from .loop import lr_at, parameter_groups, seed_everything
 
 SEQUENCE_TASKS = ("gyroscope", "stability", "near-pi", "near-pi-multi")
@@ -181,8 +183,23 @@ def fit(
     Batches are drawn with a generator seeded by ``config.seed`` (with replacement when the set is
     smaller than a batch). Every ``eval_every`` steps and after the last, ``evaluate()`` (run
     under no_grad, model in eval mode) adds its metrics to a record with step, lr, train_loss
-    (the mean since the last record) and time_s.
+    (the mean since the last record) and time_s. On CPU the loop runs at a fixed thread count
+    with deterministic kernels (:func:`.determinism.deterministic`): bit-identical per seed.
     """
+    with deterministic(device):
+        return _fit(model, inputs, targets, config, evaluate, device, aux_loss, on_step)
+
+
+def _fit(
+    model: nn.Module,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    config: FitConfig,
+    evaluate: Callable[[], dict[str, float]],
+    device: torch.device,
+    aux_loss: Callable[[], Any] | None,
+    on_step: Callable[[int], None] | None,
+) -> list[dict[str, float]]:
     model.to(device).train()
     optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr, betas=(0.9, 0.95))
     generator = torch.Generator().manual_seed(config.seed)

@@ -9,7 +9,9 @@ Resuming is exact: the batches are pure functions of (seed, step) (:mod:`.tasks`
 reseeded from (seed, step) before every step, the learning rate is a pure function of the step,
 and the checkpoint holds the weights and the optimiser moments. A run killed at any point and
 resumed ends with the same metrics and weights as one never interrupted (on CPU bit for bit; CUDA
-kernels may differ in the last bits).
+kernels may differ in the last bits). On CPU the run is inside :func:`.determinism.deterministic`:
+a fixed number of intra-op threads (GEOANALYZE_CPU_THREADS, default 1) and deterministic kernels, so
+two runs of one seed are bit-identical whatever the machine's thread count.
 
 Files in ``output_dir``::
 
@@ -50,6 +52,7 @@ from ..models.config import TABLE_KINDS
 from ..models.positional import PositionalEncoding
 from ..report.progress import ProgressBars, progress_interval
 from .config import TrainConfig
+from .determinism import deterministic
 from .tasks import IGNORE, Batch, Task, build_task
 
 METRICS_FILE = "metrics.jsonl"
@@ -96,7 +99,8 @@ def train(
     """
     group = init_distributed(config)
     try:
-        return _train(config, Path(output_dir).expanduser(), resume, progress, observe, group)
+        with deterministic(select_device(config.device, group.local_rank)):
+            return _train(config, Path(output_dir).expanduser(), resume, progress, observe, group)
     finally:
         group.close()
 
