@@ -166,17 +166,20 @@ def run_experiment(name: str, options: ExperimentOptions) -> ExperimentResult:
     if options.preset not in experiment.presets:
         raise InputError(f"unknown preset {options.preset!r}; choose one of {', '.join(experiment.presets)}")
     run = experiment.load()
-    if options.preset != "smoke":
-        return run(options)
-    # Toy models: more CPU threads only add synchronisation (on a loaded 2-core machine, many times slower).
     import torch
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    from ..train.determinism import fixed_threads
+
+    if options.device == "cuda" or (
+        options.device == "auto" and options.preset == "paper" and torch.cuda.is_available()
+    ):
         return run(options)
-    finally:
-        torch.set_num_threads(before)
+    # On CPU the whole experiment, training and evaluation, runs at one fixed thread count
+    # (GEOANALYZE_CPU_THREADS, default 1): its numbers are bit-identical per seed whatever the
+    # machine's thread count (docs/determinism.md). The models are small: a second thread rarely
+    # halves a step, and on a loaded 2-core machine one thread is many times faster.
+    with fixed_threads():
+        return run(options)
 
 
 __all__ = [
