@@ -22,8 +22,13 @@ def test_the_example_script_runs_and_writes_a_report(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("rope:d=64: no standard encoding has a better shape")
-    assert lines[0].endswith("better than random in shape, order, local order and lag, and no better than random in separation (worse)")
-    assert lines[2] == "{'shape': 'better', 'order': 'better', 'local_order': 'better', 'lag': 'better', 'separation': 'worse'}"
+    assert lines[0].endswith(
+        "better than random in shape, order, local order and lag, and no better than random in separation (worse)"
+    )
+    assert (
+        lines[2]
+        == "{'shape': 'better', 'order': 'better', 'local_order': 'better', 'lag': 'better', 'separation': 'worse'}"
+    )
     assert lines[3] == f"wrote {tmp_path / 'out' / 'report.md'}"
     assert lines[5] == "violation: rank 1 of 40, better than 39 random tables"
     page = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
@@ -40,7 +45,18 @@ def test_the_api_says_what_the_cli_says(tmp_path: Path) -> None:
 
     from test_stress_command import DRIFT_WORDS, geoanalyze, ok
 
-    args = ("stress", "rope:d=16", "--dataset", DRIFT_WORDS, "--null-draws", 2, "--compare", "sinusoidal,mds", "-f", "json")
+    args = (
+        "stress",
+        "rope:d=16",
+        "--dataset",
+        DRIFT_WORDS,
+        "--null-draws",
+        2,
+        "--compare",
+        "sinusoidal,mds",
+        "-f",
+        "json",
+    )
     cli = json.loads(ok(geoanalyze(*args, cwd=tmp_path)).stdout)
     result = ga.score("rope:d=16", dataset=str(DRIFT_WORDS), null_draws=2, compare="sinusoidal,mds")
     api = ga.to_json(result)

@@ -99,4 +99,9 @@ def test_the_readme_python_runs(tmp_path: Path) -> None:
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("rope:d=64 orders position pairs")
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("rope:d=64: no standard encoding has a better shape")
+    assert lines[0].endswith(
+        "better than random in shape, order, local order and lag, and no better than random in separation (worse)"
+    )
+    assert lines[1] == "better"

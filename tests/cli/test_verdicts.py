@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
-from harness import invoke  # noqa: E402
+from harness import invoke
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DRIFT_WORDS = str(REPO_ROOT / "sample_corpora" / "drift-words.txt")
@@ -116,8 +116,14 @@ def test_fail_if_gates_on_the_category(minilm_sst2: dict) -> None:
 @pytest.mark.parametrize(
     ("gate", "message"),
     [
-        (["--fail-if", "shapes=worse"], "--fail-if: unknown aspect 'shapes'; choose one of shape, order, local_order, lag, separation"),
-        (["--fail-if", "shape=bad"], "unknown category 'bad'; choose one of better, indistinguishable, worse, not-better, not-worse"),
+        (
+            ["--fail-if", "shapes=worse"],
+            "--fail-if: unknown aspect 'shapes'; choose one of shape, order, local_order, lag, separation",
+        ),
+        (
+            ["--fail-if", "shape=bad"],
+            "unknown category 'bad'; choose one of better, indistinguishable, worse, not-better, not-worse",
+        ),
         (["--fail-if", "shape"], "write ASPECT=CATEGORY, e.g. shape=worse"),
         (["--fail-if", "shape=worse", "--fail-if", "shape=better"], "--fail-if shape is given twice"),
         (
@@ -200,7 +206,11 @@ def test_the_null_figure_draws_each_score_in_its_category(tmp_path: Path) -> Non
     assert (tmp_path / "null.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     axes = figure.axes
     assert [axis.get_title() for axis in axes] == [
-        "shape\n(this corpus cannot rank it)", "order", "local order", "lag", "separation"
+        "shape\n(this corpus cannot rank it)",
+        "order",
+        "local order",
+        "lag",
+        "separation",
     ]
     assert len({marker for marker, _ in CATEGORY_STYLE.values()}) == len(CATEGORY_STYLE)
     for axis, (aspect, key) in zip(axes, SCORE_OF.items(), strict=True):

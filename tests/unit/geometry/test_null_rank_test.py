@@ -62,7 +62,9 @@ def test_p_values_and_rank_equal_a_brute_force_count(lower_is_better: bool) -> N
         assert result["p_better"] == p_better and result["p_worse"] == p_worse and result["rank"] == rank
         expected = "better" if p_better <= 0.025 else "worse" if p_worse <= 0.025 else "indistinguishable"
         assert result["category"] == expected
-        assert result["mean"] == pytest.approx(np.mean(values)) and result["sd"] == pytest.approx(np.std(values, ddof=1))
+        assert result["mean"] == pytest.approx(np.mean(values)) and result["sd"] == pytest.approx(
+            np.std(values, ddof=1)
+        )
         assert result["low"] == min(values) and result["high"] == max(values)
         effect = np.mean(values) - x if lower_is_better else x - np.mean(values)
         assert result["effect"] == pytest.approx(effect)
