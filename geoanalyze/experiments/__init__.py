@@ -35,6 +35,8 @@ class Experiment:
     summary: str
     paper: str
     target: str
+    #: wall minutes at --preset ci on a 2-core CPU; the comparisons of trained models run 3 seeds at ci
+    #: (enough for a one-sided t bound), so their figures are 3x the one-seed runs they were measured on
     minutes_ci: float
     presets: tuple[str, ...] = PRESET_NAMES
 
@@ -72,7 +74,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "MDS PE (frozen, as init) vs learned vs sinusoidal vs low-rank at equal steps",
             "arXiv 2604.05217",
             "positional:mds_training",
-            6.0,
+            18.0,
         ),
         Experiment(
             "sinusoidal-optimality",
@@ -107,28 +109,28 @@ EXPERIMENTS: dict[str, Experiment] = {
             "LMs with RoPE / JoFormer-fixed / JoFormer-projected trained at L, evaluated at 2L, 4L, 8L",
             "arXiv 2505.15507",
             "joformer:length_generalization",
-            8.0,
+            24.0,
         ),
         Experiment(
             "joformer-reference",
             "the value-path formula (attention, SSM, JoFormer) numerically; the published variants beside ours",
             "arXiv 2505.15507",
             "joformer:joformer_reference",
-            4.0,
+            12.0,
         ),
         Experiment(
             "lm-vocab",
             "JoFormer-projected / -learned vs RoFormer LMs at 8k/16k/32k BPE (IMDB train -> WikiText-2 validation)",
             "arXiv 2505.15507",
             "joformer:lm_vocab",
-            10.0,
+            30.0,
         ),
         Experiment(
             "vision-2d",
             "a small ViT on 8x8 digits: 2D-RoPE vs JoFormer axial with value rotation vs dense rotations",
             "arXiv 2505.15507",
             "joformer:vision_2d",
-            5.0,
+            15.0,
         ),
         Experiment(
             "edelta",
@@ -142,7 +144,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "GPT / DDL / mHC / JPmHC / EΔ on the synthetic tasks, protocol=reference (the paper's) or causal (ours)",
             "arXiv 2605.06729",
             "edelta:edelta_benchmarks",
-            30.0,
+            90.0,
         ),
     )
 }
