@@ -267,7 +267,7 @@ def test_figures_join_an_existing_plot_dir_keeping_the_users_files(sandbox: Sand
     run = sandbox.run("stress", "rope:d=16", "--dataset", "drift.txt", *QUICK, "--plot-dir", "figs", "-o", "r.json")
     assert run.code == 0, str(run)
     names = sorted(p.name for p in sandbox.path("figs").iterdir())
-    assert names == ["hellinger.png", "mds.png", "mine.txt", "shepard.png"]
+    assert names == ["hellinger.png", "mds.png", "mine.txt", "null.png", "shepard.png"]
     figures = json.loads(sandbox.path("r.json").read_text())["figures"]
     assert all(Path(path).parent == Path("figs") for path in figures.values()), figures
     assert all((sandbox.root / path).is_file() for path in figures.values()), figures

@@ -341,7 +341,7 @@ def test_projected_stress_equals_p_times_w_transposed(
 def test_figures_are_pngs(validation_run: tuple[Path, dict[str, Any], str]) -> None:
     folder, document, _ = validation_run
     figures = document["figures"]
-    assert len(figures) == 4  # heatmap, MDS, Shepard diagram, layers
+    assert len(figures) == 5  # heatmap, MDS, Shepard diagram, null, layers
     names = set()
     for path in figures.values():
         file = folder / path
@@ -349,7 +349,7 @@ def test_figures_are_pngs(validation_run: tuple[Path, dict[str, Any], str]) -> N
         assert file.read_bytes()[:8] == PNG_SIGNATURE
         assert file.stat().st_size > 1000
         names.add(file.name)
-    assert names == {"hellinger.png", "mds.png", "shepard.png", "layers.png"}
+    assert names == {"hellinger.png", "mds.png", "shepard.png", "null.png", "layers.png"}
     assert sorted(p.name for p in (folder / "figs").iterdir()) == sorted(names)
 
 
