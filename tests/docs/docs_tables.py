@@ -6,8 +6,8 @@ HTML comment, either
 
     <!-- record: docs/results/monotonicity/monotonicity.json; command: geoanalyze verify ... -->
 
-(several records separated by commas; optional ``paper columns: NAME, NAME``, the header cells of
-columns that quote a paper's figures, and ``paper rows: TEXT``, rows whose first cell starts with
+(several records separated by commas; optional ``paper columns: PREFIX, PREFIX``: the columns
+whose header cell starts with a prefix quote a paper's figures; and ``paper rows: TEXT``, rows whose first cell starts with
 TEXT, both left unchecked), or
 
     <!-- not a measurement: REASON -->
@@ -73,6 +73,9 @@ def numbers_in(text: str) -> list[Number]:
         if match["sign"]:
             value = -value
         unit = {"%": "%", "x": "x", "×": "x"}.get(match["unit"] or "", "")
+        digits = body.replace(",", "")
+        if decimals == 0 and exponent == 0 and len(digits) >= 4:  # 20,460 or 1,335,000: rounded to 4 digits
+            decimals = -(len(digits) - len(digits.rstrip("0")))
         found.append(Number(match.group(0), value, 0.5 * 10.0 ** (exponent - decimals), unit))
     return found
 
