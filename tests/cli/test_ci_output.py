@@ -80,7 +80,7 @@ def test_an_experiment_page_keeps_the_pipes_of_its_claims() -> None:
     claims = ["max |Q^T Q - I| <= 1e-5", "max | ||G x|| - 1 | <= 1e-4", "plain"]
     result = ExperimentResult("edelta", "t", [check(f"c{i}", claim, 1e-7, True) for i, claim in enumerate(claims)])
     (table,) = gfm_tables(markdown(result))
-    assert table[0] == ["check", "claim", "ours", "paper", "mean, spread, seeds", "verdict"]
+    assert table[0] == ["check", "claim", "ours", "paper", "verdict", "mean, spread, seeds"]
     assert [row[1] for row in table[1:]] == claims
 
 
