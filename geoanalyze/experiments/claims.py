@@ -708,6 +708,11 @@ Every table of [results.md](results.md), [training.md](training.md), [joformer.m
 `tests/docs/test_docs_records.py` reads every table of those pages (markdown-it's GFM parser) and
 fails on a table of numbers with no marker, a record that does not exist, or a number that is in
 none of its records. Prose is not checked: a figure that matters is in a table.
+
+Every verify record at once: `geoanalyze verify all --preset ci --data-dir ../shared/data -o
+results-ci`, then copy each `results-ci/NAME/` over `docs/results/NAME/` without its `runs/`
+folder (training checkpoints, tens of MB). Not `-o docs/results` itself: `--force` replaces the
+whole folder, the stress records with it. Then regenerate this page and run `pytest tests/docs`.
 """
 
 

@@ -36,7 +36,7 @@ GFM = MarkdownIt("commonmark").enable("table")
 #: a number as the pages print it: 0.2410, -0.930, 1,788,944, 2.7e-31, 16.4e-6, 24.1%, 3.6x, 17.5×
 #: (a minus is a sign only where it follows no letter, digit or bracket: 1-12 is a range of 1 and 12)
 NUMBER = re.compile(
-    r"(?<![\w.^/])(?P<sign>-)?(?P<body>\d{1,3}(?:,\d{3})+(?!,?\d)|\d+(?:\.\d+)?)"
+    r"(?<![\w.^/])(?P<sign>-)?(?P<body>(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?)"
     r"(?:[eE](?P<exp>[-+]?\d+))?(?P<unit>%|×|x(?![A-Za-z]))?"
 )
 

@@ -131,3 +131,33 @@ def test_the_marker_commands_are_the_records_commands() -> None:
             if "`geoanalyze verify " in last:
                 command = last.split("`")[1]
                 assert command in table.marker["command"], f"{table.where}: the record was written by `{command}`"
+
+
+def test_numbers_are_read_as_printed() -> None:
+    read = {
+        n.text: (n.value, n.half_ulp, n.unit) for n in numbers_in("−0.930 (γ 0.24), 1,788,944, 2.7e-31, 24.1%, 3.6x")
+    }
+    assert read["-0.930"] == (-0.93, 0.0005, "")
+    assert read["1,788,944"] == (1788944.0, 0.5, "")
+    assert read["24.1%"][2] == "%" and read["3.6x"][2] == "x"
+    assert [n.value for n in numbers_in("2D-RoPE at 8k, 1.79M, top-1 of 1-12")] == [1.0, 1.0, 12.0]
+    assert numbers_in("20,460")[0].half_ulp == 5.0  # four significant digits of 20,457.66
+
+
+def test_a_figure_not_in_the_record_is_caught(tmp_path: Path) -> None:
+    record = tmp_path / "r.json"
+    record.write_text(json.dumps({"violation": 0.30947990543735227, "share": 0.241}), encoding="utf-8")
+    numbers = RecordNumbers([record])
+    assert numbers_in("0.309")[0] in numbers and numbers_in("0.3095")[0] in numbers
+    assert numbers_in("24.1%")[0] in numbers  # 100 x a fraction in the record
+    assert numbers_in("0.310")[0] not in numbers and numbers_in("0.3094")[0] not in numbers
+    page = tmp_path / "page.md"
+    page.write_text(
+        f"<!-- record: {record}; command: x; paper columns: paper -->\n| a | ours | paper |\n|---|---|---|\n"
+        "| b | 0.309 | 22% |\n\n| c | 0.5 |\n|---|---|\n| d | 1 |\n",
+        encoding="utf-8",
+    )
+    marked, unmarked = page_tables(page)
+    assert marked.marker["record"] == str(record) and marked.marker["paper columns"] == "paper"
+    assert excluded_columns(marked) == {2}
+    assert unmarked.marker == {} and has_numbers(unmarked)
