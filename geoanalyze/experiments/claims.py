@@ -699,10 +699,13 @@ Every table of [results.md](results.md), [training.md](training.md), [joformer.m
 [edelta.md](edelta.md) has an HTML comment on the line above it (invisible when rendered):
 
 - `<!-- record: PATH[, PATH...]; command: COMMAND -->`: every number in the table is a number
-  of those records, as printed (rounded to the digits the cell shows; a percentage is 100 x a
-  fraction in the record or a value already in percent). Optional fields: `paper columns: NAME,
-  NAME` (header cells of columns that quote a paper, left unchecked) and `paper rows: TEXT` (rows
-  whose first cell starts with TEXT).
+  of those records, as printed (rounded to the digits the cell shows, 20,460 to its four
+  significant digits; a percentage is 100 x a fraction in the record or a value already in
+  percent). A JSON record's numbers include those in its strings and in the Markdown page of the
+  same run beside it; a text record (a benchmark's output, a test that pins figures) is read as
+  text. Optional fields: `paper columns: PREFIX, PREFIX` (the columns whose header starts with a
+  prefix quote a paper, left unchecked) and `paper rows: TEXT` (rows whose first cell starts with
+  TEXT).
 - `<!-- not a measurement: REASON -->`: a table of definitions, settings or a paper's own figures.
 
 `tests/docs/test_docs_records.py` reads every table of those pages (markdown-it's GFM parser) and
