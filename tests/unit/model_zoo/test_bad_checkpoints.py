@@ -222,4 +222,4 @@ def test_report_writes_the_page_past_an_unanalysable_target(zoo: dict[str, Path]
     assert f"| {broken} | - |" in text
     assert f"## {zoo['Qwen3']} on drift-words.txt" in text
     figures = sorted(p.name for p in (tmp_path / "out" / "report_files").iterdir())
-    assert figures == ["0-hellinger.png", "0-layers.png", "0-mds.png", "0-shepard.png"]
+    assert figures == ["0-hellinger.png", "0-layers.png", "0-mds.png", "0-null.png", "0-shepard.png"]
