@@ -24,7 +24,6 @@ WITHOUT_COMMAND_LINE = {
     "docs/results/mds-training/mds-training.json",
     "docs/results/joformer-reference/joformer-reference.json",
     "docs/results/lm-vocab/lm-vocab.json",
-    "docs/results/vision-2d/vision-2d.json",
 }
 
 
