@@ -35,8 +35,9 @@ class Experiment:
     summary: str
     paper: str
     target: str
-    #: wall minutes at --preset ci on a 2-core CPU; the comparisons of trained models run 3 seeds at ci
-    #: (enough for a one-sided t bound), so their figures are 3x the one-seed runs they were measured on
+    #: wall minutes at --preset ci on a 2-core CPU at the pinned thread count, the comparisons of trained models
+    #: over 3 seeds: measured for mds-training (13.2), length-generalization (5.0) and vision-2d (1.7); the
+    #: others that run 3 seeds (joformer-reference, lm-vocab, edelta-benchmarks) are 3x their one-seed times
     minutes_ci: float
     presets: tuple[str, ...] = PRESET_NAMES
 
@@ -74,7 +75,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "MDS PE (frozen, as init) vs learned vs sinusoidal vs low-rank at equal steps",
             "arXiv 2604.05217",
             "positional:mds_training",
-            18.0,
+            13.0,
         ),
         Experiment(
             "sinusoidal-optimality",
@@ -109,7 +110,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "LMs with RoPE / JoFormer-fixed / JoFormer-projected trained at L, evaluated at 2L, 4L, 8L",
             "arXiv 2505.15507",
             "joformer:length_generalization",
-            24.0,
+            5.0,
         ),
         Experiment(
             "joformer-reference",
@@ -130,7 +131,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "a small ViT on 8x8 digits: 2D-RoPE vs JoFormer axial with value rotation vs dense rotations",
             "arXiv 2505.15507",
             "joformer:vision_2d",
-            15.0,
+            2.0,
         ),
         Experiment(
             "edelta",
