@@ -483,7 +483,7 @@ CLAIMS: tuple[Claim, ...] = (
         "`verify joformer-reference`, ci (WikiText-2 characters)",
         "not reproduced, unexplained",
         "within our design the ordering holds; within the published scripts it does not (softplus without "
-        "normalisation costs 6%); one seed, 600 of the scripts' 10,000 steps",
+        "normalisation costs 6%); 3 seeds, 600 of the scripts' 10,000 steps",
         {
             ("joformer-reference", "per-token beats RoFormer (reference)"): "fail",
             ("joformer-reference", "projected beats RoPE (ours)"): "pass",
