@@ -314,11 +314,17 @@ class NullCache:
 
 
 def score_table(
-    table: np.ndarray, distances: np.ndarray, positions: np.ndarray, nulls: NullCache, scale: float = 1.0
+    table: np.ndarray,
+    distances: np.ndarray,
+    positions: np.ndarray,
+    nulls: NullCache,
+    scale: float = 1.0,
+    subset: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """Every score of one table, its rank test against the null of its shape, and its category per aspect."""
+    """Every score of one table, its rank test against the null of its shape (on the rows ``subset`` of
+    the kept positions, or all of them), and its category per aspect."""
     observed = all_scores(table, distances, index=positions, scale=scale)
-    calibrated = calibrate(observed, nulls.sample(int(table.shape[1])))
+    calibrated = calibrate(observed, nulls.sample(int(table.shape[1]), subset))
     return dict(
         observed, dim=int(table.shape[1]), null=calibrated, null_draws=nulls.draws, categories=categories(calibrated)
     )
@@ -558,12 +564,11 @@ def layer_scores(
     scale: float = 1.0,
 ) -> dict[str, Any]:
     """A layer row's scores (:data:`LAYER_SCORES`), their rank tests (``null``) and ``categories``."""
-    observed = all_scores(vectors, distances, index=positions, scale=scale)
-    calibrated = calibrate(observed, nulls.sample(int(vectors.shape[1]), subset))
+    scored = score_table(vectors, distances, positions, nulls, scale=scale, subset=subset)
     return {
-        **{k: observed[k] for k in LAYER_SCORES},
-        "null": {k: calibrated[k] for k in LAYER_SCORES if k in calibrated},
-        "categories": categories(calibrated),
+        **{k: scored[k] for k in LAYER_SCORES},
+        "null": {k: scored["null"][k] for k in LAYER_SCORES if k in scored["null"]},
+        "categories": scored["categories"],
     }
 
 

@@ -127,20 +127,10 @@ def rank_test(value: float, null: np.ndarray, lower_is_better: bool = True, alph
     mean = float(values.mean())
     sd = float(values.std(ddof=1)) if draws > 1 else math.nan
     x = float(value)
+    spread = {"mean": mean, "sd": sd, "low": float(values.min()), "high": float(values.max())}
     if math.isnan(x):
-        return {
-            "mean": mean,
-            "sd": sd,
-            "low": float(values.min()),
-            "high": float(values.max()),
-            "z": math.nan,
-            "beats": 0.0,
-            "rank": None,
-            "p_better": math.nan,
-            "p_worse": math.nan,
-            "effect": math.nan,
-            "category": UNDECIDED,
-        }
+        undefined = dict.fromkeys(("z", "p_better", "p_worse", "effect"), math.nan)
+        return {**spread, **undefined, "beats": 0.0, "rank": None, "category": UNDECIDED}
     if lower_is_better:
         strictly_better_null, as_good, as_bad = values < x, values <= x, values >= x
         beats = values > x
@@ -152,10 +142,7 @@ def rank_test(value: float, null: np.ndarray, lower_is_better: bool = True, alph
     p_better = (1 + int(as_good.sum())) / (draws + 1)
     p_worse = (1 + int(as_bad.sum())) / (draws + 1)
     return {
-        "mean": mean,
-        "sd": sd,
-        "low": float(values.min()),
-        "high": float(values.max()),
+        **spread,
         "z": (x - mean) / sd if sd > 0 else math.nan,
         "beats": float(beats.mean()),
         "rank": 1 + int(strictly_better_null.sum()),

@@ -21,7 +21,8 @@ lag violation          monotonicity in position distance, D not needed: for each
                        over anchors (a batched merge count of inversions).
 separation             min_{i != j} E_ij; relative separation = that / median E_ij.
 null calibration       each score for K i.i.d. Gaussian encodings of the same shape: mean, sd,
-                       z-score and the share of null draws the encoding beats.
+                       z-score, the share of null draws the encoding beats, and the rank test
+                       and category of :mod:`.null`.
 
 Scale. Every score is computed on P / s with s = max |P| (and D / max |D|), so no square of an
 entry over- or underflows: the scale-free scores (scaled stress, the violations, the relative

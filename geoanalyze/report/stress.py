@@ -447,9 +447,7 @@ def print_tables(result: dict[str, Any], show_legend: bool = True, gate: dict[st
     if gate and gate["crossed"]:
         console.print(f"[bold red]gate failed:[/] {escape('; '.join(gate['crossed']))}", soft_wrap=False)
     elif gate:
-        console.print(
-            f"[bold green]gate passed:[/] {escape(gate_line(gate).split('(', 1)[1].rstrip(')'))}", soft_wrap=False
-        )
+        console.print(f"[bold green]gate passed:[/] {escape(gate_rules(gate))}", soft_wrap=False)
 
 
 def print_wide_table(console: Any, title: str, header: list[str], rows: list[list[Any]]) -> None:
@@ -532,13 +530,17 @@ def report_row(result: dict[str, Any], summary: dict[str, Any]) -> list[Any]:
     ]
 
 
-def gate_line(gate: dict[str, Any]) -> str:
-    """The --fail-above gate as one Markdown line."""
+def gate_rules(gate: dict[str, Any]) -> str:
+    """The gate's rules in words: "fail above scaled_stress > 0.5", "fail if shape not-better", or both."""
     rules = [f"{name} > {limit:g}" for name, limit in gate["thresholds"].items()]
     rules += [f"{aspect} {category}" for aspect, category in (gate.get("conditions") or {}).items()]
-    what = ("fail above " if gate["thresholds"] else "fail if ") + ", ".join(rules)
-    if gate["thresholds"] and gate.get("conditions"):
-        what = "fail above/if " + ", ".join(rules)
+    kinds = "/".join(word for word, given in (("above", gate["thresholds"]), ("if", gate.get("conditions"))) if given)
+    return f"fail {kinds} " + ", ".join(rules)
+
+
+def gate_line(gate: dict[str, Any]) -> str:
+    """The --fail-above / --fail-if gate as one Markdown line."""
+    what = gate_rules(gate)
     if gate["crossed"]:
         return f"**Gate FAILED** ({what}): " + "; ".join(gate["crossed"])
     return f"**Gate passed** ({what})"
