@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .corpus.marginals import DEFAULT_MIN_COUNT, cache_entry, cache_holds, compute_counts, write_cache
+from .cache import cache_entry, cache_holds, write_cache
+from .corpus.marginals import DEFAULT_MIN_COUNT, compute_counts
 from .corpus.sources import default_tokenizer, resolve_source
 from .encodings import EncodingContext, get_encoding, is_encoding_spec
 from .errors import FormatError, InputError

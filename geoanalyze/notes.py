@@ -16,6 +16,11 @@ def note(message: str) -> None:
         _pending.append(message)
 
 
+def pending() -> tuple[str, ...]:
+    """The notes recorded so far, without forgetting them."""
+    return tuple(_pending)
+
+
 def take() -> list[str]:
     """Return the recorded notes and forget them."""
     notes = list(_pending)

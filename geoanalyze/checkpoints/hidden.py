@@ -291,10 +291,10 @@ def load_model(checkpoint: Checkpoint, device: str, dtype: Any, shard: bool, tru
 
     from transformers import AutoModel
 
-    from ..corpus.tokenize import _import_transformers
     from ..errors import FormatError, first_line
+    from ..hub import import_transformers
 
-    _import_transformers()
+    import_transformers()
     kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code, "dtype": dtype}
     if any(checkpoint.path.glob("*.safetensors")):
         kwargs["use_safetensors"] = True  # never unpickle a .bin lying beside the safetensors

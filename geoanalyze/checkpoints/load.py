@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..corpus.tokenize import PACKAGED_MINILM_NAMES, hub_offline, packaged_minilm_path
 from ..errors import DataNotFoundError, FormatError, IncompatibleError, InputError, first_line
+from ..hub import PACKAGED_MINILM_NAMES, hub_offline, packaged_minilm_path
 from ..notes import note
 from .adapters import find_tensor, query_key_maps
 from .mechanism import Mechanism
@@ -207,9 +207,9 @@ def _check_numbers(file: Path, config: dict[str, Any], where: str = "") -> None:
 
 def auto_config(path: Path, trust_remote_code: bool = False) -> Any:
     """transformers' own reading of the config (old spellings such as rotary_pct resolved as it resolves them)."""
-    from ..corpus.tokenize import _import_transformers
+    from ..hub import import_transformers
 
-    _import_transformers()
+    import_transformers()
     from transformers import AutoConfig
 
     try:
@@ -432,7 +432,7 @@ def mechanism_of(checkpoint: Checkpoint, trust_remote_code: bool = False) -> Mec
     """The position mechanism, detected on a skeleton of the model once and cached by fingerprint."""
     from importlib.metadata import version
 
-    from ..corpus.marginals import cache_entry
+    from ..cache import cache_entry
 
     # Detection reads what transformers builds: another transformers version may build it otherwise.
     key = {"checkpoint": checkpoint.fingerprint(), "transformers": version("transformers"), "version": 1}
@@ -448,7 +448,7 @@ def mechanism_of(checkpoint: Checkpoint, trust_remote_code: bool = False) -> Mec
     config = auto_config(checkpoint.path, trust_remote_code)
     skeleton, prefix = build_skeleton(config, trust_remote_code)
     mechanism = detect(skeleton, config, prefix)
-    from ..corpus.marginals import write_cache
+    from ..cache import write_cache
     from ..io import write_text
 
     # A cache never fails a job: an unwritable one is a note.

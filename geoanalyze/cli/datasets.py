@@ -90,7 +90,7 @@ def synthesize(
     With --words, also <name>.vocab.txt: the word of each marginals column, one a line.
     """
     from ..corpus.synthetic import synthetic_corpus, tokenizer_words
-    from ..corpus.tokenize import packaged_minilm_path
+    from ..hub import packaged_minilm_path
     from ..io import write_text
 
     if kind not in KINDS:

@@ -276,7 +276,7 @@ def _stress_inputs(
 
 
 def _progress_bars() -> Any:
-    from ..report.progress import ProgressBars
+    from ..progress import ProgressBars
 
     return ProgressBars()
 

@@ -223,7 +223,7 @@ def verify(
                 f"--force would delete {target}, which holds no verify results "
                 f"({', '.join(sorted(p.name for p in target.iterdir())[:3])}); choose another --output-dir"
             )
-    from ..report.progress import duration
+    from ..progress import duration
     from ..report.render import provenance
 
     run = provenance(seed)

@@ -739,7 +739,7 @@ def iter_hub_texts(source: CorpusSource, data_files: tuple[str, ...] = (), batch
     batches from its memory-mapped Arrow files. ``data_files`` (with a builder name such as
     ``json`` as the location) streams local files through the same code.
     """
-    from .tokenize import hub_offline
+    from ..hub import hub_offline
 
     streaming = bool(data_files) or not hub_offline()
     dataset = _load_hub(source, streaming=streaming, data_files=data_files)
@@ -764,7 +764,7 @@ def iter_hub_texts(source: CorpusSource, data_files: tuple[str, ...] = (), batch
 
 
 def _load_hub(source: CorpusSource, streaming: bool = False, data_files: tuple[str, ...] = ()) -> Any:
-    from .tokenize import hub_offline
+    from ..hub import hub_offline
 
     tried = list(source.tried)
     try:

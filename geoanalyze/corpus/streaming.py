@@ -40,12 +40,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..cache import cache_dir
 from ..errors import FormatError, GeoanalyzeError, IncompatibleError, InputError, first_line
 from ..io import write_text
 from .marginals import (
     PositionalCounts,
     SparseCounter,
-    cache_dir,
     check_mergeable,
     csr_keys,
     keys_to_csr,
@@ -522,10 +522,10 @@ class CountProgress:
     """
 
     def __init__(self, description: str, n_shards: int, enabled: bool = True, every: float | None = None):
-        from ..report.progress import _interval
+        from ..progress import progress_interval
 
         self.description, self.n_shards = description, n_shards
-        self.every = _interval() if every is None else every
+        self.every = progress_interval() if every is None else every
         self.tty = enabled and sys.stderr.isatty()
         self.plain = enabled and not self.tty
         self.tokens = 0
@@ -537,7 +537,7 @@ class CountProgress:
         if self.tty:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            from ..report.progress import stderr_console
+            from ..progress import stderr_console
 
             self._bar = Progress(
                 TextColumn("[bold]{task.description}"),
@@ -564,7 +564,7 @@ class CountProgress:
         now = time.perf_counter()
         if not self.plain or (now - self._last_line < self.every and not (final and self._printed)):
             return  # a job shorter than the interval prints nothing; one that printed ends with a line
-        from ..report.progress import duration
+        from ..progress import duration
 
         self._last_line = now
         self._printed = True
@@ -658,7 +658,7 @@ class WorkFolder:
         if not self.best_effort:
             write()
             return
-        from .marginals import write_cache
+        from ..cache import write_cache
 
         write_cache(write)
 
@@ -843,7 +843,7 @@ def count_stream(
             raise
         # The cache cannot hold the job's partial counts: count in a temporary folder instead
         # (a killed job then starts over), as a cache never fails a job.
-        from .marginals import note_cache_failure
+        from ..cache import note_cache_failure
 
         note_cache_failure(exc)
         work_dir, keep_work = Path(tempfile.mkdtemp(prefix="geoanalyze-count-")), False

@@ -24,7 +24,7 @@ import torch
 
 from ..errors import InputError
 from ..models.residual import GATES
-from ..report.progress import ProgressBars
+from ..progress import ProgressBars
 from .record import (
     Check,
     ExperimentOptions,
@@ -1232,7 +1232,8 @@ def _figures(
     negation: dict[str, dict[int, list[dict[str, Any]]]],
     sizes: list[int],
 ) -> dict[str, str]:
-    from ..report.figures import _pyplot, _save
+    from ..plotting import pyplot as _pyplot
+    from ..plotting import save as _save
 
     plt = _pyplot()
     figures: dict[str, str] = {}

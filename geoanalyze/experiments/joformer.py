@@ -298,7 +298,8 @@ def length_checks(
 
 
 def _ratio_figure(ratios: dict[str, list[float]], L: int, path: Path) -> None:
-    from ..report.figures import _pyplot, _save
+    from ..plotting import pyplot as _pyplot
+    from ..plotting import save as _save
 
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(5.5, 3.8), layout="constrained")
@@ -582,7 +583,8 @@ def _vision_settings(preset: str, overrides: Sequence[str]) -> dict[str, Any]:
 
 
 def _accuracy_figure(mean: dict[str, float], std: dict[str, float], path: Path, title: str) -> None:
-    from ..report.figures import _pyplot, _save
+    from ..plotting import pyplot as _pyplot
+    from ..plotting import save as _save
 
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(6, 3.6), layout="constrained")

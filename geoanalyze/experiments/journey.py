@@ -247,7 +247,8 @@ def _datum_gap(left: Any, right: Any) -> float:
 
 
 def _figure(sizes: list[tuple[int, int]], values: list[float], path: Any) -> None:
-    from ..report.figures import _pyplot, _save
+    from ..plotting import pyplot as _pyplot
+    from ..plotting import save as _save
 
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(5, 3.5), layout="constrained")

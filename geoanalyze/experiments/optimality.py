@@ -617,7 +617,8 @@ def mds_parameters(options: ExperimentOptions) -> ExperimentResult:
 
 
 def _family_figure(path: Any, family: list[dict[str, Any]], named: dict[str, Any], encoding: str) -> None:
-    from ..report.figures import _pyplot, _save
+    from ..plotting import pyplot as _pyplot
+    from ..plotting import save as _save
 
     plt = _pyplot()
     figure, axes = plt.subplots(1, 3, figsize=(16, 4.4), layout="constrained")
@@ -650,7 +651,8 @@ def _family_figure(path: Any, family: list[dict[str, Any]], named: dict[str, Any
 
 
 def _alibi_figure(path: Any, shift: list[dict[str, Any]], others: dict[str, Any]) -> None:
-    from ..report.figures import _pyplot, _save
+    from ..plotting import pyplot as _pyplot
+    from ..plotting import save as _save
 
     plt = _pyplot()
     figure, axes = plt.subplots(1, 2, figsize=(12, 4.4), layout="constrained")

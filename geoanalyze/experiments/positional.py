@@ -764,7 +764,8 @@ def _curves_figure(
     chance: tuple[float, float] | None = None,
     title: str = "",
 ) -> None:
-    from ..report.figures import _pyplot, _save
+    from ..plotting import pyplot as _pyplot
+    from ..plotting import save as _save
 
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(7, 4.2), layout="constrained")
@@ -781,7 +782,8 @@ def _curves_figure(
 
 
 def _separation_figure(path: Path, runs: dict[str, list[dict[str, Any]]]) -> None:
-    from ..report.figures import _pyplot, _save
+    from ..plotting import pyplot as _pyplot
+    from ..plotting import save as _save
 
     plt = _pyplot()
     figure, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")

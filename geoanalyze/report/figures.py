@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..io import atomic_path
-from . import style
+from .. import plotting as style
+from ..plotting import pyplot as _pyplot
+from ..plotting import save as _save
 
 if TYPE_CHECKING:
     from ..geometry.distances import PositionGeometry
@@ -98,22 +99,6 @@ def _by_lag(matrix: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.n
     finite = np.isfinite(values)
     lags = np.unique(lag[finite])
     return lags, np.array([values[finite & (lag == k)].mean() for k in lags])
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    style.apply(plt)
-    return plt
-
-
-def _save(figure: Any, path: str | os.PathLike[str]) -> None:
-    with atomic_path(path) as tmp:
-        figure.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
-    _pyplot().close(figure)
 
 
 def distance_heatmap(

@@ -185,7 +185,7 @@ def command_line(argv: Sequence[str] | None = None) -> str:
 
 def provenance(seed: int | None = None) -> dict[str, Any]:
     """What a report needs to be reproduced: version, command line and seed."""
-    from .. import __version__
+    from ..version import __version__
 
     return {"version": __version__, "command": command_line(), "seed": seed}
 

@@ -549,8 +549,8 @@ def gate_line(gate: dict[str, Any]) -> str:
 def write_figures(result: dict[str, Any], directory: str | os.PathLike[str], prefix: str = "") -> dict[str, str]:
     """Heatmap, MDS map, Shepard diagram and per-layer stress as PNGs; returns {title: path}."""
     from ..geometry.mds import classical_mds, stress_curve
+    from ..plotting import caption
     from .figures import distance_heatmap, known_distances, layer_figure, mds_figure, null_figure, shepard_diagram
-    from .style import caption
 
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)

@@ -50,7 +50,7 @@ from ..io import FORMAT_VERSION, METADATA_KEY, atomic_path, to_jsonable, write_t
 from ..models import ModelConfig, Transformer
 from ..models.config import TABLE_KINDS
 from ..models.positional import PositionalEncoding
-from ..report.progress import ProgressBars, progress_interval
+from ..progress import ProgressBars, progress_interval
 from .config import TrainConfig
 from .determinism import deterministic
 from .tasks import IGNORE, Batch, Task, build_task

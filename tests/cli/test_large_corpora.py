@@ -286,8 +286,8 @@ def _run_hub_command(args: list[str], tmp_path: Path, reviews: list[str], monkey
     import datasets
     from typer.testing import CliRunner
 
+    from geoanalyze import hub
     from geoanalyze.cli.app import app
-    from geoanalyze.corpus import tokenize
 
     local = tmp_path / "hub-copy.jsonl"
     local.write_text("".join(json.dumps({"text": t, "id": i}) + "\n" for i, t in enumerate(reviews)), encoding="utf-8")
@@ -300,7 +300,7 @@ def _run_hub_command(args: list[str], tmp_path: Path, reviews: list[str], monkey
         return real("json", data_files=[str(local)], split=kwargs["split"], streaming=True)
 
     monkeypatch.setattr(datasets, "load_dataset", from_the_hub)
-    monkeypatch.setattr(tokenize, "hub_offline", lambda: False)
+    monkeypatch.setattr(hub, "hub_offline", lambda: False)
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output

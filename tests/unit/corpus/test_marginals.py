@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from safetensors.numpy import save_file
 
-from geoanalyze.corpus.marginals import CACHE_ENV, PositionalCounts, compute_counts, count_positions
+from geoanalyze.cache import CACHE_ENV
+from geoanalyze.corpus.marginals import PositionalCounts, compute_counts, count_positions
 from geoanalyze.corpus.sources import resolve_source
 from geoanalyze.corpus.tokenize import CharTokenizer, HFTokenizer, WhitespaceTokenizer
 from geoanalyze.errors import FormatError, IncompatibleError

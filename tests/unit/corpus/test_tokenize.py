@@ -16,9 +16,9 @@ from geoanalyze.corpus.tokenize import (
     HFTokenizer,
     WhitespaceTokenizer,
     get_tokenizer,
-    hub_offline,
 )
 from geoanalyze.errors import DataNotFoundError, InputError
+from geoanalyze.hub import hub_offline
 
 CLS, SEP = 101, 102
 

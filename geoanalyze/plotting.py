@@ -1,4 +1,7 @@
-"""One look for every figure: colours fixed per encoding, sizes, captions.
+"""Every figure's pyplot, look and atomic save: colours fixed per encoding, sizes, captions.
+
+The bottom layer for figures: the report and the experiments draw with :func:`pyplot` and write
+with :func:`save`, so every PNG has one look and is never left half-written.
 
 An encoding keeps its colour in every figure (the Shepard diagram, layer plots, experiment
 figures), so a reader can follow `sinusoidal` from one PNG to the next.
@@ -6,7 +9,10 @@ figures), so a reader can follow `sinusoidal` from one PNG to the next.
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+from .io import atomic_path
 
 #: colour of each encoding family (the part of a spec before ':'); others cycle through SPARE
 FAMILY_COLOURS = {
@@ -51,3 +57,21 @@ def apply(plt: Any) -> None:
 def caption(target: str | None = None, corpus: str | None = None) -> str:
     """'<target> on <corpus>', the line every analysis figure names itself with."""
     return " on ".join(part for part in (target, corpus) if part)
+
+
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend, with the shared look applied."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    apply(plt)
+    return plt
+
+
+def save(figure: Any, path: str | os.PathLike[str]) -> None:
+    """Write a figure as PNG atomically (a crash leaves no half-written file) and close it."""
+    with atomic_path(path) as tmp:
+        figure.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+    pyplot().close(figure)
