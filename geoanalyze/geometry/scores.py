@@ -163,11 +163,13 @@ def _stress(e: np.ndarray, d: np.ndarray, *scale: float) -> float:
 def scaled_stress(positions: Any, distances: Any) -> float:
     """Stress after the best global scale: 1 - (sum E D)^2 / (sum E^2 sum D^2)."""
     p, d = check_inputs(positions, distances)
-    return _scaled_stress(unit_distances(p)[0], d)
+    return condensed_scaled_stress(unit_distances(p)[0], d)
 
 
-def _scaled_stress(e: np.ndarray, d: np.ndarray) -> float:
-    """Scale-free in E and in D, so both are brought to unit scale before any product (NaN, never a
+def condensed_scaled_stress(e: np.ndarray, d: np.ndarray) -> float:
+    """Scaled stress of two condensed distance vectors (E of the encoding, D of the corpus).
+
+    Scale-free in E and in D, so both are brought to unit scale before any product (NaN, never a
     clamped value, if an input is not finite)."""
     if not (np.all(np.isfinite(e)) and np.all(np.isfinite(d))):
         return math.nan
@@ -451,7 +453,7 @@ def all_scores(
     smallest = float(e.min())
     result = {
         "stress": _stress(e, d, unit, scale),
-        "scaled_stress": _scaled_stress(e, d),
+        "scaled_stress": condensed_scaled_stress(e, d),
         "monotonicity_violation": _violation(e, d),
         "lag_violation": _lag_violation(e, t),
         "separation": _product((smallest, unit, scale)),

@@ -97,7 +97,7 @@ class Transformer(nn.Module):
             )
             self.mlm_bias = nn.Parameter(torch.zeros(config.vocab_size))
         self.classifier = nn.Linear(config.d_model, config.n_classes) if config.n_classes else None
-        self.apply(_init_weights)
+        self.apply(init_weights)
         # GPT-2's scaling: each residual branch's output projection shrinks with depth.
         for name, parameter in self.named_parameters():
             if name.endswith(("attn.proj.weight", "mlp.proj.weight")):
@@ -232,7 +232,7 @@ class Transformer(nn.Module):
         return model.to(device).eval()
 
 
-def _init_weights(module: nn.Module) -> None:
+def init_weights(module: nn.Module) -> None:
     """nanoGPT's initialisation: N(0, 0.02) weights, zero biases; LayerNorms keep (1, 0)."""
     if isinstance(module, nn.Linear):
         nn.init.normal_(module.weight, mean=0.0, std=0.02)

@@ -25,7 +25,7 @@ from ..errors import InputError
 from .attention import SelfAttention
 from .config import ModelConfig
 from .joformer import JoFormerAttention
-from .transformer import MLP, _init_weights
+from .transformer import MLP, init_weights
 
 ROTATIONS = ("none", "rope2d", "rope2d-learned", "joformer-fixed", "joformer-learned", "dense")
 #: rotation -> (JoFormer variant, values transported)
@@ -121,7 +121,7 @@ class ViT(nn.Module):
         self.blocks = nn.ModuleList(ViTBlock(config) for _ in range(config.n_layers))
         self.ln_f = nn.LayerNorm(config.d_model)
         self.head = nn.Linear(config.d_model, config.n_classes)
-        self.apply(_init_weights)
+        self.apply(init_weights)
 
     def patches(self, images: torch.Tensor) -> torch.Tensor:
         """(B, C, H, W) -> (B, T, C p^2), patches row by row."""
