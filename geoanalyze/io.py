@@ -51,7 +51,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; outputs get the usual mode
+        os.chmod(tmp, 0o666 & ~UMASK)  # mkstemp makes 0600; outputs get the usual mode
         try:
             os.replace(tmp, target)
         except OSError as exc:
@@ -67,8 +67,9 @@ def _read_umask() -> int:
     return mask
 
 
-# Read once at import: os.umask can only be read by setting it, which is not thread-safe.
-_UMASK = _read_umask()
+#: The process's umask, read once at import: os.umask can only be read by setting it, which is not
+#: thread-safe. Files made with restrictive modes (mkstemp, mkdtemp) are chmod-ed to ``mode & ~UMASK``.
+UMASK = _read_umask()
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:

@@ -89,13 +89,13 @@ def write_into_checkpoint(
     tensors[keys[0]] = updated.contiguous()
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    from ..io import _UMASK
+    from ..io import UMASK
 
-    os.chmod(staging, 0o777 & ~_UMASK)  # mkdtemp makes 0700; the copy gets the mode mkdir would give
+    os.chmod(staging, 0o777 & ~UMASK)  # mkdtemp makes 0700; the copy gets the mode mkdir would give
     try:
         shutil.copytree(source, staging, dirs_exist_ok=True)
         save_file(tensors, str(staging / "model.safetensors"), metadata={"format": "pt"})
-        os.chmod(staging / "model.safetensors", 0o666 & ~_UMASK)  # save_file makes 0600
+        os.chmod(staging / "model.safetensors", 0o666 & ~UMASK)  # save_file makes 0600
         os.replace(staging, target)
     finally:
         if staging.exists():
