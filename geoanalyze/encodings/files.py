@@ -7,6 +7,8 @@ one row and one column, every entry of the rows used finite. An ``.npy`` header 
 file's size before any data is (a header that declares more than the file holds is refused
 without allocating), and object arrays are never unpickled (``allow_pickle=False``). An MDS
 PE file's ``positions`` must be distinct non-negative integers, one per row.
+
+``file:<path>`` is the spec family of these tables (``mds:<file>`` reads them too, mds.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError, IncompatibleError, InputError, first_line
+from .registry import Encoding, EncodingContext, encoding, require_path
 
 #: dtype kinds a position table may have: signed and unsigned integers, real floats
 _NUMERIC = "iuf"
@@ -30,6 +33,22 @@ _KIND_NAMES = {
     "M": "dates",
     "m": "time spans",
 }
+
+
+@encoding("file", "rows of an .npy or .safetensors array: file:<path>", takes_path=True, order=70)
+def file_encoding(spec: str, path: str) -> Encoding:
+    """``file:<path>``: the rows of a stored table at the positions asked for."""
+    require_path("file", path)
+    return table_encoding(spec, path)
+
+
+def table_encoding(spec: str, path: str) -> Encoding:
+    """The encoding ``spec`` whose vectors are rows of the table in ``path`` (:func:`load_table`)."""
+
+    def from_file(positions: np.ndarray, context: EncodingContext) -> np.ndarray:
+        return load_table(path, positions, counts=context.counts)
+
+    return Encoding(spec, from_file)
 
 
 def load_table(path: str, positions: np.ndarray, counts: dict[str, Any] | None = None) -> np.ndarray:

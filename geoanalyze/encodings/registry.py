@@ -4,19 +4,34 @@ A spec is ``NAME`` or ``NAME:ARGS``. For sinusoidal, rope, alibi and random, ARG
 ``key=value`` pairs; for ``learned``, ``mds`` and ``file`` ARGS is a checkpoint or a path.
 Unknown names and keys fail with the list of choices. A callable ``f(positions) -> (n, k)``
 is accepted wherever a spec is.
+
+Each family of encodings is one :class:`EncodingFamily` in :data:`REGISTRY`, registered where
+its builder is defined with the :func:`encoding` decorator, which carries its parameters (name,
+type, default: they parse the spec), its width rule (the parameter that sets the table's width,
+read by :func:`spec_width`) and its place in listings::
+
+    @encoding("rope", "RoPE's unit-circle vectors", params=(Parameter("d", int, ...), ...), width="d")
+    def rope(positions, d, base): ...          # (n, d)
+
+The built-in families live in this package (standard.py, mds.py, files.py). Families that need
+a higher layer (``learned:`` loads a checkpoint, ``model:`` a trained model) register from that
+layer, in a module named by the entry point group ``geoanalyze.encodings`` (pyproject.toml):
+the registry loads them on its first use and never imports them itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-from ..errors import IncompatibleError, InputError
-from . import standard
+from ..errors import InputError
+
+#: the entry point group whose modules register encoding families from above this layer
+PLUGIN_GROUP = "geoanalyze.encodings"
 
 
 @dataclass
@@ -36,16 +51,6 @@ class EncodingContext:
 
 
 Builder = Callable[[np.ndarray, EncodingContext], np.ndarray]
-
-
-@dataclass(frozen=True)
-class EncodingInfo:
-    """One registry entry."""
-
-    name: str
-    summary: str
-    parameters: dict[str, str] = field(default_factory=dict)
-    takes_path: bool = False
 
 
 @dataclass
@@ -89,39 +94,209 @@ class Encoding:
         return table
 
 
-REGISTRY: dict[str, EncodingInfo] = {
-    info.name: info
-    for info in (
-        EncodingInfo(
-            "sinusoidal", "sin/cos table of Vaswani et al.", {"d": "width (default: model width)", "base": "10000"}
-        ),
-        EncodingInfo("rope", "RoPE's unit-circle vectors (cos, sin)(i theta_k)", {"d": "width", "base": "10000"}),
-        EncodingInfo(
-            "alibi", "ALiBi's implied vectors m_h i (all heads, or one head)", {"heads": "12", "head": "all (1..H)"}
-        ),
-        EncodingInfo("random", "i.i.d. Gaussian vectors (a null)", {"d": "width", "seed": "0"}),
-        EncodingInfo(
-            "mds",
-            "classical MDS of the target distances (mds, mds:rank=R), or rows of a PE file: mds:<file>",
-            takes_path=True,
-        ),
-        EncodingInfo("learned", "a checkpoint's absolute position table: learned:<checkpoint>", takes_path=True),
-        EncodingInfo("file", "rows of an .npy or .safetensors array: file:<path>", takes_path=True),
-        EncodingInfo(
-            "model",
-            "the positions of a model trained by `geoanalyze train`: model:<run folder or its checkpoint/>",
-            takes_path=True,
-        ),
-    )
-}
+@dataclass(frozen=True)
+class Parameter:
+    """One ``key=value`` parameter of a spec: its name, its type, its default and its listing text.
+
+    Every value is read as a finite number (:func:`parse_parameters`); an ``int`` parameter must be
+    integral (``d=64.5`` is refused when the vectors are built).
+    """
+
+    name: str
+    type: type[int] | type[float] = float
+    #: the value when the spec leaves the key out; None: absent (the builder's own meaning, e.g. all heads)
+    default: int | float | None = None
+    #: what ``encodings list`` shows for it (its default, or what the default means)
+    shown: str = ""
+    #: the default is the context's width instead (the checkpoint's hidden size, else 768)
+    default_width: bool = False
+
+    def value(self, given: Mapping[str, float], width: int | None = None) -> int | float | None:
+        """The spec's value (an int for an int parameter), else the default (``width`` for a width default)."""
+        raw = given.get(self.name)
+        if raw is None:
+            # Only an absent key takes the default: an explicit 0 must reach the encoding's own check.
+            return width if self.default_width else self.default
+        if self.type is int:
+            if not float(raw).is_integer():
+                raise InputError(f"{self.name} must be an integer, got {raw}")
+            return int(raw)
+        return raw
+
+
+#: a family's spec resolver: (the whole spec, its ARGS) -> the encoding
+Resolver = Callable[[str, str], Encoding]
+
+
+@dataclass(frozen=True)
+class EncodingFamily:
+    """One registry entry: a name, what it is, how a spec of it becomes an :class:`Encoding`."""
+
+    name: str
+    summary: str
+    resolve: Resolver
+    parameters: tuple[Parameter, ...] = ()
+    #: ARGS is a path or a checkpoint, read by the family itself, not ``key=value`` pairs
+    takes_path: bool = False
+    #: the parameter that sets the table's width (``d``), or None when a spec names no width
+    width: str | None = None
+    #: where the family stands in listings and in the choices of an error (lowest first)
+    order: int = 100
+
+    def named_width(self, args: str) -> int | None:
+        """The width ARGS give (``d=64`` -> 64), or None; a bad value is get_encoding's to report."""
+        if self.width is None:
+            return None
+        for part in args.split(","):
+            key, _, value = part.partition("=")
+            if key.strip() == self.width:
+                try:
+                    return int(float(value))
+                except (ValueError, OverflowError):
+                    return None
+        return None
+
+    def record(self) -> dict[str, Any]:
+        """The entry as a plain record (``geoanalyze encodings list -f json``)."""
+        return {
+            "name": self.name,
+            "summary": self.summary,
+            "parameters": {parameter.name: parameter.shown for parameter in self.parameters},
+            "takes_path": self.takes_path,
+        }
+
+
+class Registry(Mapping[str, EncodingFamily]):
+    """The encoding families by name, in listing order; complete on first use.
+
+    The built-in families register as the package is imported; the first lookup imports every
+    module of the entry point group :data:`PLUGIN_GROUP` (each registers its families with
+    :func:`encoding` as it is imported).
+    """
+
+    def __init__(self) -> None:
+        self.families: dict[str, EncodingFamily] = {}
+        self.loaded = False
+
+    def add(self, family: EncodingFamily) -> None:
+        """Register ``family``; a name registered twice is a programming error."""
+        if family.name in self.families:
+            raise ValueError(f"encoding {family.name!r} is registered twice")
+        self.families[family.name] = family
+
+    def load(self) -> None:
+        """Import the modules of the entry point group (once): each registers its families."""
+        if self.loaded:
+            return
+        self.loaded = True
+        from importlib.metadata import entry_points
+
+        for entry in entry_points(group=PLUGIN_GROUP):
+            entry.load()
+
+    def __getitem__(self, name: str) -> EncodingFamily:
+        self.load()
+        return self.families[name]
+
+    def __iter__(self) -> Iterator[str]:
+        self.load()
+        ranked = sorted(enumerate(self.families.values()), key=lambda item: (item[1].order, item[0]))
+        return iter([family.name for _, family in ranked])
+
+    def __len__(self) -> int:
+        self.load()
+        return len(self.families)
+
+
+REGISTRY = Registry()
+
+Function = TypeVar("Function", bound=Callable[..., Any])
+
+
+def encoding(
+    name: str,
+    summary: str,
+    *,
+    params: tuple[Parameter, ...] = (),
+    width: str | None = None,
+    takes_path: bool = False,
+    order: int = 100,
+) -> Callable[[Function], Function]:
+    """Register the decorated function as the encoding family ``name`` (returned unchanged).
+
+    For a ``key=value`` family the function is the table, ``f(positions, **values) -> (n, k)``,
+    called with every parameter of ``params`` (the spec's value, else its default). With
+    ``takes_path`` the function reads ARGS itself, ``f(spec, args) -> Encoding``. ``width``
+    names the parameter that sets the table's width (:func:`spec_width`).
+    """
+
+    def register(function: Function) -> Function:
+        resolve = function if takes_path else parameter_resolver(name, params, function)
+        REGISTRY.add(EncodingFamily(name, summary, resolve, params, takes_path, width, order))
+        return function
+
+    return register
+
+
+def parameter_resolver(name: str, params: tuple[Parameter, ...], table: Callable[..., np.ndarray]) -> Resolver:
+    """The resolver of a ``key=value`` family: the keys are parsed and checked now, typed when built."""
+
+    def resolve(spec: str, args: str) -> Encoding:
+        given = parse_parameters(args, spec)
+        reject_unknown(given, params, name)
+
+        def build(positions: np.ndarray, context: EncodingContext) -> np.ndarray:
+            values = {parameter.name: parameter.value(given, context.width) for parameter in params}
+            return table(positions, **values)
+
+        return Encoding(spec, build)
+
+    return resolve
+
+
+def parse_parameters(args: str, spec: str) -> dict[str, float]:
+    """``"d=64, base=500000"`` -> {"d": 64.0, "base": 500000.0}: finite numbers, each key once."""
+    given: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in args.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise InputError(f"bad parameter {part!r} in {spec!r}; write key=value")
+        key = key.strip()
+        if key in given:
+            raise InputError(f"parameter {key} is given twice in {spec!r}; keep one")
+        try:
+            given[key] = float(value)
+        except ValueError as exc:
+            raise InputError(f"parameter {key}={value!r} in {spec!r} is not a number") from exc
+        if not np.isfinite(given[key]):
+            raise InputError(f"parameter {key}={value.strip()} in {spec!r} must be a finite number")
+    return given
+
+
+def reject_unknown(given: Mapping[str, float], params: tuple[Parameter, ...], name: str) -> None:
+    """InputError naming the first key ``name`` does not take, and the keys it does."""
+    allowed = {parameter.name for parameter in params}
+    unknown = set(given) - allowed
+    if unknown:
+        raise InputError(f"unknown parameter {sorted(unknown)[0]!r} for {name}; it takes {', '.join(sorted(allowed))}")
+
+
+def require_path(name: str, args: str) -> None:
+    """InputError for a path family given no path (``file``, ``learned:``)."""
+    if not args:
+        raise InputError(f"{name} needs a path: write {name}:<path>")
 
 
 def list_encodings() -> list[dict[str, Any]]:
     """The registry as plain records (for ``geoanalyze encodings list``)."""
-    return [
-        {"name": i.name, "summary": i.summary, "parameters": i.parameters, "takes_path": i.takes_path}
-        for i in REGISTRY.values()
-    ]
+    return [family.record() for family in REGISTRY.values()]
+
+
+def spec_width(spec: str) -> int | None:
+    """The width a spec names (``rope:d=64`` -> 64), or None (its family names no width, or the spec none)."""
+    name, _, args = spec.partition(":")
+    family = REGISTRY.get(name)
+    return None if family is None else family.named_width(args)
 
 
 def is_encoding_spec(text: str) -> bool:
@@ -185,163 +360,12 @@ def get_encoding(spec: str | Callable[..., Any]) -> Encoding:
         function = spec
         return Encoding(getattr(function, "__name__", "callable"), lambda positions, _: function(positions))
     name, _, args = spec.partition(":")
-    info = REGISTRY.get(name)
-    if info is None:
+    family = REGISTRY.get(name)
+    if family is None:
         hint = suggest_spec(spec)
         guess = f"did you mean {hint}? " if hint else ""
         raise InputError(
             f"unknown encoding {name!r}; {guess}choose one of {', '.join(REGISTRY)} (or pass a checkpoint)"
         )
     compare_spec_note(spec)
-    if info.takes_path:
-        return _path_encoding(spec, name, args)
-    params = _parse_params(args, spec)
-    allowed = set(info.parameters)
-    unknown = set(params) - allowed
-    if unknown:
-        raise InputError(f"unknown parameter {sorted(unknown)[0]!r} for {name}; it takes {', '.join(sorted(allowed))}")
-    return Encoding(spec, _standard_builder(name, params, spec))
-
-
-def _check_counted_with_own_tokens(spec: str, checkpoint: Any, counts: dict[str, Any] | None) -> None:
-    """Row i of a checkpoint's table is the model's position i, counted in its own tokens with its
-    special tokens: counts of another tokenizer would misalign every row (the same check as for a
-    checkpoint target and for mds:<file>)."""
-
-    if not counts:
-        return
-    fix = f"count the corpus with the checkpoint's tokenizer (--tokenizer {checkpoint.tokenizer_spec()})"
-    ours = counts.get("tokenizer") or {}
-    if ours.get("kind") != "hf":
-        raise IncompatibleError(
-            f"{spec}: its positions are {checkpoint.name}'s tokens, but the counts were made with the "
-            f"{ours.get('name', 'unknown')} tokenizer, so its rows would not line up; {fix}"
-        )
-    if counts.get("add_special_tokens") is False:
-        raise IncompatibleError(
-            f"{spec}: the counts were made without special tokens, so position 0 is not the model's; {fix}"
-        )
-
-    from ..corpus.tokenize import HFTokenizer
-
-    theirs = HFTokenizer(checkpoint.tokenizer_spec()).identity()
-    if ours.get("vocab_sha256") != theirs.get("vocab_sha256"):
-        raise IncompatibleError(
-            f"{spec}: its positions are {checkpoint.name}'s tokens, but the counts were made with "
-            f"{ours.get('name')}, another vocabulary, so its rows would not line up; {fix}"
-        )
-
-
-def _parse_params(args: str, spec: str) -> dict[str, float]:
-    params: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in args.split(","))):
-        key, sep, value = part.partition("=")
-        if not sep:
-            raise InputError(f"bad parameter {part!r} in {spec!r}; write key=value")
-        key = key.strip()
-        if key in params:
-            raise InputError(f"parameter {key} is given twice in {spec!r}; keep one")
-        try:
-            params[key] = float(value)
-        except ValueError as exc:
-            raise InputError(f"parameter {key}={value!r} in {spec!r} is not a number") from exc
-        if not np.isfinite(params[key]):
-            raise InputError(f"parameter {key}={value.strip()} in {spec!r} must be a finite number")
-    return params
-
-
-def _as_int(params: dict[str, float], key: str, default: int | None) -> int | None:
-    value = params.get(key)
-    if value is None:
-        return default
-    if not float(value).is_integer():
-        raise InputError(f"{key} must be an integer, got {value}")
-    return int(value)
-
-
-def _int_param(params: dict[str, float], key: str, default: int) -> int:
-    # Only an absent key takes the default: an explicit 0 must reach the encoding's own check.
-    value = _as_int(params, key, None)
-    return default if value is None else value
-
-
-def _standard_builder(name: str, params: dict[str, float], spec: str) -> Builder:
-    def build(positions: np.ndarray, context: EncodingContext) -> np.ndarray:
-        d = _int_param(params, "d", context.width)
-        if name == "sinusoidal":
-            return standard.sinusoidal(positions, d=d, base=params.get("base", 10000.0))
-        if name == "rope":
-            return standard.rope(positions, d=d, base=params.get("base", 10000.0))
-        if name == "alibi":
-            return standard.alibi(positions, heads=_int_param(params, "heads", 12), head=_as_int(params, "head", None))
-        return standard.random(positions, d=d, seed=_int_param(params, "seed", 0))
-
-    return build
-
-
-def _path_encoding(spec: str, name: str, arg: str) -> Encoding:
-    if name == "mds" and (not arg or arg.startswith("rank=")):
-        params = _parse_params(arg, spec)
-        if set(params) - {"rank"}:
-            raise InputError(f"unknown parameter {sorted(set(params) - {'rank'})[0]!r} for mds; it takes rank")
-        rank = _as_int(params, "rank", None)
-        if rank is not None and rank < 1:
-            raise InputError(f"mds:rank must be at least 1, got {rank}")
-        return Encoding(spec, lambda positions, context: _optimal_mds(positions, context, rank), needs_distances=True)
-    if not arg:
-        raise InputError(f"{name} needs a path: write {name}:<path>")
-    if name == "learned":
-        from ..checkpoints import load_checkpoint
-
-        def learned(positions: np.ndarray, context: EncodingContext) -> np.ndarray:
-            checkpoint = load_checkpoint(arg)
-            if not checkpoint.mechanism.has_table:
-                raise InputError(
-                    f"{arg} has no position table (its positions are {checkpoint.mechanism.describe_kind()}); "
-                    "pass it as the stress target instead"
-                )
-            _check_counted_with_own_tokens(spec, checkpoint, context.counts)
-            return checkpoint.position_vectors(positions)
-
-        return Encoding(spec, learned)
-    if name == "model":
-        return Encoding(spec, lambda positions, _: trained_model_vectors(arg, positions))
-    from .files import load_table
-
-    def from_file(positions: np.ndarray, context: EncodingContext) -> np.ndarray:
-        return load_table(arg, positions, counts=context.counts)
-
-    return Encoding(spec, from_file)
-
-
-def _optimal_mds(positions: np.ndarray, context: EncodingContext, rank: int | None = None) -> np.ndarray:
-    """Classical MDS of the target distances: all positive dimensions, or the top ``rank``."""
-    if context.distances is None:
-        raise InputError("mds without a file needs the target distances; write mds:<file.safetensors>")
-    from ..geometry.mds import classical_mds
-
-    return classical_mds(context.distances).coordinates(rank)
-
-
-def trained_model_vectors(folder: str, positions: np.ndarray) -> np.ndarray:
-    """Position vectors of a model written by ``geoanalyze train`` (its run folder or ``checkpoint/``)."""
-    from pathlib import Path
-
-    from ..models import Transformer
-
-    path = Path(folder).expanduser()
-    if (path / "checkpoint").is_dir():
-        path = path / "checkpoint"
-    if not (path / "config.json").is_file():
-        raise InputError(f"{folder} is not a run of `geoanalyze train`; pass its --output-dir or checkpoint/ folder")
-    from ..checkpoints.load import check_trained_config
-
-    check_trained_config(path)
-    try:
-        model = Transformer.load(path)
-    except InputError as exc:
-        if str(path) in str(exc):
-            raise
-        raise type(exc)(f"{path / 'config.json'}: {exc}") from None
-    positions = np.asarray(positions, dtype=np.int64)
-    return model.position_vectors(int(positions.max(initial=0)) + 1)[positions]
+    return family.resolve(spec, args)

@@ -7,6 +7,9 @@ rope        r_i = (\cos(i\theta_k), \sin(i\theta_k))_{k < d/2}, \theta_k = b^{-2
 alibi       p_i = m_h i for one head (slopes m_h = 2^{-8h/H}, h = 1..H), or the all-head vector
             (m_1 i, ..., m_H i)
 random      i.i.d. N(0, 1) entries, a null
+
+Each is registered as a spec family (registry.py): ``rope:d=64,base=500000`` calls
+``rope(positions, d=64, base=500000.0)``; a d left out is the context's width.
 """
 
 from __future__ import annotations
@@ -14,9 +17,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
+from .registry import Parameter, encoding
 
 #: no encoding is wider, nor has more ALiBi heads, than this (a typo guard before any allocation)
 MAX_WIDTH = 1 << 16
+
+#: the base of the frequencies theta_k = base^(-2k/d)
+BASE = Parameter("base", float, 10000.0, "10000")
 
 
 def _positions(positions: np.ndarray) -> np.ndarray:
@@ -37,11 +44,25 @@ def _unit_circles(positions: np.ndarray, d: int, base: float, name: str, sine_fi
     return table
 
 
+@encoding(
+    "sinusoidal",
+    "sin/cos table of Vaswani et al.",
+    params=(Parameter("d", int, shown="width (default: model width)", default_width=True), BASE),
+    width="d",
+    order=10,
+)
 def sinusoidal(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np.ndarray:
     """Vaswani et al.'s sinusoidal table, (sin, cos) per frequency, (n, d)."""
     return _unit_circles(positions, d, base, "sinusoidal", sine_first=True)
 
 
+@encoding(
+    "rope",
+    "RoPE's unit-circle vectors (cos, sin)(i theta_k)",
+    params=(Parameter("d", int, shown="width", default_width=True), BASE),
+    width="d",
+    order=20,
+)
 def rope(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np.ndarray:
     """The unit-circle vectors of RoPE, interleaved (cos, sin) per frequency, (n, d)."""
     return _unit_circles(positions, d, base, "rope", sine_first=False)
@@ -54,6 +75,12 @@ def alibi_slopes(heads: int) -> np.ndarray:
     return 2.0 ** (-8.0 * np.arange(1, heads + 1) / heads)
 
 
+@encoding(
+    "alibi",
+    "ALiBi's implied vectors m_h i (all heads, or one head)",
+    params=(Parameter("heads", int, 12, "12"), Parameter("head", int, shown="all (1..H)")),
+    order=30,
+)
 def alibi(positions: np.ndarray, heads: int = 12, head: int | None = None) -> np.ndarray:
     """ALiBi's implied position vectors: (n, H) for all heads, (n, 1) for ``head`` (1-based)."""
     slopes = alibi_slopes(heads)
@@ -65,6 +92,13 @@ def alibi(positions: np.ndarray, heads: int = 12, head: int | None = None) -> np
     return i * slopes[head - 1]
 
 
+@encoding(
+    "random",
+    "i.i.d. Gaussian vectors (a null)",
+    params=(Parameter("d", int, shown="width", default_width=True), Parameter("seed", int, 0, "0")),
+    width="d",
+    order=40,
+)
 def random(positions: np.ndarray, d: int = 768, seed: int = 0) -> np.ndarray:
     """I.i.d. standard Gaussian vectors, (n, d): the null encoding."""
     if not 1 <= d <= MAX_WIDTH:
