@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 
+USAGE_EXIT = 2  # what typer's usage errors carry, and every bad input's code
 INTERRUPTED_EXIT = 130
 STDOUT_CLOSED_EXIT = 141  # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe
 
@@ -40,30 +41,10 @@ _install_startup_handlers()
 from typing import Annotated  # noqa: E402
 
 import typer  # noqa: E402
-from typer._click import exceptions  # noqa: E402
 
 from .. import __version__  # noqa: E402
 from . import datasets, pipeline, stress, training  # noqa: E402
-from .options import harden_options  # noqa: E402
-
-
-def _flags_without_a_type() -> None:
-    """--help lists a flag with no value type: typer's rich help shows ``<bool>`` for it, which reads
-    as if the flag took a value (``--no-cache <bool>``)."""
-    from typer.core import TyperOption
-
-    shown = getattr(TyperOption, "display_type_rich", None)
-    if shown is None or getattr(shown, "_geoanalyze", False):
-        return
-
-    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
-        return None if self.is_flag else shown(self, ctx)
-
-    display_type_rich._geoanalyze = True  # type: ignore[attr-defined]
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign,assignment]
-
-
-_flags_without_a_type()
+from .options import Command, Group  # noqa: E402
 
 app = typer.Typer(
     name="geoanalyze",
@@ -71,17 +52,17 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
+    cls=Group,
 )
-app.command()(stress.stress)
-app.command()(stress.report)
-app.command()(pipeline.marginals)
-app.command()(pipeline.distances)
-app.command()(pipeline.mds)
-app.command()(training.train)
-app.command()(training.verify)
-app.add_typer(datasets.app, name="datasets")
-app.add_typer(stress.encodings_app, name="encodings")
-harden_options(app)
+app.command(cls=Command)(stress.stress)
+app.command(cls=Command)(stress.report)
+app.command(cls=Command)(pipeline.marginals)
+app.command(cls=Command)(pipeline.distances)
+app.command(cls=Command)(pipeline.mds)
+app.command(cls=Command)(training.train)
+app.command(cls=Command)(training.verify)
+app.add_typer(datasets.app, name="datasets", cls=Group)
+app.add_typer(stress.encodings_app, name="encodings", cls=Group)
 
 
 def _version(value: bool) -> None:
@@ -179,14 +160,15 @@ def _run() -> int:
     """Run the command; return its exit code, printing the one ``error:`` line of a failure."""
     try:
         code = app(standalone_mode=False)
-    except exceptions.NoArgsIsHelpError as exc:
-        exc.show()  # a bare command group prints its help, as in standalone mode
-        return int(exc.exit_code)
-    except exceptions.UsageError as exc:
-        where = exc.ctx.command_path if exc.ctx is not None else "geoanalyze"
+    except typer.TyperException as exc:
+        if exc.exit_code != USAGE_EXIT:
+            return _internal_error(exc)  # typer's own failures that are not usage errors (none today)
+        # a usage error (an unknown option, a bad value, ...): its context names the command
+        ctx = getattr(exc, "ctx", None)
+        where = ctx.command_path if ctx is not None else "geoanalyze"
         message = " ".join(exc.format_message().split())
         print(f"error: {message} (see `{where} --help`)", file=sys.stderr)
-        return 2
+        return USAGE_EXIT
     except (typer.Abort, KeyboardInterrupt):
         print("error: interrupted", file=sys.stderr)
         return INTERRUPTED_EXIT

@@ -19,7 +19,7 @@ from .common import Output, all_or_none, check_format, check_output_place, guard
 app = typer.Typer(help="Known datasets, and synthetic corpora with known geometry.", no_args_is_help=True)
 
 
-@app.command("list")
+@app.command("list", cls=opt.Command)
 @handles_errors
 def list_datasets(data_dir: opt.DataDir = None, format: opt.Format = "table") -> None:
     """List the named datasets, their hub ids and splits, and which splits the local data directory holds."""
@@ -66,24 +66,24 @@ def list_datasets(data_dir: opt.DataDir = None, format: opt.Format = "table") ->
     print_table(grid_table(f"datasets (data dir: {directory or 'not set'})", header, table), format)
 
 
-@app.command("synthesize")
+@app.command("synthesize", cls=opt.Command)
 @handles_errors
 def synthesize(
     kind: Annotated[str, typer.Argument(help=f"One of: {', '.join(KINDS)}.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Folder for <kind>.txt and <kind>.marginals.npy.")],
+    output: Annotated[Path, opt.path_option("--output", "-o", help="Folder for <kind>.txt and <kind>.marginals.npy.")],
     n_sequences: Annotated[int, typer.Option("--n", min=1, help="Number of texts.")] = 2000,
     length: Annotated[int, typer.Option("--length", min=1, help="Tokens per text (positions).")] = 64,
     vocab: Annotated[int, typer.Option("--vocab", min=2, help="Vocabulary size V.")] = 500,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    seed: Annotated[int, opt.seed_option("--seed", help="Random seed.")] = 0,
     words: Annotated[
         str | None,
-        typer.Option(
+        opt.text_option(
             "--words",
             help="Token strings: 'bert' (whole words of the bert-base-uncased vocabulary, one BERT token each) "
             "or a file of words, one a line. Default: w0, w1, ...",
         ),
     ] = None,
-    name: Annotated[str | None, typer.Option("--name", help="File name stem (default: the kind).")] = None,
+    name: Annotated[str | None, opt.text_option("--name", help="File name stem (default: the kind).")] = None,
 ) -> None:
     """Write a synthetic corpus (one text a line) and its true marginals (.npy, positions x V).
 

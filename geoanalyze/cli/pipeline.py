@@ -78,7 +78,7 @@ def _sample_positions(n: int) -> list[int]:
 @handles_errors
 def marginals(
     sources: opt.Sources,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the counts here (.safetensors).")] = None,
+    output: Annotated[Path | None, opt.path_option("--output", "-o", help="Write the counts here (.safetensors).")] = None,
     split: opt.Split = None,
     data_dir: opt.DataDir = None,
     text_column: opt.TextColumn = None,
@@ -184,9 +184,9 @@ def marginals(
 def distances(
     sources: opt.Sources,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the distance matrices here (.safetensors).")
+        Path | None, opt.path_option("--output", "-o", help="Write the distance matrices here (.safetensors).")
     ] = None,
-    heatmap: Annotated[Path | None, typer.Option("--heatmap", help="Write a heatmap PNG here.")] = None,
+    heatmap: Annotated[Path | None, opt.path_option("--heatmap", help="Write a heatmap PNG here.")] = None,
     metric: opt.Metric = "hellinger",
     min_count: opt.MinCount = DEFAULT_MIN_COUNT,
     split: opt.Split = None,
@@ -288,7 +288,7 @@ def distances(
 def mds(
     sources: opt.Sources,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the PE file here (.safetensors).")
+        Path | None, opt.path_option("--output", "-o", help="Write the PE file here (.safetensors).")
     ] = None,
     dim: Annotated[
         int | None, typer.Option("--dim", "-d", min=1, help="Model width d of P = A W (default: the rank).")
@@ -296,18 +296,18 @@ def mds(
     rank: Annotated[
         int | None, typer.Option("--rank", "-r", min=1, help="Rank r (default: effective rank, at most d).")
     ] = None,
-    distance: Annotated[str, typer.Option("--distance", help="Embed the naive or the corrected matrix.")] = "naive",
-    basis: Annotated[str, typer.Option("--basis", help="W: random (seeded orthonormal) or identity.")] = "random",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random basis W.")] = 0,
+    distance: Annotated[str, opt.text_option("--distance", help="Embed the naive or the corrected matrix.")] = "naive",
+    basis: Annotated[str, opt.text_option("--basis", help="W: random (seeded orthonormal) or identity.")] = "random",
+    seed: Annotated[int, opt.seed_option("--seed", help="Seed of the random basis W.")] = 0,
     scale: Annotated[float, typer.Option("--scale", help="Multiply the encoding (and its distances) by this.")] = 1.0,
     into_checkpoint: Annotated[
-        Path | None, typer.Option("--into-checkpoint", help="A local HF BERT checkpoint folder to copy.")
+        Path | None, opt.path_option("--into-checkpoint", help="A local HF BERT checkpoint folder to copy.")
     ] = None,
     checkpoint_output: Annotated[
-        Path | None, typer.Option("--checkpoint-output", help="Where the copy with the MDS positions goes.")
+        Path | None, opt.path_option("--checkpoint-output", help="Where the copy with the MDS positions goes.")
     ] = None,
-    plot: Annotated[Path | None, typer.Option("--plot", help="Write spectrum / stress / map PNG here.")] = None,
-    method: Annotated[str, typer.Option("--method", help="Eigensolver: auto, full or partial (top r).")] = "auto",
+    plot: Annotated[Path | None, opt.path_option("--plot", help="Write spectrum / stress / map PNG here.")] = None,
+    method: Annotated[str, opt.text_option("--method", help="Eigensolver: auto, full or partial (top r).")] = "auto",
     metric: opt.Metric = "hellinger",
     min_count: opt.MinCount = DEFAULT_MIN_COUNT,
     split: opt.Split = None,

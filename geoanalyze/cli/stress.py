@@ -34,7 +34,7 @@ def threshold_metrics() -> dict[str, str]:
 
 Dataset = Annotated[
     str,
-    typer.Option(
+    opt.text_option(
         "--dataset", help="Corpus: sst2, imdb, wikitext2, a file or folder, synthetic[:KIND,...], or a hub id."
     ),
 ]
@@ -47,15 +47,15 @@ MaxPositions = Annotated[
         help="Analyse positions 0..N-1 (default: the model's, at most 512); --max-positions is an alias.",
     ),
 ]
-Device = Annotated[str, typer.Option("--device", help="Forward pass on auto, cpu or cuda (auto: cuda when present).")]
+Device = Annotated[str, opt.text_option("--device", help="Forward pass on auto, cpu or cuda (auto: cuda when present).")]
 DType = Annotated[
     str,
-    typer.Option(
+    opt.text_option(
         "--dtype", help="Weights in auto, float32, bfloat16 or float16 (auto: float32 on CPU, the model's on CUDA)."
     ),
 ]
 BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="Sequences per forward batch.")]
-Layers = Annotated[str, typer.Option("--layers", help="all, none, or a list such as 0,3,6 (0 = embedding output).")]
+Layers = Annotated[str, opt.text_option("--layers", help="all, none, or a list such as 0,3,6 (0 = embedding output).")]
 Compare = Annotated[
     str,
     typer.Option("--compare", help="Encodings to score beside the target, comma-separated ('' for none)."),
@@ -75,7 +75,7 @@ NullDraws = Annotated[
 ]
 Distance = Annotated[
     str,
-    typer.Option(
+    opt.text_option(
         "--distance", help="Target geometry: naive or corrected Hellinger (corrected removes the sampling noise)."
     ),
 ]
@@ -88,7 +88,7 @@ Width = Annotated[
     ),
 ]
 NoLegend = Annotated[bool, typer.Option("--no-legend", help="Leave out the lines that explain the columns.")]
-FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json or markdown (all say the same).")]
+FormatOpt = Annotated[str, opt.text_option("--format", "-f", help="table, json or markdown (all say the same).")]
 FailAbove = Annotated[
     list[str] | None,
     typer.Option(
@@ -109,7 +109,7 @@ FailIf = Annotated[
 ]
 Tokenizer = Annotated[
     str | None,
-    typer.Option("--tokenizer", "-t", help="Tokenizer (default: the checkpoint's own; bert-base-uncased for specs)."),
+    opt.text_option("--tokenizer", "-t", help="Tokenizer (default: the checkpoint's own; bert-base-uncased for specs)."),
 ]
 TrustRemoteCode = Annotated[
     bool, typer.Option("--trust-remote-code", help="Allow a checkpoint's own Python code to run (off by default).")
@@ -300,7 +300,7 @@ def stress(
     width: Width = None,
     null_draws: NullDraws = 39,
     max_sequences: MaxSequences = 1024,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
+    seed: Annotated[int, opt.seed_option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
     no_cache: opt.NoCache = False,
     trust_remote_code: TrustRemoteCode = False,
     bootstrap: Annotated[
@@ -314,8 +314,8 @@ def stress(
     batch_size: BatchSize = 32,
     format: FormatOpt = "table",
     no_legend: NoLegend = False,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Also write the JSON result here.")] = None,
-    plot_dir: Annotated[Path | None, typer.Option("--plot-dir", help="Write PNG figures into this folder.")] = None,
+    output: Annotated[Path | None, opt.path_option("--output", "-o", help="Also write the JSON result here.")] = None,
+    plot_dir: Annotated[Path | None, opt.path_option("--plot-dir", help="Write PNG figures into this folder.")] = None,
     fail_above: FailAbove = None,
     fail_if: FailIf = None,
 ) -> None:
@@ -399,7 +399,7 @@ def stress(
 @handles_errors
 def report(
     checkpoints: Annotated[list[str], typer.Argument(help="Checkpoints (names or folders) or encoding specs.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="The Markdown page to write (.md).")],
+    output: Annotated[Path, opt.path_option("--output", "-o", help="The Markdown page to write (.md).")],
     dataset: Dataset = "sst2",
     split: opt.Split = None,
     data_dir: opt.DataDir = None,
@@ -422,7 +422,7 @@ def report(
     ] = None,
     null_draws: NullDraws = 39,
     max_sequences: MaxSequences = 1024,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
+    seed: Annotated[int, opt.seed_option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
     no_cache: opt.NoCache = False,
     device: Device = "auto",
     dtype: DType = "auto",
@@ -430,7 +430,7 @@ def report(
     trust_remote_code: TrustRemoteCode = False,
     format: Annotated[
         str,
-        typer.Option(
+        opt.text_option(
             "--format", "-f", help="What goes to stdout: table (a summary), json (every result) or markdown (the page)."
         ),
     ] = "table",
@@ -599,7 +599,7 @@ def _check_targets(targets: list[str], trust_remote_code: bool = False) -> int |
     return width
 
 
-@encodings_app.command("list")
+@encodings_app.command("list", cls=opt.Command)
 @handles_errors
 def list_encodings(format: opt.Format = "table") -> None:
     """List the encoding names, what they are and their parameters."""

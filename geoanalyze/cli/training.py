@@ -16,7 +16,7 @@ from ..report.render import grid_table, key_value_table, print_json, print_table
 from . import options as opt
 from .common import Folder, Output, check_format, check_output_place, guard, handles_errors
 
-Preset = Annotated[str, typer.Option("--preset", "-p", help="ci (CPU, minutes) or paper (GPU scale).")]
+Preset = Annotated[str, opt.text_option("--preset", "-p", help="ci (CPU, minutes) or paper (GPU scale).")]
 Sets = Annotated[
     list[str] | None,
     typer.Option(
@@ -25,28 +25,28 @@ Sets = Annotated[
         help="KEY=VALUE setting, e.g. steps=500 or model.pe=rope (repeatable; `geoanalyze train --list-keys`).",
     ),
 ]
-Device = Annotated[str | None, typer.Option("--device", help="auto (cuda when present), cpu or cuda.")]
-Seed = Annotated[int | None, typer.Option("--seed", help="Seed of the initialisation, batches and dropout.")]
+Device = Annotated[str | None, opt.text_option("--device", help="auto (cuda when present), cpu or cuda.")]
+Seed = Annotated[int | None, opt.seed_option("--seed", help="Seed of the initialisation, batches and dropout.")]
 
 
 @handles_errors
 def train(
     output_dir: Annotated[
         Path | None,
-        typer.Option("--output-dir", "-o", help="Folder for metrics.jsonl and checkpoint/ (required to train)."),
+        opt.path_option("--output-dir", "-o", help="Folder for metrics.jsonl and checkpoint/ (required to train)."),
     ] = None,
     preset: Preset = "ci",
     config_file: Annotated[
-        Path | None, typer.Option("--config", help="TOML file of settings (top-level keys and a \\[model] table).")
+        Path | None, opt.path_option("--config", help="TOML file of settings (top-level keys and a \\[model] table).")
     ] = None,
     sets: Sets = None,
-    task: Annotated[str | None, typer.Option("--task", help="order, mlm or classification (= --set task=).")] = None,
+    task: Annotated[str | None, opt.text_option("--task", help="order, mlm or classification (= --set task=).")] = None,
     pe: Annotated[
         str | None,
-        typer.Option("--pe", help="none, sinusoidal, learned, lowrank, mds, rope or alibi (= --set model.pe=)."),
+        opt.text_option("--pe", help="none, sinusoidal, learned, lowrank, mds, rope or alibi (= --set model.pe=)."),
     ] = None,
     dataset: Annotated[
-        str | None, typer.Option("--dataset", help="Corpus of mlm / classification (= --set dataset=).")
+        str | None, opt.text_option("--dataset", help="Corpus of mlm / classification (= --set dataset=).")
     ] = None,
     data_dir: opt.DataDir = None,
     steps: Annotated[int | None, typer.Option("--steps", min=1, help="Optimiser updates (= --set steps=).")] = None,
@@ -156,7 +156,7 @@ def verify(
     ],
     preset: Annotated[
         str,
-        typer.Option(
+        opt.text_option(
             "--preset",
             "-p",
             help="smoke (seconds on a CPU, looser thresholds: checks that it runs), ci (CPU, minutes) or "
@@ -165,7 +165,7 @@ def verify(
     ] = "ci",
     output_dir: Annotated[
         Path | None,
-        typer.Option(
+        opt.path_option(
             "--output-dir",
             "-o",
             help="Folder for <name>.json, <name>.md, figures and runs (default verify-<name>; "
@@ -175,8 +175,8 @@ def verify(
     force: Annotated[bool, typer.Option("--force", help="Replace --output-dir if it already holds results.")] = False,
     sets: Sets = None,
     data_dir: opt.DataDir = None,
-    device: Annotated[str, typer.Option("--device", help="auto (cuda when present), cpu or cuda.")] = "auto",
-    seed: Annotated[int, typer.Option("--seed", help="Base seed of every run and draw.")] = 0,
+    device: Annotated[str, opt.text_option("--device", help="auto (cuda when present), cpu or cuda.")] = "auto",
+    seed: Annotated[int, opt.seed_option("--seed", help="Base seed of every run and draw.")] = 0,
     format: opt.Format = "table",
 ) -> None:
     """Run one of the papers' claims as an experiment; print the verdicts, exit 1 when one fails.
