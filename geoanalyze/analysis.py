@@ -106,17 +106,9 @@ def check_not_a_typo(target: str) -> None:
 
 def spec_width(spec: str) -> int | None:
     """The width a standard encoding spec names (``rope:d=64`` -> 64), or None."""
-    name, _, args = spec.partition(":")
-    if name not in ("sinusoidal", "rope", "random"):
-        return None
-    for part in args.split(","):
-        key, _, value = part.partition("=")
-        if key.strip() == "d":
-            try:
-                return int(float(value))
-            except (ValueError, OverflowError):
-                return None  # get_encoding reports the bad value
-    return None
+    from .encodings import registry
+
+    return registry.spec_width(spec)  # each family's width rule (its `width` parameter)
 
 
 def parse_layers(spec: str, n_layers: int) -> list[int]:
