@@ -148,10 +148,10 @@ def gpu_estimate(launch_us: float, kernel_us: float, workers: int, seeds: int) -
     overhead, but (without MPS) their kernels run one at a time, ``kernel_us`` each: the wall time
     is about max(launches x launch_us / workers, launches x kernel_us).
     """
-    from geoanalyze.experiments.edelta import GATE_WEIGHTS, INIT_BIASES, SETTINGS
+    from geoanalyze.experiments.edelta_settings import GATE_WEIGHTS, INIT_BIASES, SETTINGS
     from geoanalyze.models.edelta import MODEL_NAMES, BareOperator, EDeltaModel, preset_config
 
-    steps, tasks = SETTINGS["paper"]["steps"], 4
+    steps, tasks = SETTINGS["paper"].steps, 4
     rows, launches = [], {"reference": 0, "sweeps": 0, "causal": 0}
     for protocol in ("reference", "causal"):
         for name in MODEL_NAMES:
@@ -162,7 +162,7 @@ def gpu_estimate(launch_us: float, kernel_us: float, workers: int, seeds: int) -
             if reference and name == "edelta":
                 launches["sweeps"] += n * steps * seeds * (2 * len(INIT_BIASES) + len(GATE_WEIGHTS))
             rows.append((protocol, name, str(n), f"{n * launch_us * 1e-3:.1f}"))
-    sizes = len(SETTINGS["paper"]["negation_sizes"].split(","))
+    sizes = len(SETTINGS["paper"].negation_sizes)
     for name, kind in (
         ("ddl", "ddl"),
         ("jpmhc", "jpmhc"),

@@ -1,4 +1,4 @@
-"""Files on disk: atomic writes and the one container format the toolkit writes.
+"""Files on disk: atomic writes, the one container format the toolkit writes, and GFM tables.
 
 Every array file geoanalyze writes is a safetensors file (no pickle, no code) whose header
 metadata holds one JSON document under the key ``"geoanalyze"``::
@@ -16,7 +16,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -272,3 +272,16 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     return value
+
+
+def markdown_cell(value: Any, formatter: Callable[[Any], str] = str) -> str:
+    """One GitHub-Markdown table cell: ``|`` escaped (it would end the cell) and newlines as spaces."""
+    return " ".join(formatter(value).replace("\\|", "|").replace("|", "\\|").split())
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]], formatter: Callable[[Any], str] = str) -> str:
+    """A GitHub (GFM) table: the header as text, every cell through ``formatter`` and :func:`markdown_cell`,
+    so a ``|`` in a value cannot split a row (the report's pages and the experiments' records)."""
+    lines = ["| " + " | ".join(markdown_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(markdown_cell(v, formatter) for v in row) + " |" for row in rows]
+    return "\n".join(lines)

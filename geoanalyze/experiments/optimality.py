@@ -28,21 +28,14 @@ scaled stress alone is small for *every* encoding when the distances are nearly 
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 import numpy as np
-from scipy.spatial.distance import pdist
 
-from .record import (
-    Check,
-    ExperimentOptions,
-    ExperimentResult,
-    Stopwatch,
-    apply_overrides,
-    fmt,
-    markdown_table,
-    smoke_or,
-)
+from .record import Check, ExperimentOptions, ExperimentResult, Stopwatch, fmt, markdown_table, smoke_or
+from .registry import experiment
+from .settings import Settings
 
 #: the claims' tolerance: "optimal" read as within 0.01 scaled stress of the exact optimum (the
 #: same 1% the parameter claim is measured at)
@@ -50,19 +43,51 @@ OPTIMAL_WITHIN = 0.01
 WIDTHS = (2, 8, 32, 128, 384, 768)
 NULL_WIDTH = 768
 
-SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
+
+@dataclass(frozen=True)
+class SinusoidalSettings(Settings):
+    """sinusoidal-optimality at ci: the rough family's size and steps, the bases searched, the null's draws."""
+
+    positions: int = 48
+    vocab: int = 300
+    steps: int = 6  # roughness values from 0 to 1
+    bases: int = 15  # frequency bases on a log grid from 1.26 to 1e5
+    null_draws: int = 4
+    sst2: bool = True  # also SST-2 (naive and corrected Hellinger)
+
+
+@dataclass(frozen=True)
+class AlibiSettings(Settings):
+    """alibi-rank1 at ci: shift corpora from 8 positions to ``longest`` in ``steps`` lengths."""
+
+    longest: int = 256
+    vocab: int = 300
+    step: int = 2
+    kappa: float = 8.0
+    steps: int = 6
+    null_draws: int = 4
+    sst2: bool = True
+
+
+@dataclass(frozen=True)
+class ParameterSettings(Settings):
+    """mds-parameters: read SST-2 and IMDB (``real``) beside the sample corpora; the rank's stress tolerance."""
+
+    real: bool = True
+    tolerance: float = OPTIMAL_WITHIN
+
+
+#: each experiment's settings per preset: ci's defaults, paper's differences
+SETTINGS: dict[str, dict[str, Settings]] = {
     "sinusoidal-optimality": {
-        "ci": {"positions": 48, "vocab": 300, "steps": 6, "bases": 15, "null_draws": 4, "sst2": True},
-        "paper": {"positions": 128, "vocab": 2000, "steps": 11, "bases": 30, "null_draws": 8, "sst2": True},
+        "ci": SinusoidalSettings(),
+        "paper": replace(SinusoidalSettings(), positions=128, vocab=2000, steps=11, bases=30, null_draws=8),
     },
     "alibi-rank1": {
-        "ci": {"longest": 256, "vocab": 300, "step": 2, "kappa": 8.0, "steps": 6, "null_draws": 4, "sst2": True},
-        "paper": {"longest": 512, "vocab": 2000, "step": 8, "kappa": 8.0, "steps": 11, "null_draws": 8, "sst2": True},
+        "ci": AlibiSettings(),
+        "paper": replace(AlibiSettings(), longest=512, vocab=2000, step=8, steps=11, null_draws=8),
     },
-    "mds-parameters": {
-        "ci": {"real": True, "tolerance": OPTIMAL_WITHIN},
-        "paper": {"real": True, "tolerance": OPTIMAL_WITHIN},
-    },
+    "mds-parameters": {"ci": ParameterSettings(), "paper": ParameterSettings()},
 }
 #: ``--set`` overrides that shrink each experiment to a seconds-long smoke run (no real corpus)
 SMOKE: dict[str, tuple[str, ...]] = {
@@ -71,7 +96,7 @@ SMOKE: dict[str, tuple[str, ...]] = {
     "mds-parameters": ("real=false",),
 }
 for _name, _overrides in SMOKE.items():  # the smoke preset: ci's settings with the smoke overrides
-    SETTINGS[_name]["smoke"] = apply_overrides(SETTINGS[_name]["ci"], _overrides, _name)
+    SETTINGS[_name]["smoke"] = SETTINGS[_name]["ci"].override(_overrides, _name)
 #: model widths of the parameter claim
 MODEL_WIDTHS = {"BERT-base": 768, "MiniLM-L6": 384}
 PAPER_SAVING = "up to 88% fewer"
@@ -99,24 +124,28 @@ def null_scaled_stress(distances: np.ndarray, draws: int, seed: int) -> float:
 
 def null_scaled_stress_draws(distances: np.ndarray, draws: int, seed: int) -> np.ndarray:
     """The scaled stress of each of ``draws`` i.i.d. N(0, 1) tables of width 768."""
-    from ..geometry.scores import _scaled_stress
+    from scipy.spatial.distance import pdist
+
+    from ..geometry.scores import condensed_scaled_stress
 
     d = distances[np.triu_indices(distances.shape[0], k=1)]
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x6E756C6C]))
     shape = (distances.shape[0], NULL_WIDTH)
-    return np.asarray([_scaled_stress(pdist(rng.standard_normal(shape)), d) for _ in range(draws)])
+    return np.asarray([condensed_scaled_stress(pdist(rng.standard_normal(shape)), d) for _ in range(draws)])
 
 
 def best_sinusoidal(distances: np.ndarray, index: np.ndarray, bases: np.ndarray) -> dict[str, Any]:
     """The sinusoidal table of least scaled stress over the frequency bases and the widths in WIDTHS."""
+    from scipy.spatial.distance import pdist
+
     from ..encodings.standard import sinusoidal
-    from ..geometry.scores import _scaled_stress
+    from ..geometry.scores import condensed_scaled_stress
 
     d = distances[np.triu_indices(distances.shape[0], k=1)]
     best: dict[str, Any] = {"scaled_stress": np.inf}
     for base in bases:
         for width in WIDTHS:
-            value = _scaled_stress(pdist(sinusoidal(index, d=width, base=float(base))), d)
+            value = condensed_scaled_stress(pdist(sinusoidal(index, d=width, base=float(base))), d)
             if value < best["scaled_stress"]:
                 best = {"scaled_stress": value, "base": float(base), "width": width}
     return best
@@ -133,9 +162,11 @@ def corpus_fit(
 
     ``bases``: the sinusoidal grid (None: sinusoidal left out).
     """
+    from scipy.spatial.distance import pdist
+
     from ..encodings.standard import sinusoidal
     from ..geometry.mds import classical_mds
-    from ..geometry.scores import _scaled_stress, lag_violation
+    from ..geometry.scores import condensed_scaled_stress, lag_violation
 
     n = distances.shape[0]
     t = np.arange(n) if index is None else np.asarray(index)
@@ -157,7 +188,7 @@ def corpus_fit(
         tables["sinusoidal"] = sinusoidal(t, d=best["width"], base=best["base"])
         fit["sinusoidal_setting"] = {"base": best["base"], "width": best["width"]}
     for name, table in tables.items():
-        scaled = _scaled_stress(pdist(table), d)
+        scaled = condensed_scaled_stress(pdist(table), d)
         fit[name] = {
             "scaled_stress": scaled,
             "relative": scaled / null if null > 0 else float("nan"),
@@ -194,24 +225,36 @@ def _bases(count: int) -> np.ndarray:
     return np.logspace(0.1, 5.0, count)
 
 
-def _settings(options: ExperimentOptions, name: str) -> dict[str, Any]:
-    return apply_overrides(SETTINGS[name][options.preset], options.overrides, name)
+S = TypeVar("S", bound=Settings)
+
+
+def _settings(options: ExperimentOptions, name: str, kind: type[S]) -> S:
+    """Experiment ``name``'s settings at the preset with the ``--set`` overrides."""
+    settings = SETTINGS[name][options.preset].override(options.overrides, name)
+    assert isinstance(settings, kind)
+    return settings
 
 
 # --- sinusoidal-optimality ----------------------------------------------------------------------------
 
 
+@experiment(
+    "sinusoidal-optimality",
+    summary="sinusoidal (best base, width, scale) against the exact MDS from smooth to rough corpora, and SST-2",
+    paper="arXiv 2604.05217",
+    minutes_ci=0.5,
+)
 def sinusoidal_optimality(options: ExperimentOptions) -> ExperimentResult:
     """Best sinusoidal (base, width, fitted scale) against the exact MDS, from smooth to rough corpora."""
     from ..corpus.synthetic import drift_marginals, rough_length_scale, rough_marginals, shift_marginals
     from ..geometry.distances import hellinger_distances
 
     watch = Stopwatch()
-    settings = _settings(options, "sinusoidal-optimality")
-    n, vocab, seed = settings["positions"], settings["vocab"], options.seed
-    bases = _bases(settings["bases"])
-    draws = settings["null_draws"]
-    roughness = np.linspace(0.0, 1.0, settings["steps"])
+    settings = _settings(options, "sinusoidal-optimality", SinusoidalSettings)
+    n, vocab, seed = settings.positions, settings.vocab, options.seed
+    bases = _bases(settings.bases)
+    draws = settings.null_draws
+    roughness = np.linspace(0.0, 1.0, settings.steps)
     family = []
     for r in roughness:
         truth = hellinger_distances(rough_marginals(n, vocab, np.random.default_rng(seed), roughness=float(r)))
@@ -228,7 +271,7 @@ def sinusoidal_optimality(options: ExperimentOptions) -> ExperimentResult:
             sampled_stationary(n, vocab, 2000, seed), bases=bases, null_draws=draws, seed=seed
         ),
     }
-    if settings["sst2"]:
+    if settings.sst2:
         sst2 = sst2_geometry(options)
         for which in ("naive", "corrected"):
             named[f"SST-2 ({which})"] = corpus_fit(sst2[which], sst2["positions"], bases, draws, seed)
@@ -266,7 +309,7 @@ def sinusoidal_optimality(options: ExperimentOptions) -> ExperimentResult:
         "sinusoidal-optimality",
         "Is sinusoidal an optimal approximation for smooth, approximately stationary corpora?",
         checks,
-        data={"settings": settings, "family": family, "corpora": named, "bases": bases, "widths": WIDTHS},
+        data={"settings": settings.to_dict(), "family": family, "corpora": named, "bases": bases, "widths": WIDTHS},
         sections=sections,
         figures={figure: "Scaled stress and lag violation against roughness; other corpora on the right"},
         preset=options.preset,
@@ -343,78 +386,24 @@ def _sinusoidal_row(fit: dict[str, Any], size: float) -> list[Any]:
 # --- alibi-rank1 -------------------------------------------------------------------------------------
 
 
+@experiment(
+    "alibi-rank1",
+    summary="ALiBi's line against the rank-1 and exact MDS on shift corpora from short to long, others, SST-2",
+    paper="arXiv 2604.05217",
+    minutes_ci=0.5,
+)
 def alibi_rank1(options: ExperimentOptions) -> ExperimentResult:
     """ALiBi's line p_i = i against the rank-1 MDS and the exact MDS, from short to long shift corpora."""
-    from ..corpus.synthetic import drift_marginals, rough_marginals, shift_marginals
-    from ..geometry.distances import hellinger_distances
-
     watch = Stopwatch()
-    settings = _settings(options, "alibi-rank1")
-    vocab, draws, seed = settings["vocab"], settings["null_draws"], options.seed
-    lengths = np.unique(np.geomspace(8, settings["longest"], settings["steps"]).round().astype(int))
-    shift = []
-    for length in lengths:
-        truth = hellinger_distances(
-            shift_marginals(
-                int(length), vocab, np.random.default_rng(seed), step=settings["step"], kappa=settings["kappa"]
-            )
-        )
-        shift.append({"length": int(length), **corpus_fit(truth, null_draws=draws, seed=seed)})
-    n = int(lengths[len(lengths) // 2])
-    others = {
-        "drift": corpus_fit(
-            hellinger_distances(drift_marginals(n, vocab, np.random.default_rng(seed))), None, None, draws
-        ),
-        "rough 0": corpus_fit(
-            hellinger_distances(rough_marginals(n, vocab, np.random.default_rng(seed), roughness=0.0)),
-            None,
-            None,
-            draws,
-        ),
-        "rough 1": corpus_fit(
-            hellinger_distances(rough_marginals(n, vocab, np.random.default_rng(seed), roughness=1.0)),
-            None,
-            None,
-            draws,
-        ),
-        "stationary (sampled)": corpus_fit(sampled_stationary(n, vocab, 2000, seed), None, None, draws),
-    }
-    if settings["sst2"]:
-        sst2 = sst2_geometry(options)
-        for which in ("naive", "corrected"):
-            others[f"SST-2 ({which})"] = corpus_fit(sst2[which], sst2["positions"], None, draws, seed)
-
-    checks = alibi_checks(shift, others)
-    header = [
-        "corpus",
-        "n",
-        "shift-equivariance",
-        "ALiBi scaled",
-        "relative to null",
-        "MDS rank 1 scaled",
-        "MDS rank 2 scaled",
-        "null scaled",
-        "MDS lag viol.",
-    ]
-
-    def row(name: str, fit: dict[str, Any]) -> list[Any]:
-        return [
-            name,
-            fit["positions"],
-            fit["shift_equivariance"],
-            fit["alibi"]["scaled_stress"],
-            fit["alibi"]["relative"],
-            fit["mds rank 1"]["scaled_stress"],
-            fit["mds rank 2"]["scaled_stress"],
-            fit["null"],
-            fit["mds"]["lag_violation"],
-        ]
-
-    rows = [row(f"shift, n = {fit['length']}", fit) for fit in shift] + [row(k, v) for k, v in others.items()]
+    settings = _settings(options, "alibi-rank1", AlibiSettings)
+    shift = shift_fits(settings, options.seed)
+    others = other_fits(settings, int(shift[len(shift) // 2]["length"]), options)
+    rows = [_alibi_row(f"shift, n = {fit['length']}", fit) for fit in shift]
+    rows += [_alibi_row(k, v) for k, v in others.items()]
     sections = [
-        f"### Shift corpora of growing length (V = {vocab}, step {settings['step']}, kappa {settings['kappa']}), "
+        f"### Shift corpora of growing length (V = {settings.vocab}, step {settings.step}, kappa {settings.kappa}), "
         "then other corpora\n\n"
-        + markdown_table(header, rows)
+        + markdown_table(ALIBI_HEADER, rows)
         + "\n\nALiBi's implied vectors are the line p_i = m i: with the scale fitted, every slope gives the same "
         "scaled stress. The paper's 0.563 on SST-2 is a raw stress under its unstated slope convention; ours "
         "is scale-free."
@@ -424,13 +413,80 @@ def alibi_rank1(options: ExperimentOptions) -> ExperimentResult:
     return ExperimentResult(
         "alibi-rank1",
         "Is ALiBi a near-optimal rank-1 encoding for near shift-equivariant (short) corpora?",
-        checks,
-        data={"settings": settings, "shift": shift, "corpora": others},
+        alibi_checks(shift, others),
+        data={"settings": settings.to_dict(), "shift": shift, "corpora": others},
         sections=sections,
         figures={figure: "ALiBi's line against the rank-1 MDS: by length of a shift corpus, and by shift-equivariance"},
         preset=options.preset,
         seconds=watch(),
     )
+
+
+def shift_fits(settings: AlibiSettings, seed: int) -> list[dict[str, Any]]:
+    """:func:`corpus_fit` of the true distances of shift corpora from 8 positions to ``settings.longest``."""
+    from ..corpus.synthetic import shift_marginals
+    from ..geometry.distances import hellinger_distances
+
+    lengths = np.unique(np.geomspace(8, settings.longest, settings.steps).round().astype(int))
+    fits = []
+    for length in lengths:
+        marginals = shift_marginals(
+            int(length), settings.vocab, np.random.default_rng(seed), step=settings.step, kappa=settings.kappa
+        )
+        fit = corpus_fit(hellinger_distances(marginals), null_draws=settings.null_draws, seed=seed)
+        fits.append({"length": int(length), **fit})
+    return fits
+
+
+def other_fits(settings: AlibiSettings, n: int, options: ExperimentOptions) -> dict[str, dict[str, Any]]:
+    """:func:`corpus_fit` of drift, the rough ends and a sampled stationary corpus at ``n`` positions; SST-2 if asked."""
+    from ..corpus.synthetic import drift_marginals, rough_marginals
+    from ..geometry.distances import hellinger_distances
+
+    vocab, draws, seed = settings.vocab, settings.null_draws, options.seed
+
+    def rng() -> np.random.Generator:
+        return np.random.default_rng(seed)
+
+    others = {
+        "drift": corpus_fit(hellinger_distances(drift_marginals(n, vocab, rng())), None, None, draws),
+        "rough 0": corpus_fit(hellinger_distances(rough_marginals(n, vocab, rng(), roughness=0.0)), None, None, draws),
+        "rough 1": corpus_fit(hellinger_distances(rough_marginals(n, vocab, rng(), roughness=1.0)), None, None, draws),
+        "stationary (sampled)": corpus_fit(sampled_stationary(n, vocab, 2000, seed), None, None, draws),
+    }
+    if settings.sst2:
+        sst2 = sst2_geometry(options)
+        for which in ("naive", "corrected"):
+            others[f"SST-2 ({which})"] = corpus_fit(sst2[which], sst2["positions"], None, draws, seed)
+    return others
+
+
+ALIBI_HEADER = [
+    "corpus",
+    "n",
+    "shift-equivariance",
+    "ALiBi scaled",
+    "relative to null",
+    "MDS rank 1 scaled",
+    "MDS rank 2 scaled",
+    "null scaled",
+    "MDS lag viol.",
+]
+
+
+def _alibi_row(name: str, fit: dict[str, Any]) -> list[Any]:
+    """A row of :data:`ALIBI_HEADER`."""
+    return [
+        name,
+        fit["positions"],
+        fit["shift_equivariance"],
+        fit["alibi"]["scaled_stress"],
+        fit["alibi"]["relative"],
+        fit["mds rank 1"]["scaled_stress"],
+        fit["mds rank 2"]["scaled_stress"],
+        fit["null"],
+        fit["mds"]["lag_violation"],
+    ]
 
 
 def alibi_checks(shift: list[dict[str, Any]], others: dict[str, dict[str, Any]]) -> list[Any]:
@@ -505,14 +561,16 @@ def alibi_checks(shift: list[dict[str, Any]], others: dict[str, dict[str, Any]])
 
 def rank_within(distances: np.ndarray, tolerance: float = OPTIMAL_WITHIN) -> dict[str, Any]:
     """The smallest rank r whose MDS scaled stress is within ``tolerance`` of full rank's."""
+    from scipy.spatial.distance import pdist
+
     from ..geometry.mds import classical_mds
-    from ..geometry.scores import _scaled_stress
+    from ..geometry.scores import condensed_scaled_stress
 
     d = distances[np.triu_indices(distances.shape[0], k=1)]
     mds = classical_mds(distances).embedding_
-    full = _scaled_stress(pdist(mds), d)
+    full = condensed_scaled_stress(pdist(mds), d)
     for rank in range(1, mds.shape[1] + 1):
-        value = _scaled_stress(pdist(mds[:, :rank]), d)
+        value = condensed_scaled_stress(pdist(mds[:, :rank]), d)
         if value <= full + tolerance:
             return {"rank": rank, "scaled_stress": value, "full_rank": mds.shape[1], "full_scaled_stress": full}
     return {"rank": mds.shape[1], "scaled_stress": full, "full_rank": mds.shape[1], "full_scaled_stress": full}
@@ -550,6 +608,12 @@ def parameter_check(results: dict[str, dict[str, Any]], tolerance: float = OPTIM
     )
 
 
+@experiment(
+    "mds-parameters",
+    summary="r (n + d) vs n d at the MDS rank within 0.01 scaled stress of full rank: samples, SST-2, IMDB",
+    paper="arXiv 2604.05217",
+    minutes_ci=1.0,
+)
 def mds_parameters(options: ExperimentOptions) -> ExperimentResult:
     """r (n + d) vs n d at the rank within 0.01 scaled stress of full rank: sample corpora, SST-2, IMDB."""
     from ..corpus.marginals import compute_counts
@@ -557,8 +621,8 @@ def mds_parameters(options: ExperimentOptions) -> ExperimentResult:
     from ..geometry.distances import hellinger_distances, position_geometry
 
     watch = Stopwatch()
-    settings = _settings(options, "mds-parameters")
-    tolerance = settings["tolerance"]
+    settings = _settings(options, "mds-parameters", ParameterSettings)
+    tolerance = settings.tolerance
     corpora: dict[str, np.ndarray] = {}
     from pathlib import Path
 
@@ -567,7 +631,7 @@ def mds_parameters(options: ExperimentOptions) -> ExperimentResult:
         marginals = samples / f"{name}.marginals.npy"
         if marginals.is_file():
             corpora[f"{name} (sample, true)"] = hellinger_distances(np.load(marginals))
-    if settings["real"]:
+    if settings.real:
         for dataset in ("sst2", "imdb"):
             counts, _ = compute_counts(
                 resolve_source(dataset, data_dir=options.data_dir), tokenizer="bert-base-uncased", max_length=512
@@ -606,7 +670,7 @@ def mds_parameters(options: ExperimentOptions) -> ExperimentResult:
         "mds-parameters",
         "How many fewer parameters does the low-rank MDS encoding need?",
         checks,
-        data={"settings": settings, "corpora": results},
+        data={"settings": settings.to_dict(), "corpora": results},
         sections=sections,
         preset=options.preset,
         seconds=watch(),

@@ -37,6 +37,7 @@ from .record import (
     smoke_or,
     training_preset,
 )
+from .registry import experiment
 
 #: the order-task runs of `necessity`: every PE kind, with the settings a kind needs
 ORDER_KINDS: dict[str, list[str]] = {
@@ -100,6 +101,12 @@ MDS_FROZEN = "mds (frozen)"
 # --- the experiments ---------------------------------------------------------------------------------
 
 
+@experiment(
+    "necessity",
+    summary="Theorem 1: no PE -> permutation-equivariant, at chance on an order task; every PE solves it",
+    paper="arXiv 2604.05217",
+    minutes_ci=2.0,
+)
 def necessity(options: ExperimentOptions) -> ExperimentResult:
     """Theorem 1: equivariance without PE at round-off, chance on the order task; every PE solves it."""
     watch = Stopwatch()
@@ -208,6 +215,12 @@ def necessity_checks(
     ]
 
 
+@experiment(
+    "separation",
+    summary="Theorem 4: a learned PE keeps distinct positions apart throughout training",
+    paper="arXiv 2604.05217",
+    minutes_ci=1.0,
+)
 def separation(options: ExperimentOptions) -> ExperimentResult:
     """Theorem 4: a learned table's min and relative pairwise distances stay > 0 through training."""
     watch = Stopwatch()
@@ -273,6 +286,12 @@ def separation_checks(minimum: float, relative: float) -> list[Any]:
     ]
 
 
+@experiment(
+    "monotonicity",
+    summary="Conjecture: after MLM, statistically close positions get close vectors (violation rate < 50%)",
+    paper="arXiv 2604.05217",
+    minutes_ci=4.0,
+)
 def monotonicity(options: ExperimentOptions) -> ExperimentResult:
     """Violation rates of a learned table after MLM on SST-2, against MDS of the same corpus and random.
 
@@ -280,8 +299,6 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
     the Hellinger distances D, docs/definitions.md) and the lag reading (monotonicity of E in |i - j|,
     which needs no D), each with its own random null.
     """
-    from ..geometry.mds import classical_mds
-
     watch = Stopwatch()
     config = _resolved(options, "monotonicity", [])
     lines = _train_run(options, "monotonicity", "mlm", [])
@@ -292,7 +309,35 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
         "learned (trained)": model.pe.position_vectors(int(positions.max()) + 1)[positions],
         "learned (initial)": _initial_table(model, config.seed, positions),
     }
-    from ..report.figures import shepard_diagram
+    rows, scores, tables = monotonicity_scores(encodings, geometry, options.seed)
+    figure = "monotonicity-shepard.png"
+    shepard_figure(
+        tables["corrected"],
+        geometry.matrix("corrected"),
+        options.work_dir / figure,
+        subtitle=f"{config.dataset} after {config.steps} MLM steps (corrected Hellinger)",
+    )
+    corpus = smoke_or(options.preset, "the smoke corpus", "SST-2")
+    return ExperimentResult(
+        "monotonicity",
+        "After MLM, statistically close positions get geometrically close vectors",
+        monotonicity_checks(scores, options.preset),
+        data={"scores": scores, "run": lines, "positions": positions, "config": config.to_dict()},
+        sections=[monotonicity_section(rows, corpus, len(positions), config.steps, lines[-1]["eval_loss"])],
+        figures={figure: "Pairwise distances of each encoding against the corpus's corrected Hellinger distances"},
+        preset=options.preset,
+        seconds=watch(),
+    )
+
+
+def monotonicity_scores(
+    encodings: dict[str, np.ndarray], geometry: Any, seed: int
+) -> tuple[list[list[Any]], dict[str, dict[str, Any]], dict[str, dict[str, np.ndarray]]]:
+    """Both readings per encoding (and the corpus's MDS) against the corrected and the naive Hellinger distances.
+
+    Returns the table rows, the readings by "<encoding>, <distance>", and the tables scored per distance.
+    """
+    from ..geometry.mds import classical_mds
 
     rows: list[list[Any]] = []
     scores: dict[str, dict[str, Any]] = {}
@@ -300,28 +345,21 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
     for which in ("corrected", "naive"):
         distances = geometry.matrix(which)
         tables[which] = dict(encodings, mds=classical_mds(distances).embedding_)
-        for name, readings in monotonicity_readings(tables[which], distances, positions, options.seed).items():
+        for name, readings in monotonicity_readings(tables[which], distances, geometry.positions, seed).items():
             scores[f"{name}, {which}"] = readings
+            null, lag_null = readings["null"], readings["lag_null"]
             rows.append(
                 [
-                    name,
-                    which,
-                    readings["violation"],
-                    readings["anchored"],
-                    readings["null"]["mean"],
-                    readings["null"]["z"],
-                    readings["lag_violation"],
-                    readings["lag_null"]["mean"],
-                    readings["lag_null"]["z"],
+                    *(name, which, readings["violation"], readings["anchored"], null["mean"], null["z"]),
+                    *(readings["lag_violation"], lag_null["mean"], lag_null["z"]),
                 ]
             )
-    figure = "monotonicity-shepard.png"
-    shepard_diagram(
-        tables["corrected"],
-        geometry.matrix("corrected"),
-        options.work_dir / figure,
-        subtitle=f"{config.dataset} after {config.steps} MLM steps (corrected Hellinger)",
-    )
+    return rows, scores, tables
+
+
+def monotonicity_checks(scores: dict[str, dict[str, Any]], preset: str) -> list[Any]:
+    """The trained table and the MDS each beat their random null, in both readings; at ci and paper the
+    MDS's lag violation against the paper's 22% (the paper's own data point, SST-2)."""
     learned = scores["learned (trained), corrected"]
     mds = scores["mds, corrected"]
     checks = [
@@ -351,11 +389,16 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
             f"{PAPER_MDS_VIOLATION} (lag reading inferred)",
         ),
     ]
-    if options.preset != "smoke":  # the paper's own data point (SST-2); smoke reads a synthetic corpus
+    if preset != "smoke":  # the paper's own data point (SST-2); smoke reads a synthetic corpus
         checks.append(paper_rate_check(mds["lag_violation"], mds["violation"]))
+    return checks
+
+
+def monotonicity_section(rows: list[list[Any]], corpus: str, n_positions: int, steps: int, loss: float) -> str:
+    """The violation rates table of ``corpus`` and what the two readings mean."""
     header = ["encoding", "distance", "violation", "anchored", "null mean", "z", "lag violation", "lag null", "lag z"]
-    sections = [
-        f"### Violation rates on {smoke_or(options.preset, 'the smoke corpus', 'SST-2')} ({len(positions)} positions, {config.steps} MLM steps)\n\n"
+    return (
+        f"### Violation rates on {corpus} ({n_positions} positions, {steps} MLM steps)\n\n"
         + markdown_table(header, rows)
         + f"\n\nThe paper reports {PAPER_MDS_VIOLATION} for its MDS encoding and {PAPER_BERT_VIOLATION} for "
         "pretrained BERT-base (random: 50%) without defining the rate. Two readings are measured. "
@@ -367,17 +410,7 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
         "vectors sit in the other order (E_ij > E_il); it asks whether vectors drift monotonically with "
         "position distance, and the MDS of a corpus inherits the corpus's own departures from that "
         "(the paper's 22% fits it). Which one the paper used is inferred, not known. Final MLM held-out "
-        f"loss {fmt(lines[-1]['eval_loss'])}."
-    ]
-    return ExperimentResult(
-        "monotonicity",
-        "After MLM, statistically close positions get geometrically close vectors",
-        checks,
-        data={"scores": scores, "run": lines, "positions": positions, "config": config.to_dict()},
-        sections=sections,
-        figures={figure: "Pairwise distances of each encoding against the corpus's corrected Hellinger distances"},
-        preset=options.preset,
-        seconds=watch(),
+        f"loss {fmt(loss)}."
     )
 
 
@@ -447,6 +480,12 @@ def monotonicity_readings(
     return readings
 
 
+@experiment(
+    "mds-training",
+    summary="MDS PE (frozen, as init) vs learned vs sinusoidal vs low-rank at equal steps",
+    paper="arXiv 2604.05217",
+    minutes_ci=13.0,
+)
 def mds_training(options: ExperimentOptions) -> ExperimentResult:
     """MDS PE (frozen, as init) vs learned vs sinusoidal vs low-rank vs none at equal steps: MLM and SST-2."""
     from ..geometry.mds import classical_mds, low_rank_encoding
@@ -468,35 +507,9 @@ def mds_training(options: ExperimentOptions) -> ExperimentResult:
     pe_file = options.work_dir / "sst2-mds.safetensors"
     encoding.save(pe_file)
     rank = encoding.rank
-    variants = {
-        "none": ["model.pe=none"],
-        "sinusoidal": ["model.pe=sinusoidal"],
-        "learned": ["model.pe=learned"],
-        f"lowrank r={rank}": ["model.pe=lowrank", f"model.pe_rank={rank}"],
-        MDS_FROZEN: ["model.pe=mds", f"model.pe_file={pe_file}"],
-        "mds (init, trained)": ["model.pe=mds", f"model.pe_file={pe_file}", "model.pe_trainable=true"],
-    }
     seeds = [options.seed + k for k in range(MDS_TRAINING_SEEDS[options.preset])]
-    results: dict[str, dict[str, Any]] = {}
-    for name, settings in variants.items():
-        slug = name.replace(" ", "-").replace("(", "").replace(")", "").replace(",", "").replace("=", "")
-        entry: dict[str, Any] = {"mlm_loss_per_seed": [], "mlm_accuracy_per_seed": [], "sst2_accuracy_per_seed": []}
-        for seed in seeds:
-            seeded = replace(options, seed=seed)
-            suffix = "" if seed == options.seed else f"-seed{seed}"
-            mlm = _train_run(seeded, "mds-training", f"mlm-{slug}{suffix}", ["task=mlm", *settings])
-            sst2 = _train_run(seeded, "mds-training", f"sst2-{slug}{suffix}", ["task=classification", *settings])
-            entry["mlm_loss_per_seed"].append(mlm[-1]["eval_loss"])
-            entry["mlm_accuracy_per_seed"].append(mlm[-1]["eval_accuracy"])
-            entry["sst2_accuracy_per_seed"].append(sst2[-1]["eval_accuracy"])
-            if seed == options.seed:
-                model = _load_model(options, "mds-training", f"mlm-{slug}")
-                entry["pe_parameters"] = sum(p.numel() for p in model.pe.parameters() if p.requires_grad)
-                entry["mlm_curve"], entry["sst2_curve"] = mlm, sst2
-        entry["mlm_loss"] = float(np.mean(entry["mlm_loss_per_seed"]))
-        entry["mlm_accuracy"] = float(np.mean(entry["mlm_accuracy_per_seed"]))
-        entry["sst2_accuracy"] = float(np.mean(entry["sst2_accuracy_per_seed"]))
-        results[name] = entry
+    variants = mds_variants(rank, pe_file)
+    results = {name: train_variant(options, name, settings, seeds) for name, settings in variants.items()}
     saving = encoding.parameter_counts()
     loss_margin, accuracy_margin = smoke_or(options.preset, (0.25, 25.0), (0.01, 3.0))
     task_name = smoke_or(options.preset, "smoke-corpus label", "SST-2")
@@ -511,27 +524,69 @@ def mds_training(options: ExperimentOptions) -> ExperimentResult:
         "MLM held-out loss",
         title=f"MLM on {config.dataset}, {config.steps} steps per run",
     )
+    heading = f"### Equal steps ({config.steps} per run), {task_name}, n = {n} positions, d = {width}"
+    return ExperimentResult(
+        "mds-training",
+        "MDS positional encodings in training, against the usual ones at equal steps",
+        checks,
+        data={"results": results, "parameters": saving, "rank": rank, "config": config.to_dict()},
+        sections=[mds_training_section(heading, results, task_name, rank, saving)],
+        figures={figure: "MLM held-out loss during training, per positional encoding"},
+        preset=options.preset,
+        seconds=watch(),
+    )
+
+
+def mds_variants(rank: int, pe_file: Path) -> dict[str, list[str]]:
+    """The positional encodings mds-training compares, each as its model settings."""
+    return {
+        "none": ["model.pe=none"],
+        "sinusoidal": ["model.pe=sinusoidal"],
+        "learned": ["model.pe=learned"],
+        f"lowrank r={rank}": ["model.pe=lowrank", f"model.pe_rank={rank}"],
+        MDS_FROZEN: ["model.pe=mds", f"model.pe_file={pe_file}"],
+        "mds (init, trained)": ["model.pe=mds", f"model.pe_file={pe_file}", "model.pe_trainable=true"],
+    }
+
+
+def train_variant(options: ExperimentOptions, name: str, settings: list[str], seeds: list[int]) -> dict[str, Any]:
+    """One encoding's MLM and classification runs per seed: final losses and accuracies, their means, and (first
+    seed) its trained PE parameters and curves."""
+    slug = name.replace(" ", "-").replace("(", "").replace(")", "").replace(",", "").replace("=", "")
+    entry: dict[str, Any] = {"mlm_loss_per_seed": [], "mlm_accuracy_per_seed": [], "sst2_accuracy_per_seed": []}
+    for seed in seeds:
+        seeded = replace(options, seed=seed)
+        suffix = "" if seed == options.seed else f"-seed{seed}"
+        mlm = _train_run(seeded, "mds-training", f"mlm-{slug}{suffix}", ["task=mlm", *settings])
+        sst2 = _train_run(seeded, "mds-training", f"sst2-{slug}{suffix}", ["task=classification", *settings])
+        entry["mlm_loss_per_seed"].append(mlm[-1]["eval_loss"])
+        entry["mlm_accuracy_per_seed"].append(mlm[-1]["eval_accuracy"])
+        entry["sst2_accuracy_per_seed"].append(sst2[-1]["eval_accuracy"])
+        if seed == options.seed:
+            model = _load_model(options, "mds-training", f"mlm-{slug}")
+            entry["pe_parameters"] = sum(p.numel() for p in model.pe.parameters() if p.requires_grad)
+            entry["mlm_curve"], entry["sst2_curve"] = mlm, sst2
+    entry["mlm_loss"] = float(np.mean(entry["mlm_loss_per_seed"]))
+    entry["mlm_accuracy"] = float(np.mean(entry["mlm_accuracy_per_seed"]))
+    entry["sst2_accuracy"] = float(np.mean(entry["sst2_accuracy_per_seed"]))
+    return entry
+
+
+def mds_training_section(
+    heading: str, results: dict[str, dict[str, Any]], task_name: str, rank: int, saving: dict[str, Any]
+) -> str:
+    """The table of the variants at equal steps and what the MDS file's factorisation saves."""
     rows = [
         [name, r["pe_parameters"], r["mlm_loss"], r["mlm_accuracy"], r["sst2_accuracy"]] for name, r in results.items()
     ]
-    sections = [
-        f"### Equal steps ({config.steps} per run), {task_name}, n = {n} positions, d = {width}\n\n"
+    return (
+        f"{heading}\n\n"
         + markdown_table(["pe", "trained PE parameters", "MLM loss", "MLM accuracy", f"{task_name} accuracy"], rows)
         + f"\n\nThe MDS file factorises as P = A W with r = {rank}: {saving['factored']} numbers against "
         f"{saving['dense']} for the dense table ({100 * saving['saving']:.1f}% fewer). The trained low-rank "
         "table has the same r (n + d) parameters. The MLM losses at ci scale differ by less than their "
         "noise: a width-64 model learns little beyond token frequencies in a few hundred steps; the paper "
         "preset is the comparison that separates the encodings."
-    ]
-    return ExperimentResult(
-        "mds-training",
-        "MDS positional encodings in training, against the usual ones at equal steps",
-        checks,
-        data={"results": results, "parameters": saving, "rank": rank, "config": config.to_dict()},
-        sections=sections,
-        figures={figure: "MLM held-out loss during training, per positional encoding"},
-        preset=options.preset,
-        seconds=watch(),
     )
 
 
@@ -797,3 +852,37 @@ def _separation_figure(path: Path, runs: dict[str, list[dict[str, Any]]]) -> Non
         axis.set_ylim(bottom=0)
         axis.legend(fontsize=8)
     _save(figure, path)
+
+
+def shepard_figure(tables: dict[str, np.ndarray], distances: np.ndarray, path: Path, subtitle: str = "") -> None:
+    """Each encoding's pairwise distances (at the best global scale) against the corpus's Hellinger distances.
+
+    The look of the report's Shepard diagram: encodings with the same distances drawn once, labelled
+    with every name; each in its family's colour; the diagonal where an exact encoding lies.
+    """
+    from scipy.spatial.distance import squareform
+
+    from ..geometry.scores import unit_distances
+    from ..plotting import colour, pyplot, save
+
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(6.4, 5.2), layout="constrained")
+    target = squareform(distances, checks=False)
+    groups: list[tuple[list[str], np.ndarray]] = []
+    for name, table in tables.items():
+        e = unit_distances(table)[0]  # at unit scale: the fitted scale below makes the drawing scale-free
+        fitted = (float(e @ target / (e @ e)) if float(e @ e) > 0 else 1.0) * e
+        same = next((group for group in groups if np.allclose(group[1], fitted, rtol=1e-9, atol=1e-12)), None)
+        if same is not None:
+            same[0].append(name)
+        else:
+            groups.append(([name], fitted))
+    for index, (names, fitted) in enumerate(groups):
+        axis.scatter(target, fitted, s=2, alpha=0.35, color=colour(names[0], index), label=" = ".join(names))
+    top = float(target.max()) if target.size else 1.0
+    axis.plot([0, top], [0, top], color="black", linewidth=0.8)
+    axis.set_xlabel("Hellinger distance between positions")
+    axis.set_ylabel("embedding distance (best global scale)")
+    axis.set_title(f"Shepard diagram{': ' + subtitle if subtitle else ''}")
+    axis.legend(markerscale=4)
+    save(figure, path)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..io import markdown_table as gfm_table
 from ..io import to_jsonable, write_text
 
 PRESET_NAMES = ("smoke", "ci", "paper")
@@ -229,8 +230,6 @@ def environment() -> dict[str, Any]:
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A GitHub Markdown table; numbers through :func:`fmt`, every ``|`` in a cell escaped."""
-    from ..report.render import markdown_table as gfm_table
-
     return gfm_table(header, rows, formatter=fmt)
 
 

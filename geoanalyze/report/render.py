@@ -20,7 +20,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..io import to_jsonable
+from ..io import markdown_cell, to_jsonable
+from ..io import markdown_table as gfm_table
 
 
 def _stdout_width() -> int | None:
@@ -141,18 +142,15 @@ def table_markdown(table: Table) -> str:
 
 
 def md_cell(text: Any, formatter: Callable[[Any], str] | None = None) -> str:
-    """One GitHub-Markdown table cell: ``|`` escaped (it would end the cell) and newlines as spaces."""
-    value = (formatter or fmt)(text)
-    return " ".join(value.replace("\\|", "|").replace("|", "\\|").split())
+    """One GitHub-Markdown table cell (:func:`geoanalyze.io.markdown_cell`), numbers through :func:`fmt`."""
+    return markdown_cell(text, formatter or fmt)
 
 
 def markdown_table(
     header: Sequence[str], rows: Iterable[Sequence[Any]], formatter: Callable[[Any], str] | None = None
 ) -> str:
-    """A GitHub (GFM) table; every cell through :func:`md_cell`, so a ``|`` in a value cannot split a row."""
-    lines = ["| " + " | ".join(md_cell(h, str) for h in header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(md_cell(v, formatter) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
+    """A GitHub (GFM) table (:func:`geoanalyze.io.markdown_table`), numbers through :func:`fmt` unless told."""
+    return gfm_table(header, rows, formatter or fmt)
 
 
 def display_path(path: str | os.PathLike[str]) -> str:

@@ -335,7 +335,8 @@ def test_mds_training_checks_flip() -> None:
 
 
 def test_edelta_stability_checks_flip() -> None:
-    from geoanalyze.experiments.edelta import LIMITS, stability_checks
+    from geoanalyze.experiments.edelta_settings import LIMITS
+    from geoanalyze.experiments.edelta_verdicts import stability_checks
 
     plateau = 1 / 64
     paper_level = [4.0e-6, 4.5e-6, 5.0e-6]
@@ -356,8 +357,8 @@ def test_edelta_stability_checks_flip() -> None:
 
 
 def test_edelta_other_checks_flip() -> None:
-    from geoanalyze.experiments.edelta import (
-        LIMITS,
+    from geoanalyze.experiments.edelta_settings import LIMITS
+    from geoanalyze.experiments.edelta_verdicts import (
         gate_check,
         gate_weight_check,
         negation_checks,

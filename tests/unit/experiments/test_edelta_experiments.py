@@ -8,7 +8,7 @@ import pytest
 
 from geoanalyze.errors import InputError
 from geoanalyze.experiments import ExperimentOptions, run_experiment, write_result
-from geoanalyze.experiments.edelta import resolve_settings
+from geoanalyze.experiments.edelta_settings import resolve_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DOC = REPO_ROOT / "docs" / "edelta.md"
