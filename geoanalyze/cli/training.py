@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -64,6 +65,7 @@ def train(
     `torchrun --nproc_per_node N -m geoanalyze train ...` the run is data-parallel. Score the
     trained positions with `geoanalyze stress model:<output-dir> --dataset ...`.
     """
+    from ..train import train as run_training
     from ..train.config import resolve_config, valid_keys
 
     check_format(format)
@@ -72,15 +74,7 @@ def train(
         return
     if output_dir is None:
         raise InputError("--output-dir is required; pass the folder the run writes to, e.g. -o runs/order-rope")
-    check_output_place(output_dir, folder=True, option="--output-dir")
-    guard(
-        [config_file, dataset, data_dir],
-        [
-            Folder("--output-dir", output_dir),
-            *(Output("--output-dir", output_dir / name) for name in ("metrics.jsonl", "training.png")),
-            Folder("--output-dir", output_dir / "checkpoint", replaces=True),
-        ],
-    )
+    _check_training_outputs(output_dir, [config_file, dataset, data_dir])
     shortcuts = [
         f"{key}={value}"
         for key, value in (
@@ -95,14 +89,30 @@ def train(
         if value is not None
     ]
     config = resolve_config(preset, [*shortcuts, *(sets or [])], toml_path=config_file)
-    from ..train import train as run_training
-
     metrics = run_training(config, output_dir, resume=resume, progress=True)
     if int(os.environ.get("RANK", "0")) != 0:
         return  # under torchrun, rank 0 reports for all
-    curves = _draw_training_curves(output_dir, f"{config.task}, pe {config.model.pe}")
+    _print_training(config, output_dir, metrics, format)
+
+
+def _check_training_outputs(output_dir: Path, inputs: list[Any]) -> None:
+    """The run's folder, metrics.jsonl, training.png and checkpoint/ may be written (none is one of ``inputs``)."""
+    check_output_place(output_dir, folder=True, option="--output-dir")
+    guard(
+        inputs,
+        [
+            Folder("--output-dir", output_dir),
+            *(Output("--output-dir", output_dir / name) for name in ("metrics.jsonl", "training.png")),
+            Folder("--output-dir", output_dir / "checkpoint", replaces=True),
+        ],
+    )
+
+
+def _print_training(config: Any, output_dir: Path, metrics: dict[str, Any], format: str) -> None:
+    """The finished run: its figure drawn, then its metrics, parameter counts and files in ``format``."""
     from ..models import Transformer
 
+    curves = _draw_training_curves(output_dir, f"{config.task}, pe {config.model.pe}")
     model = Transformer.load(output_dir / "checkpoint")
     parameters = sum(p.numel() for p in model.parameters())
     pe_parameters = sum(p.numel() for p in model.pe.parameters())
@@ -187,6 +197,7 @@ def verify(
     that they run, not the claims).
     """
     from ..experiments import EXPERIMENTS, PRESET_NAMES, get_experiment
+    from ..report.render import provenance
 
     check_format(format)
     if name == "list":
@@ -194,9 +205,42 @@ def verify(
         return
     names = list(EXPERIMENTS) if name == "all" else [get_experiment(name).name]
     presets = PRESET_NAMES if name == "all" else get_experiment(name).presets
+    _check_verify_settings(preset, presets, name == "all" and bool(sets), device)
+    target = output_dir or Path(f"verify-{name}")
+    _check_verify_target(target, force, data_dir)
+    request = VerifyRun(names, name == "all", preset, seed, device, tuple(sets or ()), data_dir, provenance(seed))
+    results = _run_staged(request, target)
+    if request.every:
+        _print_summary(results, preset, target, request.run, format)
+    else:
+        _print_result(results[0], target, request.run, format)
+    if not all(result.passed for result in results):
+        raise typer.Exit(1)
+
+
+@dataclass(frozen=True)
+class VerifyRun:
+    """What one `verify` runs: ``names`` at the preset, seed and device, with the --set settings.
+
+    ``every``: `verify all` (a subfolder per experiment and a summary); ``run``: the provenance
+    (version, command line, seed) every page and record ends with.
+    """
+
+    names: list[str]
+    every: bool
+    preset: str
+    seed: int
+    device: str
+    sets: tuple[str, ...]
+    data_dir: Path | None
+    run: dict[str, Any]
+
+
+def _check_verify_settings(preset: str, presets: tuple[str, ...], sets_for_all: bool, device: str) -> None:
+    """The preset among the experiment's, no --set for `verify all`, a known device, CUDA when it is needed."""
     if preset not in presets:
         raise InputError(f"unknown preset {preset!r}; choose one of {', '.join(presets)}")
-    if name == "all" and sets:
+    if sets_for_all:
         raise InputError("--set applies to one experiment's settings; run `geoanalyze verify NAME --set ...` instead")
     if device not in ("auto", "cpu", "cuda"):
         raise InputError(f"unknown --device {device!r}; choose auto, cpu or cuda")
@@ -210,7 +254,12 @@ def verify(
                 "the paper preset is sized for a GPU and CUDA is not available here; "
                 "use --preset ci, or --device cpu to run it on the CPU anyway"
             )
-    target = output_dir or Path(f"verify-{name}")
+
+
+def _check_verify_target(target: Path, force: bool, data_dir: Path | None) -> None:
+    """--output-dir may be written: empty, or (--force) holding earlier verify results, never the user's own files."""
+    from ..experiments import EXPERIMENTS
+
     check_output_place(target, folder=True, option="--output-dir")
     guard([data_dir], [Folder("--output-dir", target, replaces=True)])
     if target.exists() and any(target.iterdir()) and not force:
@@ -223,72 +272,66 @@ def verify(
                 f"--force would delete {target}, which holds no verify results "
                 f"({', '.join(sorted(p.name for p in target.iterdir())[:3])}); choose another --output-dir"
             )
-    from ..progress import duration
-    from ..report.render import provenance
 
-    run = provenance(seed)
+
+def _run_staged(request: VerifyRun, target: Path) -> list[Any]:
+    """Run the experiments into a staging folder beside ``target``, moved onto it only when every one finished."""
     staging = target.with_name(f".{target.name}.{os.getpid()}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
-        results = []
-        began = time.perf_counter()
-        for index, each in enumerate(names, 1):
-            folder = staging / each if name == "all" else staging
-            folder.mkdir(exist_ok=True)
-            results.append(_run_experiment(each, folder, preset, seed, device, sets, data_dir, run))
-            if name == "all":  # one line per experiment on stderr, so a log follows a long run
-                done = results[-1]
-                print(
-                    f"progress: verify all: {each} {'PASS' if done.passed else 'FAIL'} "
-                    f"({sum(c.passed for c in done.checks)}/{len(done.checks)} checks), {index}/{len(names)} done, "
-                    f"elapsed {duration(time.perf_counter() - began)}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-        if name == "all":
-            _write_summary(results, staging, run)
+        results = _run_each(request, staging)
+        if request.every:
+            _write_summary(results, staging, request.run)
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    if name == "all":
-        _print_summary(results, preset, target, run, format)
-    else:
-        _print_result(results[0], target, run, format)
-    if not all(result.passed for result in results):
-        raise typer.Exit(1)
+    return results
 
 
-def _run_experiment(
-    name: str,
-    folder: Path,
-    preset: str,
-    seed: int,
-    device: str,
-    sets: list[str] | None,
-    data_dir: Path | None,
-    run: dict[str, Any],
-) -> Any:
+def _run_each(request: VerifyRun, staging: Path) -> list[Any]:
+    """Each experiment into ``staging`` (its own subfolder for `verify all`, with a progress line on stderr)."""
+    from ..progress import duration
+
+    results = []
+    began = time.perf_counter()
+    for index, each in enumerate(request.names, 1):
+        folder = staging / each if request.every else staging
+        folder.mkdir(exist_ok=True)
+        results.append(_run_experiment(each, folder, request))
+        if request.every:  # one line per experiment on stderr, so a log follows a long run
+            done = results[-1]
+            print(
+                f"progress: verify all: {each} {'PASS' if done.passed else 'FAIL'} "
+                f"({sum(c.passed for c in done.checks)}/{len(done.checks)} checks), {index}/{len(request.names)} done, "
+                f"elapsed {duration(time.perf_counter() - began)}",
+                file=sys.stderr,
+                flush=True,
+            )
+    return results
+
+
+def _run_experiment(name: str, folder: Path, request: VerifyRun) -> Any:
     """Run one experiment into ``folder``: its record, its page (with the provenance line) and figures."""
     from ..experiments import ExperimentOptions, run_experiment, write_result
     from ..io import write_text
     from ..report.render import provenance_line
 
     options = ExperimentOptions(
-        preset=preset,
+        preset=request.preset,
         work_dir=folder,
-        seed=seed,
-        device=device,
-        overrides=tuple(sets or ()),
-        data_dir=str(data_dir) if data_dir is not None else None,
+        seed=request.seed,
+        device=request.device,
+        overrides=request.sets,
+        data_dir=str(request.data_dir) if request.data_dir is not None else None,
         progress=True,
     )
     result = run_experiment(name, options)
     written = write_result(result, folder)
     page = written["markdown"].read_text(encoding="utf-8")
-    write_text(written["markdown"], page + "\n" + provenance_line(run) + "\n")
+    write_text(written["markdown"], page + "\n" + provenance_line(request.run) + "\n")
     return result
 
 
