@@ -3,7 +3,8 @@
 A source string is resolved, in this order, to
 
 1. an existing local **path**: a file (.txt / .tokens one text a line, .tsv / .csv with a
-   header, .jsonl, each optionally .gz) or a folder of .txt files (one text a file);
+   header, .jsonl, each optionally .gz) or a folder of .txt files (one text a file); a folder
+   of .jsonl / .parquet / ... files, or a glob, is a set of **shards** read in sorted order;
 2. a **synthetic** spec: ``synthetic[:KIND][,key=value...]``
    (e.g. ``synthetic:shift,n=2000,length=64,vocab=5000,seed=1``);
 3. a **named dataset** (``sst2``, ``imdb``, ``wikitext2``), looked up first in the local data
@@ -11,29 +12,43 @@ A source string is resolved, in this order, to
    and then in the Hugging Face cache / hub through ``datasets.load_dataset``;
 4. any other string: a Hugging Face hub dataset id.
 
-Nothing is read until :meth:`CorpusSource.read`; :attr:`CorpusSource.fingerprint` changes
-whenever the data would, so counts can be cached by it.
+Each corpus kind is one class of the :class:`CorpusSource` protocol (:class:`FileSource`,
+:class:`FolderSource`, :class:`ShardsSource`, :class:`HubSource`, :class:`SyntheticSource`),
+which owns how its texts are read whole (``texts``) and streamed (``stream``), how it is cut
+into :class:`Shard` units of streamed work (``shards``), which local files it reads
+(``files_read``) and its ``fingerprint``. Nothing is read until then; the fingerprint changes
+whenever the data would, so counts can be cached by it. A new kind is a new subclass and one
+rule in :func:`resolve_source`.
 """
 
 from __future__ import annotations
 
-import csv
+import contextlib
 import errno
 import glob
-import gzip
 import hashlib
-import io
-import json
 import math
 import os
 import stat as _stat
-import zlib
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import DataNotFoundError, FormatError, InputError, first_line
+from .formats import (
+    BINARY_SUFFIXES,
+    OTHER_COMPRESSION,
+    SHARD_SUFFIXES,
+    check_not_binary,
+    decode,
+    is_shard_file,
+    iter_file_texts,
+    pick_column,
+    read_bytes,
+    read_file,
+)
 
 DATA_DIR_ENV = "GEOANALYZE_DATA_DIR"
 LOCAL_SUFFIXES = (
@@ -50,7 +65,6 @@ LOCAL_SUFFIXES = (
     ".json",
     ".json.gz",
 )
-TEXT_COLUMN_GUESSES = ("text", "sentence", "review", "content", "document")
 
 
 @dataclass(frozen=True)
@@ -98,31 +112,29 @@ ALIASES = {"glue/sst2": "sst2", "sst-2": "sst2", "wikitext-2": "wikitext2", "wik
 DEFAULT_SPLIT = "train"
 
 
+# --- the corpus kinds ---------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
-class CorpusSource:
-    """A resolved corpus: what it is and where, not yet read.
+class CorpusSource(ABC):
+    """A resolved corpus, not yet read: the protocol every corpus kind follows.
 
     Attributes
     ----------
     name : short display name ("sst2", a file name, "synthetic:drift").
-    kind : "file", "folder", "hub" or "synthetic".
-    location : the path, the hub id (``id`` or ``id/config``), or the synthetic spec.
+    location : the path, the glob, the hub id (``id`` or ``id/config``), or the synthetic spec.
+    fingerprint : a string that changes whenever the data would change (it keys the counts cache).
     split : the split read (None for plain files).
     text_column : the column or JSON key holding the text (tabular and JSON sources).
-    fingerprint : a string that changes whenever the data would change.
-    tried : where else the resolver looked first (for error messages).
+    kind : "file", "folder", "shards", "hub" or "synthetic" (one per class).
     """
 
+    kind: ClassVar[str]
     name: str
-    kind: str
     location: str
-    split: str | None
-    text_column: str | None
     fingerprint: str
-    hub_config: str | None = None
-    tried: tuple[str, ...] = field(default=())
-    #: the shard files of a "shards" source (a glob, or a folder of .jsonl/.parquet/... files), in order
-    files: tuple[str, ...] = field(default=())
+    split: str | None = None
+    text_column: str | None = None
 
     def describe(self) -> dict[str, str | None]:
         """A JSON description for metadata and reports."""
@@ -132,22 +144,244 @@ class CorpusSource:
         """Read the texts (blank ones dropped), at most ``limit`` of them."""
         if limit is not None and limit < 1:
             raise InputError(f"--limit must be at least 1, got {limit}")
-        if self.kind == "synthetic":
-            texts = _read_synthetic(self.location)
-        elif self.kind == "folder":
-            texts = _read_folder(Path(self.location))
-        elif self.kind == "hub":
-            texts = _read_hub(self)
-        elif self.kind == "shards":
-            texts = [text for file in self.files for text in iter_file_texts(Path(file), self.text_column)]
-        else:
-            texts = _read_file(Path(self.location), self.text_column)
-        texts = [text for text in texts if text.strip()]
+        texts = [text for text in self.texts() if text.strip()]
         if limit is not None:
             texts = texts[:limit]
         if not texts:
             raise InputError(f"the corpus {self.name} ({self.location}) holds no text; check the file or split")
         return texts
+
+    @abstractmethod
+    def texts(self) -> Iterable[str]:
+        """Every text, read whole (blank ones included; :meth:`read` drops them)."""
+
+    @abstractmethod
+    def stream(self) -> Iterator[str]:
+        """The non-blank texts, in the order of :meth:`read`, as a stream (memory: one text or batch)."""
+
+    @abstractmethod
+    def shards(self, files_per_shard: int) -> list[Shard]:
+        """The units of streamed work, in corpus order (``files_per_shard``: one-text files per shard)."""
+
+    @abstractmethod
+    def files_read(self) -> set[str]:
+        """The real paths of the local files the source reads (empty for hub and synthetic sources)."""
+
+    @abstractmethod
+    def stream_fingerprint(self) -> str:
+        """Changes whenever :meth:`stream`'s texts would (a shard's key in a work folder)."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One unit of streamed work: a name and the source it streams (one file, a group of one-text
+    files, a synthetic spec or a hub stream). Picklable: a worker process reads the shard itself."""
+
+    name: str
+    source: CorpusSource
+
+    def texts(self) -> Iterator[str]:
+        """The shard's non-blank texts, in order, as a stream."""
+        yield from self.source.stream()
+
+    def fingerprint(self) -> str:
+        """Changes whenever the shard's texts would (file sizes and modification times)."""
+        return self.source.stream_fingerprint()
+
+
+@dataclass(frozen=True)
+class FileSource(CorpusSource):
+    """One local file (a named dataset's copy in the data directory too)."""
+
+    kind: ClassVar[str] = "file"
+
+    @classmethod
+    def at(cls, path: Path, text_column: str | None, name: str | None = None, split: str | None = None) -> FileSource:
+        """The source of an existing file, fingerprinted by its path, size and modification time."""
+        return cls(name or path.name, str(path.resolve()), _stat_fingerprint(path), split, text_column)
+
+    def texts(self) -> list[str]:
+        return read_file(Path(self.location), self.text_column)
+
+    def stream(self) -> Iterator[str]:
+        yield from iter_file_texts(Path(self.location), self.text_column)
+
+    def shards(self, files_per_shard: int) -> list[Shard]:
+        return [Shard(self.name, self)]
+
+    def files_read(self) -> set[str]:
+        return {os.path.realpath(self.location)}
+
+    def stream_fingerprint(self) -> str:
+        return stream_fingerprint("file", self.location, [self.location], text_column=self.text_column)
+
+
+@dataclass(frozen=True)
+class FolderSource(CorpusSource):
+    """A folder of .txt files, one text a file, in sorted path order (nested folders included).
+
+    ``members``: the files of one shard of the folder; empty, every .txt file under it.
+    """
+
+    kind: ClassVar[str] = "folder"
+    members: tuple[str, ...] = ()
+
+    def _files(self) -> list[Path]:
+        files = [Path(m) for m in self.members] if self.members else sorted(Path(self.location).rglob("*.txt"))
+        if not files:
+            raise InputError(
+                f"{self.location} holds no .txt files; pass a folder of .txt files (one text each) or a file"
+            )
+        return files
+
+    def texts(self) -> list[str]:
+        return [decode(read_bytes(f), f).strip() for f in self._files()]
+
+    def stream(self) -> Iterator[str]:
+        for file in self._files():
+            text = decode(read_bytes(file), file).strip()
+            if text:
+                yield text
+
+    def shards(self, files_per_shard: int) -> list[Shard]:
+        members = [str(f) for f in self._files()]
+        return [
+            Shard(f"{self.name}[{i}:]", replace(self, members=tuple(members[i : i + files_per_shard])))
+            for i in range(0, len(members), files_per_shard)
+        ]
+
+    def files_read(self) -> set[str]:
+        if self.members:
+            return {os.path.realpath(file) for file in self.members}
+        return {os.path.realpath(file) for file in Path(self.location).rglob("*.txt") if file.is_file()}
+
+    def stream_fingerprint(self) -> str:
+        return stream_fingerprint("files", self.location, self.members)
+
+
+@dataclass(frozen=True)
+class ShardsSource(CorpusSource):
+    """The files of a glob, or of a folder of .jsonl / .parquet / ... files, read in that order."""
+
+    kind: ClassVar[str] = "shards"
+    #: the shard files, resolved, in order
+    files: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, name: str, location: str, files: list[Path], text_column: str | None) -> ShardsSource:
+        """The source of these files, fingerprinted by all their paths, sizes and modification times."""
+        digest = hashlib.sha256()
+        for file in files:
+            digest.update(f"{_stat_fingerprint(file)}\n".encode())
+        fingerprint = f"shards:{digest.hexdigest()[:16]}:{len(files)}"
+        resolved = tuple(str(f.resolve()) for f in files)
+        return cls(name, location, fingerprint, None, text_column, files=resolved)
+
+    def texts(self) -> list[str]:
+        return list(self.stream())
+
+    def stream(self) -> Iterator[str]:
+        for file in self.files:
+            yield from iter_file_texts(Path(file), self.text_column)
+
+    def shards(self, files_per_shard: int) -> list[Shard]:
+        """One shard a file."""
+        pieces = (FileSource(Path(file).name, file, self.fingerprint, None, self.text_column) for file in self.files)
+        return [Shard(piece.name, piece) for piece in pieces]
+
+    def files_read(self) -> set[str]:
+        return {os.path.realpath(file) for file in self.files}
+
+    def stream_fingerprint(self) -> str:
+        return stream_fingerprint("shards", self.location, self.files, text_column=self.text_column)
+
+
+@dataclass(frozen=True)
+class HubSource(CorpusSource):
+    """A Hugging Face dataset: read whole from the cache, or streamed (:func:`iter_hub_texts`).
+
+    ``tried``: where the resolver looked first (named in the error when the hub has it not
+    either); ``data_files``: local files streamed through ``datasets`` (a builder name such as
+    ``json`` as the location).
+    """
+
+    kind: ClassVar[str] = "hub"
+    hub_config: str | None = None
+    tried: tuple[str, ...] = ()
+    data_files: tuple[str, ...] = ()
+
+    def texts(self) -> list[str]:
+        dataset = _load_hub(self)
+        column = pick_column(dataset.column_names, self.text_column, Path(self.location))
+        return [str(value) for value in dataset[column]]
+
+    def stream(self) -> Iterator[str]:
+        yield from iter_hub_texts(self, self.data_files)
+
+    def shards(self, files_per_shard: int) -> list[Shard]:
+        return [Shard(self.name, self)]
+
+    def files_read(self) -> set[str]:
+        return set()
+
+    def stream_fingerprint(self) -> str:
+        return stream_fingerprint(
+            "hub", self.location, self.data_files, self.split, self.hub_config, text_column=self.text_column
+        )
+
+
+@dataclass(frozen=True)
+class SyntheticSource(CorpusSource):
+    """A synthetic corpus of known marginals (:mod:`geoanalyze.corpus.synthetic`), by its normalised spec."""
+
+    kind: ClassVar[str] = "synthetic"
+
+    @classmethod
+    def of(cls, spec: str) -> SyntheticSource:
+        """The source of a spec, normalised (kind checked, options sorted): its name, location and fingerprint."""
+        normalised = _normalise_synthetic_spec(spec)
+        return cls(normalised, normalised, normalised)
+
+    def texts(self) -> list[str]:
+        from .synthetic import synthetic_corpus
+
+        kind, options = parse_synthetic_spec(self.location)
+        return synthetic_corpus(kind, **options).texts  # type: ignore[arg-type]
+
+    def stream(self) -> Iterator[str]:
+        yield from (text for text in self.texts() if text.strip())
+
+    def shards(self, files_per_shard: int) -> list[Shard]:
+        return [Shard(self.name, self)]
+
+    def files_read(self) -> set[str]:
+        return set()
+
+    def stream_fingerprint(self) -> str:
+        return stream_fingerprint("synthetic", self.location, ())
+
+
+def stream_fingerprint(
+    label: str,
+    location: str,
+    files: Iterable[str],
+    split: str | None = None,
+    hub_config: str | None = None,
+    text_column: str | None = None,
+) -> str:
+    """A short hash of a stream's identity and its files' sizes and modification times
+    (a file that cannot be looked at is left out: reading it reports it)."""
+    parts = [label, location, str(split), str(hub_config), str(text_column)]
+    for file in files:
+        with contextlib.suppress(OSError):
+            stat = os.stat(file)
+            parts.append(f"{file}:{stat.st_size}:{stat.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def files_read(source: CorpusSource) -> set[str]:
+    """The real paths of the local files a resolved source reads (empty for hub and synthetic sources)."""
+    return source.files_read()
 
 
 def is_synthetic_spec(source: str) -> bool:
@@ -173,81 +407,92 @@ def resolve_source(
     data_dir: str | os.PathLike[str] | None = None,
     text_column: str | None = None,
 ) -> CorpusSource:
-    """Resolve a source string to a :class:`CorpusSource` (see the module docstring)."""
+    """Resolve a source string to the :class:`CorpusSource` of its kind (see the module docstring)."""
     path = _checked_path(source)
-    if path.is_dir():
-        shard_files = _shard_files_in(path)
-        if shard_files:
-            return _shard_source(path.name, str(path.resolve()), shard_files, text_column)
-        return CorpusSource(path.name, "folder", str(path.resolve()), None, None, _stat_fingerprint(path))
-    if not path.exists() and glob.has_magic(source):
-        matches = sorted(Path(m) for m in glob.glob(str(path), recursive=True) if Path(m).is_file())
-        if not matches:
-            raise InputError(f"no file matches {source}; check the pattern (quote it so the shell leaves it alone)")
-        foreign = [m for m in matches if not _is_shard_file(m)]
-        if foreign:
-            raise InputError(
-                f"{foreign[0]} (matched by {source}) is not a corpus shard; "
-                f"shards end in {', '.join(SHARD_SUFFIXES)}: narrow the pattern"
-            )
-        return _shard_source(source, source, matches, text_column)
-    if path.is_file():
-        check_not_binary(path)
-        return CorpusSource(path.name, "file", str(path.resolve()), None, text_column, _stat_fingerprint(path))
-    if path.exists() or path.is_symlink():
-        raise InputError(_not_a_regular_file(path))
+    local = _local_source(source, path, text_column)
+    if local is not None:
+        return local
     if is_synthetic_spec(source):
-        spec = _normalise_synthetic_spec(source)
-        return CorpusSource(spec, "synthetic", spec, None, None, spec)
-    name = ALIASES.get(source.lower(), source.lower())
-    info = DATASETS.get(name)
+        return SyntheticSource.of(source)
+    info = DATASETS.get(ALIASES.get(source.lower(), source.lower()))
     if info is None and _looks_like_path(source):
         raise InputError(f"file not found: {source}; check the path")
     split = split or DEFAULT_SPLIT
-    tried: list[str] = []
     if info is not None:
-        if split not in info.splits:
-            raise InputError(f"{info.name} has no split {split!r}; choose one of {', '.join(info.splits)}")
-        directory = data_dir_from_env(data_dir)
-        if directory is None:
-            tried.append(f"a local data directory (none set: pass --data-dir or set {DATA_DIR_ENV})")
-        else:
-            for suffix in LOCAL_SUFFIXES:
-                candidate = directory / info.name / f"{split}{suffix}"
-                if candidate.is_file():
-                    return CorpusSource(
-                        info.name,
-                        "file",
-                        str(candidate.resolve()),
-                        split,
-                        text_column or info.text_column,
-                        _stat_fingerprint(candidate),
-                    )
-            present = sorted({f.name.split(".")[0] for f in (directory / info.name).glob("*.*") if f.is_file()})
-            hint = f" (it holds split {', '.join(present)}: pass --split {present[0]})" if present else ""
-            if not directory.is_dir():
-                state = "is a file, not a folder" if directory.exists() else "does not exist"
-                hint = f" (the data directory {directory} {state})"
-            tried.append(f"{directory / info.name}/{split}.{{{','.join(s.lstrip('.') for s in LOCAL_SUFFIXES)}}}{hint}")
-        return CorpusSource(
-            info.name,
-            "hub",
-            info.hub_id,
-            split,
-            text_column or info.text_column,
-            f"hub:{info.hub_id}:{info.config}:{split}",
-            hub_config=info.config,
-            tried=tuple(tried),
-        )
-    return CorpusSource(
+        return _named_dataset(info, split, data_dir_from_env(data_dir), text_column)
+    return HubSource(
         source,
-        "hub",
         source,
+        f"hub:{source}:None:{split}",
         split,
         text_column,
-        f"hub:{source}:None:{split}",
         tried=(f"a local file or folder named {source!r} (absent)", f"known datasets ({', '.join(DATASETS)})"),
     )
+
+
+def _local_source(source: str, path: Path, text_column: str | None) -> CorpusSource | None:
+    """The source of an existing path (a folder, a file) or of a glob; None when the string names neither."""
+    if path.is_dir():
+        shard_files = _shard_files_in(path)
+        if shard_files:
+            return ShardsSource.of(path.name, str(path.resolve()), shard_files, text_column)
+        return FolderSource(path.name, str(path.resolve()), _stat_fingerprint(path))
+    if not path.exists() and glob.has_magic(source):
+        return ShardsSource.of(source, source, _glob_shards(source, path), text_column)
+    if path.is_file():
+        check_not_binary(path)
+        return FileSource.at(path, text_column)
+    if path.exists() or path.is_symlink():
+        raise InputError(_not_a_regular_file(path))
+    return None
+
+
+def _glob_shards(source: str, path: Path) -> list[Path]:
+    """The files a glob matches, in sorted order; every one must be a shard."""
+    matches = sorted(Path(m) for m in glob.glob(str(path), recursive=True) if Path(m).is_file())
+    if not matches:
+        raise InputError(f"no file matches {source}; check the pattern (quote it so the shell leaves it alone)")
+    foreign = [m for m in matches if not is_shard_file(m)]
+    if foreign:
+        raise InputError(
+            f"{foreign[0]} (matched by {source}) is not a corpus shard; "
+            f"shards end in {', '.join(SHARD_SUFFIXES)}: narrow the pattern"
+        )
+    return matches
+
+
+def _named_dataset(info: DatasetInfo, split: str, directory: Path | None, text_column: str | None) -> CorpusSource:
+    """A named dataset: its copy in the local data directory, else the hub (which names where else it looked)."""
+    if split not in info.splits:
+        raise InputError(f"{info.name} has no split {split!r}; choose one of {', '.join(info.splits)}")
+    tried: list[str] = []
+    if directory is None:
+        tried.append(f"a local data directory (none set: pass --data-dir or set {DATA_DIR_ENV})")
+    else:
+        for suffix in LOCAL_SUFFIXES:
+            candidate = directory / info.name / f"{split}{suffix}"
+            if candidate.is_file():
+                return FileSource.at(candidate, text_column or info.text_column, name=info.name, split=split)
+        tried.append(_where_looked(info, split, directory))
+    return HubSource(
+        info.name,
+        info.hub_id,
+        f"hub:{info.hub_id}:{info.config}:{split}",
+        split,
+        text_column or info.text_column,
+        hub_config=info.config,
+        tried=tuple(tried),
+    )
+
+
+def _where_looked(info: DatasetInfo, split: str, directory: Path) -> str:
+    """The data directory's files a split was looked for in, with a hint at the splits it holds."""
+    present = sorted({f.name.split(".")[0] for f in (directory / info.name).glob("*.*") if f.is_file()})
+    hint = f" (it holds split {', '.join(present)}: pass --split {present[0]})" if present else ""
+    if not directory.is_dir():
+        state = "is a file, not a folder" if directory.exists() else "does not exist"
+        hint = f" (the data directory {directory} {state})"
+    return f"{directory / info.name}/{split}.{{{','.join(s.lstrip('.') for s in LOCAL_SUFFIXES)}}}{hint}"
 
 
 def load_texts(
@@ -276,21 +521,13 @@ def load_texts(
     return resolve_source(source, split, data_dir, text_column).read(limit)
 
 
-SHARD_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet", ".txt", ".txt.gz", ".tokens", ".tsv", ".csv", ".json")
-
-
-def _is_shard_file(path: Path) -> bool:
-    name = path.name.lower()
-    return name.endswith(SHARD_SUFFIXES) or name.endswith(tuple(f"{s}.gz" for s in SHARD_SUFFIXES))
-
-
 def _shard_files_in(folder: Path) -> list[Path]:
     """The shard files of a folder, or [] for a folder of .txt files (one text a file, as before).
 
     A folder holding .jsonl / .parquet / .tsv / ... files (and no .txt) is a set of shards read in
     sorted order; for .txt shards with one text a line, pass a glob (``'corpus/*.txt'``).
     """
-    files = sorted(f for f in folder.rglob("*") if f.is_file() and _is_shard_file(f) and f.suffix.lower() != ".txt")
+    files = sorted(f for f in folder.rglob("*") if f.is_file() and is_shard_file(f) and f.suffix.lower() != ".txt")
     if files and any(folder.rglob("*.txt")):
         raise InputError(
             f"{folder} mixes .txt files (one text a file) with {files[0].name}-like shards; "
@@ -298,144 +535,6 @@ def _shard_files_in(folder: Path) -> list[Path]:
             f"'{folder}/*{''.join(files[0].suffixes)}'"
         )
     return files
-
-
-def files_read(source: CorpusSource) -> set[str]:
-    """The real paths of the local files a resolved source reads (empty for hub and synthetic sources)."""
-    if source.kind == "shards":
-        return {os.path.realpath(file) for file in source.files}
-    if source.kind == "file":
-        return {os.path.realpath(source.location)}
-    if source.kind == "folder":
-        return {os.path.realpath(file) for file in Path(source.location).rglob("*.txt") if file.is_file()}
-    return set()
-
-
-def _shard_source(name: str, location: str, files: list[Path], text_column: str | None) -> CorpusSource:
-    digest = hashlib.sha256()
-    for file in files:
-        digest.update(f"{_stat_fingerprint(file)}\n".encode())
-    fingerprint = f"shards:{digest.hexdigest()[:16]}:{len(files)}"
-    return CorpusSource(
-        name, "shards", location, None, text_column, fingerprint, files=tuple(str(f.resolve()) for f in files)
-    )
-
-
-CORPUS_FORMATS = (
-    "a text corpus (.txt / .tokens one text a line, .jsonl, .json, .tsv, .csv, each optionally .gz; "
-    ".parquet) or a folder of .txt files"
-)
-
-#: suffixes of files that are never a corpus, with what they are
-BINARY_SUFFIXES = {
-    ".safetensors": "a safetensors tensor file",
-    ".npy": "a NumPy array (.npy)",
-    ".npz": "a NumPy archive (.npz)",
-    ".pt": "a PyTorch file (.pt)",
-    ".pth": "a PyTorch file (.pth)",
-    ".ckpt": "a model checkpoint file (.ckpt)",
-    ".bin": "a binary file (.bin, e.g. pytorch_model.bin)",
-    ".pkl": "a Python pickle",
-    ".pickle": "a Python pickle",
-    ".joblib": "a joblib pickle",
-    ".h5": "an HDF5 file",
-    ".hdf5": "an HDF5 file",
-    ".onnx": "an ONNX model",
-    ".gguf": "a GGUF model file",
-    ".msgpack": "a msgpack file",
-    ".arrow": "an Arrow file",
-    ".feather": "an Arrow (feather) file",
-    ".zip": "a zip archive",
-    ".tar": "a tar archive",
-    ".tgz": "a gzipped tar archive",
-    ".7z": "a 7-Zip archive",
-    ".rar": "a RAR archive",
-    ".png": "a PNG image",
-    ".jpg": "a JPEG image",
-    ".jpeg": "a JPEG image",
-    ".gif": "a GIF image",
-    ".webp": "a WebP image",
-    ".svg": "an SVG image",
-    ".pdf": "a PDF document",
-    ".so": "a shared library",
-    ".exe": "an executable",
-    ".whl": "a Python wheel",
-}
-
-#: compressed formats the readers do not decompress (only gzip is read)
-OTHER_COMPRESSION = {".bz2": "bzip2", ".xz": "xz", ".lzma": "lzma", ".zst": "zstd", ".lz4": "lz4", ".z": "compress"}
-
-_MAGIC = (
-    (b"\x93NUMPY", "a NumPy array (.npy)"),
-    (b"PK\x03\x04", "a zip archive (a .zip, .npz or PyTorch .pt file)"),
-    (b"PK\x05\x06", "an empty zip archive"),
-    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
-    (b"\xff\xd8\xff", "a JPEG image"),
-    (b"GIF87a", "a GIF image"),
-    (b"GIF89a", "a GIF image"),
-    (b"%PDF-", "a PDF document"),
-    (b"\x89HDF\r\n\x1a\n", "an HDF5 file"),
-    (b"GGUF", "a GGUF model file"),
-    (b"\x7fELF", "an executable"),
-    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
-    (b"\xfd7zXZ\x00", "an xz-compressed file"),
-    (b"\x28\xb5\x2f\xfd", "a zstd-compressed file"),
-    (b"ARROW1", "an Arrow file"),
-)
-
-
-def binary_kind(path: Path) -> str | None:
-    """What a file is when it is a binary format that is never a corpus (by name, then by its first
-    bytes), or None for a file that may be text."""
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] in BINARY_SUFFIXES:
-        return BINARY_SUFFIXES[suffixes[-1]]
-    if suffixes and suffixes[-1] in OTHER_COMPRESSION:
-        return f"a {OTHER_COMPRESSION[suffixes[-1]]}-compressed file"
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(512)
-    except OSError:
-        return None  # the reader reports it, with its path
-    for magic, what in _MAGIC:
-        if head.startswith(magic):
-            return what
-    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
-        return "a Python pickle"
-    if head.startswith(b"BZh") and head[4:10] == b"1AY&SY":
-        return "a bzip2-compressed file"
-    if len(head) > 262 and head[257:262] == b"ustar":
-        return "a tar archive"
-    if head.startswith(b"\x1f\x8b") and suffixes[-1:] != [".gz"]:
-        return "a gzip-compressed file not named .gz"
-    if len(head) >= 9 and head[8:9] == b"{" and 0 < int.from_bytes(head[:8], "little") < path.stat().st_size:
-        return "a safetensors tensor file"
-    return None
-
-
-def check_not_binary(path: Path) -> None:
-    """Refuse a binary file given as a corpus, naming what it is and what to pass instead."""
-    what = binary_kind(path)
-    if what is None:
-        return
-    if what == "a gzip-compressed file not named .gz":
-        raise InputError(f"{path} is gzip-compressed but not named .gz; rename it to {path.name}.gz")
-    if what.endswith("-compressed file"):
-        raise InputError(
-            f"{path} is {what}, and only gzip (.gz) corpora are read; decompress it or recompress with gzip"
-        )
-    if what == "a safetensors tensor file":
-        from ..io import file_kind
-
-        kind = file_kind(path) if path.suffix == ".safetensors" else None
-        if kind == "counts":
-            raise InputError(
-                f"{path} holds geoanalyze counts, not a corpus; give it as a source of marginals / distances / mds, "
-                "or pass the corpus it was counted from here"
-            )
-        if kind is not None:
-            raise InputError(f"{path} holds geoanalyze {kind}, not a corpus; pass {CORPUS_FORMATS}")
-    raise InputError(f"{path} is {what}, not a corpus; pass {CORPUS_FORMATS}")
 
 
 def _checked_path(source: str) -> Path:
@@ -508,230 +607,7 @@ def _stat_fingerprint(path: Path) -> str:
     return f"file:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
 
 
-# --- local files --------------------------------------------------------------------------
-
-
-def _decode(data: bytes, path: Path) -> str:
-    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark (Excel, Notepad) is not text
-        data = data[3:]
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise FormatError(
-            f"{path}, line {line}: not valid UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start}); "
-            "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
-        ) from exc
-    nul = text.find("\x00")
-    if nul >= 0:
-        raise FormatError(_nul_message(path, text[:nul].count("\n") + 1, len(text[:nul].encode())))
-    return text
-
-
-def _nul_message(path: Path, line: int, offset: int) -> str:
-    return (
-        f"{path}, line {line}: a NUL byte (offset {offset}), which text never holds; "
-        "this looks like a binary file: pass a UTF-8 text corpus"
-    )
-
-
-#: what a broken compressed stream raises: gzip.BadGzipFile and truncation (OSError, EOFError), zlib.error
-_DECOMPRESSION_ERRORS = (OSError, EOFError, zlib.error)
-
-
-def _unreadable(path: Path, exc: BaseException) -> InputError:
-    """The one error of a file that cannot be read (permission, corrupt or truncated compression)."""
-    if isinstance(exc, PermissionError):
-        return InputError(f"cannot read {path}: permission denied; check its permissions")
-    if path.suffix.lower() == ".gz" and not isinstance(exc, (IsADirectoryError, FileNotFoundError)):
-        return FormatError(
-            f"{path} is not valid gzip data ({first_line(exc)}); the file is corrupt or incomplete: "
-            "download or compress it again"
-        )
-    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else first_line(exc)
-    return FormatError(f"cannot read {path} ({reason}); check that the file is complete")
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        if path.suffix.lower() == ".gz":
-            with gzip.open(path, "rb") as handle:
-                return handle.read()
-        return path.read_bytes()
-    except _DECOMPRESSION_ERRORS as exc:
-        raise _unreadable(path, exc) from exc
-
-
-def _base_suffix(path: Path) -> str:
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes = suffixes[:-1]
-    return suffixes[-1] if suffixes else ""
-
-
-def _read_file(path: Path, text_column: str | None) -> list[str]:
-    suffix = _base_suffix(path)
-    if suffix == ".parquet":
-        return list(_iter_parquet(path, text_column))
-    text = _decode(_read_bytes(path), path)
-    if suffix in (".tsv", ".csv"):
-        return _read_table(text, path, text_column, delimiter="\t" if suffix == ".tsv" else ",")
-    if suffix in (".jsonl", ".json"):
-        return _read_jsonl(text, path, text_column)
-    # A line ends at "\n" only: str.splitlines() would also cut texts at \x85, \u2028, \x0c, ...
-    return [line.strip() for line in text.split("\n")]
-
-
-def _pick_column(columns: Iterable[str], text_column: str | None, path: Path) -> str:
-    columns = list(columns)
-    if text_column is not None:
-        if text_column not in columns:
-            raise InputError(
-                f"{path} has no column {text_column!r}; its columns are {', '.join(columns)}: pass one with --text-column"
-            )
-        return text_column
-    for guess in TEXT_COLUMN_GUESSES:
-        if guess in columns:
-            return guess
-    raise InputError(
-        f"{path}: no text column found among {', '.join(columns) or '(none)'}; pass one with --text-column"
-    )
-
-
-def _read_table(text: str, path: Path, text_column: str | None, delimiter: str) -> list[str]:
-    # GLUE-style TSV files are unquoted: a quote character is part of the text.
-    # newline="": quoted CSV fields may hold line breaks, and only \n / \r end a row.
-    if delimiter == "\t":
-        rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=csv.QUOTE_NONE)
-    else:
-        rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    try:
-        header = next(rows, None)
-        if header is None:
-            raise InputError(f"{path} is empty; pass a file with a header line and texts")
-        column = header.index(_pick_column(header, text_column, path))
-        texts = []
-        for row in rows:
-            if not row:
-                continue
-            if column >= len(row):
-                raise FormatError(
-                    f"{path}, line {rows.line_num}: {len(row)} fields, the header has {len(header)}; fix the row"
-                )
-            texts.append(row[column])
-    except csv.Error as exc:  # an over-long field, a stray quote in strict places, a NUL byte
-        raise FormatError(f"{path}, line {rows.line_num}: {exc}; fix the file or convert it to .jsonl") from exc
-    return texts
-
-
-def _read_jsonl(text: str, path: Path, text_column: str | None) -> list[str]:
-    return list(_jsonl_values(text.split("\n"), path, text_column))
-
-
-def _jsonl_values(lines: Iterable[str], path: Path, text_column: str | None) -> Iterator[str]:
-    """The text field of each JSON line (blank lines skipped), with the line number in errors."""
-    column: str | None = None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"{path}, line {number}: not valid JSON ({exc.msg}); fix or remove the line") from exc
-        except (RecursionError, ValueError) as exc:  # nesting too deep, an integer of thousands of digits
-            raise FormatError(
-                f"{path}, line {number}: JSON beyond what is read ({first_line(exc, 80)}); fix or remove the line"
-            ) from exc
-        if not isinstance(record, dict):
-            raise FormatError(f"{path}, line {number}: expected a JSON object per line")
-        if column is None:
-            column = _pick_column(record.keys(), text_column, path)
-        value = record.get(column)
-        if not isinstance(value, str):
-            raise FormatError(f"{path}, line {number}: field {column!r} is missing or not a string")
-        yield value
-
-
-def _read_folder(path: Path) -> list[str]:
-    files = sorted(path.rglob("*.txt"))
-    if not files:
-        raise InputError(f"{path} holds no .txt files; pass a folder of .txt files (one text each) or a file")
-    return [_decode(_read_bytes(f), f).strip() for f in files]
-
-
-# --- streaming reads ----------------------------------------------------------------------
-
-
-def iter_file_texts(path: Path, text_column: str | None) -> Iterator[str]:
-    """The non-blank texts of one file, read as a stream (memory: one line, one parquet batch).
-
-    The same texts, in the same order, as :meth:`CorpusSource.read` gives for that file:
-    .txt / .tokens lines stripped, .jsonl / .json records' text field, .parquet's text column.
-    Tables (.tsv / .csv, whose quoted fields may span lines) are read whole, one file at a time.
-    """
-    suffix = _base_suffix(path)
-    if suffix == ".parquet":
-        texts: Iterable[str] = _iter_parquet(path, text_column)
-    elif suffix in (".jsonl", ".json"):
-        texts = _iter_jsonl(path, text_column)
-    elif suffix in (".tsv", ".csv"):
-        texts = _read_file(path, text_column)
-    else:
-        texts = (line.strip() for line in _iter_lines(path))
-    return (text for text in texts if text.strip())
-
-
-def _iter_lines(path: Path) -> Iterator[str]:
-    """Decoded lines of a (gzipped) file, cut at "\\n" only, with the error messages of _decode."""
-    try:
-        handle = gzip.open(path, "rb") if path.suffix.lower() == ".gz" else path.open("rb")  # noqa: SIM115
-    except OSError as exc:
-        raise _unreadable(path, exc) from exc
-    with handle:
-        number = 0
-        offset = 0
-        try:
-            for raw in handle:
-                number += 1
-                if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                    raw = raw[3:]
-                    offset = 3
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise FormatError(
-                        f"{path}, line {number}: not valid UTF-8 (byte {raw[exc.start]:#04x} at offset "
-                        f"{offset + exc.start}); convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
-                    ) from exc
-                nul = raw.find(b"\x00")
-                if nul >= 0:
-                    raise FormatError(_nul_message(path, number, offset + nul))
-                offset += len(raw)
-                yield line[:-1] if line.endswith("\n") else line
-        except _DECOMPRESSION_ERRORS as exc:
-            raise _unreadable(path, exc) from exc
-
-
-def _iter_jsonl(path: Path, text_column: str | None) -> Iterator[str]:
-    return _jsonl_values(_iter_lines(path), path, text_column)
-
-
-def _iter_parquet(path: Path, text_column: str | None, batch_rows: int = 4096) -> Iterator[str]:
-    import pyarrow.parquet as pq
-
-    try:
-        parquet = pq.ParquetFile(path)
-        column = _pick_column(parquet.schema_arrow.names, text_column, path)
-        for batch in parquet.iter_batches(batch_size=batch_rows, columns=[column]):
-            for value in batch.column(0).to_pylist():
-                if not isinstance(value, str):
-                    raise FormatError(f"{path}: column {column!r} holds a {type(value).__name__}, not text")
-                yield value
-    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-        raise FormatError(f"cannot read {path} ({first_line(exc)}); check that the file is complete") from exc
-
-
-def iter_hub_texts(source: CorpusSource, data_files: tuple[str, ...] = (), batch_rows: int = 1024) -> Iterator[str]:
+def iter_hub_texts(source: HubSource, data_files: tuple[str, ...] = (), batch_rows: int = 1024) -> Iterator[str]:
     """The texts of a hub dataset, streamed: nothing is downloaded in full.
 
     Online, ``datasets``' streaming mode reads the remote files record by record. Offline
@@ -747,7 +623,7 @@ def iter_hub_texts(source: CorpusSource, data_files: tuple[str, ...] = (), batch
     try:
         for batch in dataset.iter(batch_size=batch_rows):
             if column is None:
-                column = _pick_column(batch.keys(), source.text_column, Path(source.location))
+                column = pick_column(batch.keys(), source.text_column, Path(source.location))
             for value in batch[column]:
                 text = str(value)
                 if text.strip():
@@ -763,7 +639,7 @@ def iter_hub_texts(source: CorpusSource, data_files: tuple[str, ...] = (), batch
 # --- the hub ------------------------------------------------------------------------------
 
 
-def _load_hub(source: CorpusSource, streaming: bool = False, data_files: tuple[str, ...] = ()) -> Any:
+def _load_hub(source: HubSource, streaming: bool = False, data_files: tuple[str, ...] = ()) -> Any:
     from ..hub import hub_offline
 
     tried = list(source.tried)
@@ -791,12 +667,6 @@ def _load_hub(source: CorpusSource, streaming: bool = False, data_files: tuple[s
             f"dataset {source.name!r} (split {source.split}) not found; tried {'; '.join(tried)}. "
             "Pass a local file, or --data-dir pointing at a folder laid out <name>/<split>.<tsv|jsonl.gz|tokens|txt>"
         ) from exc
-
-
-def _read_hub(source: CorpusSource) -> list[str]:
-    dataset = _load_hub(source)
-    column = _pick_column(dataset.column_names, source.text_column, Path(source.location))
-    return [str(value) for value in dataset[column]]
 
 
 # --- synthetic ----------------------------------------------------------------------------
@@ -838,10 +708,3 @@ def _normalise_synthetic_spec(spec: str) -> str:
     short = {v: k for k, v in _SYNTHETIC_KEYS.items()}
     rest = ",".join(f"{short.get(k, k)}={v}" for k, v in sorted(options.items()))
     return f"synthetic:{kind}" + (f",{rest}" if rest else "")
-
-
-def _read_synthetic(spec: str) -> list[str]:
-    from .synthetic import synthetic_corpus
-
-    kind, options = parse_synthetic_spec(spec)
-    return synthetic_corpus(kind, **options).texts  # type: ignore[arg-type]

@@ -51,7 +51,7 @@ from .marginals import (
     keys_to_csr,
     merge_sorted,
 )
-from .sources import CorpusSource, _decode, _read_bytes, _read_synthetic, iter_file_texts, iter_hub_texts
+from .sources import CorpusSource, Shard
 from .tokenize import Tokenizer, TokenizerSpec, fresh_tokenizer
 
 BATCH = 4096
@@ -66,88 +66,9 @@ WORK_VERSION = 1
 # --- shards -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Shard:
-    """One unit of work: a file, a group of one-text files, a synthetic spec or a hub stream."""
-
-    kind: str  # "file", "files", "synthetic", "hub"
-    location: str
-    name: str
-    text_column: str | None = None
-    members: tuple[str, ...] = ()
-    split: str | None = None
-    hub_config: str | None = None
-    data_files: tuple[str, ...] = ()
-    #: where a hub source was looked for before the hub (its error names them, with their hints)
-    tried: tuple[str, ...] = ()
-
-    def fingerprint(self) -> str:
-        """Changes whenever the shard's texts would (file sizes and modification times)."""
-        files = [self.location] if self.kind == "file" else list(self.members or self.data_files)
-        parts = [self.kind, self.location, str(self.split), str(self.hub_config), str(self.text_column)]
-        for file in files:
-            with contextlib.suppress(OSError):
-                stat = os.stat(file)
-                parts.append(f"{file}:{stat.st_size}:{stat.st_mtime_ns}")
-        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
-
-    def texts(self) -> Iterator[str]:
-        """The shard's non-blank texts, in order, as a stream."""
-        if self.kind == "file":
-            yield from iter_file_texts(Path(self.location), self.text_column)
-        elif self.kind == "files":
-            for member in self.members:
-                text = _decode(_read_bytes(Path(member)), Path(member)).strip()
-                if text:
-                    yield text
-        elif self.kind == "synthetic":
-            yield from (text for text in _read_synthetic(self.location) if text.strip())
-        elif self.kind == "hub":
-            source = CorpusSource(
-                self.name,
-                "hub",
-                self.location,
-                self.split,
-                self.text_column,
-                "",
-                hub_config=self.hub_config,
-                tried=self.tried,
-            )
-            yield from iter_hub_texts(source, self.data_files)
-        else:  # pragma: no cover - shards_of builds only the kinds above
-            raise ValueError(self.kind)
-
-
 def shards_of(source: CorpusSource) -> list[Shard]:
-    """Cut a resolved source into shards, in corpus order."""
-    if source.kind == "shards":
-        return [Shard("file", file, Path(file).name, source.text_column) for file in source.files]
-    if source.kind == "file":
-        return [Shard("file", source.location, source.name, source.text_column)]
-    if source.kind == "folder":
-        members = [str(f) for f in sorted(Path(source.location).rglob("*.txt"))]
-        if not members:
-            raise InputError(
-                f"{source.location} holds no .txt files; pass a folder of .txt files (one text each) or a file"
-            )
-        groups = [members[i : i + FILES_PER_SHARD] for i in range(0, len(members), FILES_PER_SHARD)]
-        return [
-            Shard("files", source.location, f"{source.name}[{i * FILES_PER_SHARD}:]", members=tuple(group))
-            for i, group in enumerate(groups)
-        ]
-    if source.kind == "synthetic":
-        return [Shard("synthetic", source.location, source.name)]
-    return [
-        Shard(
-            "hub",
-            source.location,
-            source.name,
-            source.text_column,
-            split=source.split,
-            hub_config=source.hub_config,
-            tried=source.tried,
-        )
-    ]
+    """Cut a resolved source into shards, in corpus order (a folder: FILES_PER_SHARD files a shard)."""
+    return source.shards(FILES_PER_SHARD)
 
 
 # --- one shard ----------------------------------------------------------------------------
@@ -246,48 +167,10 @@ def count_and_store(job: ShardJob, path: str, stamp: dict[str, Any]) -> dict[str
     counts = count_shard(job)
     counts.metadata.update(stamp)
     try:
-        write_counts(counts, path)
+        counts.save(path)
     except Exception:  # a full or unwritable work folder: the counts travel through the pipe instead
         return counts  # type: ignore[return-value]
     return dict(counts.metadata)
-
-
-def write_counts(counts: PositionalCounts, path: str | os.PathLike[str]) -> None:
-    """:meth:`PositionalCounts.save`, array by array: the same safetensors file, without holding
-    a serialized copy of it in memory (a worker's peak is its counts, not twice them)."""
-    import struct
-
-    from ..io import FORMAT_VERSION, METADATA_KEY, atomic_path, to_jsonable
-
-    arrays: dict[str, np.ndarray] = {}
-    for name, matrix in (("counts", counts.counts), ("half", counts.half)):
-        matrix.sum_duplicates()
-        arrays[f"{name}.data"] = matrix.data.astype(np.int64, copy=False)
-        arrays[f"{name}.indices"] = matrix.indices.astype(np.int64, copy=False)
-        arrays[f"{name}.indptr"] = matrix.indptr.astype(np.int64, copy=False)
-    document = dict(
-        counts.metadata,
-        kind="counts",
-        format_version=FORMAT_VERSION,
-        shape=[counts.n_positions, counts.vocab_size],
-        vocab=counts.vocab,
-    )
-    header: dict[str, Any] = {
-        "__metadata__": {METADATA_KEY: json.dumps(to_jsonable(document), sort_keys=True, allow_nan=False)}
-    }
-    offset = 0
-    names = sorted(arrays)
-    for name in names:
-        size = arrays[name].nbytes
-        header[name] = {"dtype": "I64", "shape": list(arrays[name].shape), "data_offsets": [offset, offset + size]}
-        offset += size
-    encoded = json.dumps(header, separators=(",", ":")).encode()
-    encoded += b" " * (-len(encoded) % 8)
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        handle.write(struct.pack("<Q", len(encoded)))
-        handle.write(encoded)
-        for name in names:
-            handle.write(np.ascontiguousarray(arrays[name]).astype("<i8", copy=False).data)
 
 
 def shard_size(shard: Shard) -> int:
@@ -698,7 +581,7 @@ class WorkFolder:
 
     def store(self, index: int, counts: PositionalCounts) -> None:
         counts.metadata.update(job_key=self.key, shard_fingerprint=self.fingerprints[index])
-        self._write(lambda: write_counts(counts, self.shard_file(index)))
+        self._write(lambda: counts.save(self.shard_file(index)))
 
 
 def _refusal(path: Path, theirs: dict[str, Any], mine: dict[str, Any]) -> InputError:
@@ -827,11 +710,41 @@ def count_stream(
         raise InputError(f"--sample must be a fraction in (0, 1], got {sample}")
     return_freed_memory()
     job = dict(job, version=WORK_VERSION, shards=[s.name for s in shards])
+    folder, keep_work = _open_work_folder(work_dir, job, [shard.fingerprint() for shard in shards], fresh, keep_work)
+    report = report if report is not None else CountReport()
+    report.shards, report.work_dir = len(shards), str(folder.path)
+    template = ShardJob(0, shards[0], tokenizer.spec(), exclude_special, split_seed, sample=sample, sample_seed=sample_seed)
+    earlier = _earlier_headers(folder)
+    start = time.perf_counter()
+    tick = progress.add_tokens if progress is not None else None
+    executor = make_executor(workers, cluster, len(shards) - len(earlier), progress=tick)
+    report.engine = executor.description
+    scheduler = _Scheduler(shards, folder, template, limit, executor, report, progress, earlier)
+    aborted = True
+    try:
+        scheduler.run()
+        aborted = False
+    finally:
+        executor.close(abort=aborted)
+        report.seconds = time.perf_counter() - start
+    merged = scheduler.merger.result()
+    if merged is None or merged.n_sequences == 0:
+        raise InputError(f"the corpus {job.get('corpus', '')} holds no text; check the files or the split")
+    if not keep_work:
+        shutil.rmtree(folder.path, ignore_errors=True)
+    return _finished(merged)
+
+
+def _open_work_folder(
+    work_dir: Path | None, job: dict[str, Any], fingerprints: list[str], fresh: bool, keep_work: bool
+) -> tuple[WorkFolder, bool]:
+    """The job's work folder and whether it is kept after success: ``work_dir``, else a job
+    folder in the cache, else (the cache cannot hold it) a temporary folder, removed after:
+    a cache never fails a job, and a killed job then starts over."""
     in_cache = work_dir is None
     if work_dir is None:
         key = hashlib.sha256(json.dumps(job, sort_keys=True, default=str).encode()).hexdigest()[:24]
         work_dir = cache_dir() / "jobs" / key
-    fingerprints = [shard.fingerprint() for shard in shards]
     try:
         if fresh and work_dir.is_dir():
             for old in work_dir.glob("shard-*.safetensors"):
@@ -841,149 +754,171 @@ def count_stream(
     except (OSError, InputError) as exc:
         if not in_cache or isinstance(exc, (FormatError, IncompatibleError)):
             raise
-        # The cache cannot hold the job's partial counts: count in a temporary folder instead
-        # (a killed job then starts over), as a cache never fails a job.
         from ..cache import note_cache_failure
 
         note_cache_failure(exc)
         work_dir, keep_work = Path(tempfile.mkdtemp(prefix="geoanalyze-count-")), False
         folder = WorkFolder.open(work_dir, job, fingerprints)
     folder.best_effort = in_cache
-    report = report if report is not None else CountReport()
-    report.shards, report.work_dir = len(shards), str(work_dir)
-    spec = tokenizer.spec()
-    template = ShardJob(0, shards[0], spec, exclude_special, split_seed, sample=sample, sample_seed=sample_seed)
-    sizes = folder.sizes
-    results: dict[int, PositionalCounts | None] = {}  # None: in the work folder
-    # Partial counts of an earlier run (their headers only), used if still placed alike.
+    return folder, keep_work
+
+
+def _earlier_headers(folder: WorkFolder) -> dict[int, dict[str, Any]]:
+    """The headers of the partial counts an earlier run left (used if still placed alike); the
+    sizes of the shards they read whole are known from them."""
     earlier: dict[int, dict[str, Any]] = {}
-    for index in range(len(shards)):
+    for index in range(len(folder.fingerprints)):
         header = folder.peek(index)
         if header is not None:
             earlier[index] = header
-            if header.get("complete") and sizes[index] is None:
-                sizes[index] = int(header["n_read"])
-    start = time.perf_counter()
+            if header.get("complete") and folder.sizes[index] is None:
+                folder.sizes[index] = int(header["n_read"])
+    return earlier
 
-    prefix: list[tuple[int, int]] = [(0, 0)]  # (raw first, counted first) of shard k
 
-    def offsets(index: int) -> tuple[int, int, int | None] | None:
-        """(raw first, counted first, take) of a shard, once the sizes before it are known."""
-        while len(prefix) <= index:
-            k = len(prefix) - 1
-            size = sizes[k]
-            if size is None:
-                return None
-            raw, counted = prefix[k]
-            prefix.append((raw + size, counted + _kept_in(sample, sample_seed, raw, size)))
-        raw_first, counted_first = prefix[index]
-        take = None if limit is None else max(0, limit - counted_first)
-        return raw_first, counted_first, take
+class _Scheduler:
+    """One job's shards through an executor: each placed (its first raw and counted global
+    index) once the sizes of the shards before it are known, then reused from the work folder
+    or submitted, and merged in shard order as they come back."""
 
-    tick = progress.add_tokens if progress is not None else None
-    executor = make_executor(workers, cluster, len(shards) - len(earlier), progress=tick)
-    report.engine = executor.description
-    pending: dict[Any, tuple[str, int]] = {}
-    submitted: set[int] = set()
-    skipped: set[int] = set()
+    def __init__(
+        self,
+        shards: list[Shard],
+        folder: WorkFolder,
+        template: ShardJob,
+        limit: int | None,
+        executor: _Executor,
+        report: CountReport,
+        progress: CountProgress | None,
+        earlier: dict[int, dict[str, Any]],
+    ):
+        self.shards, self.folder, self.template, self.limit = shards, folder, template, limit
+        self.executor, self.report, self.progress, self.earlier = executor, report, progress, earlier
+        self.sizes = folder.sizes
+        self.prefix: list[tuple[int, int]] = [(0, 0)]  # (raw first, counted first) of shard k
+        self.results: dict[int, PositionalCounts | None] = {}  # None: in the work folder
+        self.pending: dict[Any, tuple[str, int]] = {}
+        self.submitted: set[int] = set()
+        self.skipped: set[int] = set()
+        self.merger = ShardMerger()
+        self.next_to_merge = 0
 
-    def limit_reached_after(index: int) -> None:
-        """A shard cut short by --limit: the shards after it count nothing."""
-        for k in range(index + 1, len(shards)):
-            if k not in submitted:
-                submitted.add(k)
-                skipped.add(k)
-
-    def submit_ready() -> None:
-        for index in range(len(shards)):
-            if index in submitted:
-                continue
-            placed = offsets(index)
-            if placed is None:
-                return  # the shards after this one wait for its size too
-            raw_first, counted_first, take = placed
-            submitted.add(index)
-            if take == 0:
-                skipped.add(index)  # --limit reached before this shard
-                continue
-            header = earlier.pop(index, None)
-            if header is not None and header.get("placed") == [raw_first, counted_first, take]:
-                results[index] = None  # read from the work folder when merged
-                report.reused += 1
-                if progress is not None:
-                    progress.shard_done(0, counted_here=False)
-                if not header.get("complete"):
-                    limit_reached_after(index)
-                continue
-            shard_job = replace(
-                template, index=index, shard=shards[index], first=counted_first, raw_first=raw_first, take=take
-            )
-            if executor.shares_disk:
-                stamp = {"job_key": folder.key, "shard_fingerprint": folder.fingerprints[index]}
-                handle = executor.submit(count_and_store, shard_job, str(folder.shard_file(index)), stamp)
-            else:
-                handle = executor.submit(count_shard, shard_job)
-            pending[handle] = ("count", index)
-
-    merger = ShardMerger()
-    next_to_merge = 0
-    aborted = True
-    try:
-        if executor.parallel:
+    def run(self) -> None:
+        """Count every shard and merge it into :attr:`merger`."""
+        if self.executor.parallel:
             # The first pass: the sizes that place the later shards, queued first so that every
             # worker takes a share of it before counting (no worker idles at the end for it).
-            for k in range(len(shards) - 1):
-                if sizes[k] is None:
-                    pending[executor.submit(shard_size, shards[k])] = ("size", k)
-        submit_ready()
+            for k in range(len(self.shards) - 1):
+                if self.sizes[k] is None:
+                    self.pending[self.executor.submit(shard_size, self.shards[k])] = ("size", k)
+        self.submit_ready()
         while True:
-            # Merge, in shard order, whatever is ready (built vocabularies need that order).
-            while next_to_merge < len(shards) and (next_to_merge in results or next_to_merge in skipped):
-                if next_to_merge in results:
-                    part = results.pop(next_to_merge) or folder.load(next_to_merge)
-                    if part is None:
-                        raise FormatError(f"the partial counts of shard {next_to_merge} vanished from {work_dir}")
-                    merger.add(part)
-                next_to_merge += 1
-            if next_to_merge == len(shards):
-                break
-            if not pending:  # pragma: no cover - every shard is either submitted or being sized
+            self.merge_ready()
+            if self.next_to_merge == len(self.shards):
+                return
+            if not self.pending:  # pragma: no cover - every shard is either submitted or being sized
                 raise RuntimeError("no shard can be placed")
-            for handle in executor.wait_first(list(pending)):
-                what, index = pending.pop(handle)
-                value = executor.result(handle)
-                if what == "size":
-                    sizes[index] = int(value)
-                    folder.save_plan()
-                else:
-                    if isinstance(value, PositionalCounts):
-                        folder.store(index, value)
-                        results[index] = value
-                        metadata = value.metadata
-                    else:  # written to the work folder by the worker: read back when merged
-                        results[index] = None
-                        metadata = value
-                    if metadata.get("complete") and sizes[index] is None:
-                        sizes[index] = int(metadata["n_read"])
-                        folder.save_plan()
-                    elif not metadata.get("complete"):
-                        limit_reached_after(index)
-                    report.counted += 1
-                    tokens = int(metadata["n_tokens"])
-                    report.tokens += tokens
-                    if progress is not None:
-                        progress.shard_done(tokens, counted_here=executor.parallel)
-            submit_ready()
-        aborted = False
-    finally:
-        executor.close(abort=aborted)
-        report.seconds = time.perf_counter() - start
-    merged = merger.result()
-    if merged is None or merged.n_sequences == 0:
-        raise InputError(f"the corpus {job.get('corpus', '')} holds no text; check the files or the split")
-    if not keep_work:
-        shutil.rmtree(work_dir, ignore_errors=True)
-    return _finished(merged)
+            for handle in self.executor.wait_first(list(self.pending)):
+                self.collect(handle)
+            self.submit_ready()
+
+    def offsets(self, index: int) -> tuple[int, int, int | None] | None:
+        """(raw first, counted first, take) of a shard, once the sizes before it are known."""
+        template = self.template
+        while len(self.prefix) <= index:
+            k = len(self.prefix) - 1
+            size = self.sizes[k]
+            if size is None:
+                return None
+            raw, counted = self.prefix[k]
+            self.prefix.append((raw + size, counted + _kept_in(template.sample, template.sample_seed, raw, size)))
+        raw_first, counted_first = self.prefix[index]
+        take = None if self.limit is None else max(0, self.limit - counted_first)
+        return raw_first, counted_first, take
+
+    def limit_reached_after(self, index: int) -> None:
+        """A shard cut short by --limit: the shards after it count nothing."""
+        for k in range(index + 1, len(self.shards)):
+            if k not in self.submitted:
+                self.submitted.add(k)
+                self.skipped.add(k)
+
+    def submit_ready(self) -> None:
+        """Place, in order, every shard whose place is known: skipped past --limit, reused, or submitted."""
+        for index in range(len(self.shards)):
+            if index in self.submitted:
+                continue
+            placed = self.offsets(index)
+            if placed is None:
+                return  # the shards after this one wait for its size too
+            self.submitted.add(index)
+            if placed[2] == 0:
+                self.skipped.add(index)  # --limit reached before this shard
+                continue
+            header = self.earlier.pop(index, None)
+            if header is not None and header.get("placed") == list(placed):
+                self._reuse(index, header)
+            else:
+                self._submit(index, placed)
+
+    def _reuse(self, index: int, header: dict[str, Any]) -> None:
+        self.results[index] = None  # read from the work folder when merged
+        self.report.reused += 1
+        if self.progress is not None:
+            self.progress.shard_done(0, counted_here=False)
+        if not header.get("complete"):
+            self.limit_reached_after(index)
+
+    def _submit(self, index: int, placed: tuple[int, int, int | None]) -> None:
+        raw_first, counted_first, take = placed
+        job = replace(
+            self.template, index=index, shard=self.shards[index], first=counted_first, raw_first=raw_first, take=take
+        )
+        if self.executor.shares_disk:
+            stamp = {"job_key": self.folder.key, "shard_fingerprint": self.folder.fingerprints[index]}
+            handle = self.executor.submit(count_and_store, job, str(self.folder.shard_file(index)), stamp)
+        else:
+            handle = self.executor.submit(count_shard, job)
+        self.pending[handle] = ("count", index)
+
+    def merge_ready(self) -> None:
+        """Merge, in shard order, whatever is ready (built vocabularies need that order)."""
+        while self.next_to_merge < len(self.shards) and (
+            self.next_to_merge in self.results or self.next_to_merge in self.skipped
+        ):
+            index = self.next_to_merge
+            if index in self.results:
+                part = self.results.pop(index) or self.folder.load(index)
+                if part is None:
+                    raise FormatError(f"the partial counts of shard {index} vanished from {self.folder.path}")
+                self.merger.add(part)
+            self.next_to_merge += 1
+
+    def collect(self, handle: Any) -> None:
+        """A finished job: a shard's size, or its counts (or, written by the worker, their metadata)."""
+        what, index = self.pending.pop(handle)
+        value = self.executor.result(handle)
+        if what == "size":
+            self.sizes[index] = int(value)
+            self.folder.save_plan()
+            return
+        if isinstance(value, PositionalCounts):
+            self.folder.store(index, value)
+            self.results[index] = value
+            metadata = value.metadata
+        else:  # written to the work folder by the worker: read back when merged
+            self.results[index] = None
+            metadata = value
+        if metadata.get("complete") and self.sizes[index] is None:
+            self.sizes[index] = int(metadata["n_read"])
+            self.folder.save_plan()
+        elif not metadata.get("complete"):
+            self.limit_reached_after(index)
+        self.report.counted += 1
+        tokens = int(metadata["n_tokens"])
+        self.report.tokens += tokens
+        if self.progress is not None:
+            self.progress.shard_done(tokens, counted_here=self.executor.parallel)
 
 
 def _finished(counts: PositionalCounts) -> PositionalCounts:

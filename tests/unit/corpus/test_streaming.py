@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from geoanalyze.corpus.marginals import PositionalCounts, compute_counts, count_positions
-from geoanalyze.corpus.sources import resolve_source
+from geoanalyze.corpus.sources import HubSource, SyntheticSource, resolve_source
 from geoanalyze.corpus.streaming import (
     CountReport,
     Shard,
@@ -295,13 +295,13 @@ def test_compute_counts_streams_and_caches(bert: HFTokenizer, imdb_head: list[st
 def test_hub_streaming_reads_what_datasets_streams(bert: HFTokenizer, imdb_head: list[str], tmp_path: Path) -> None:
     """datasets' streaming mode over local files (a hub id streams through the same code)."""
     paths = write_jsonl_shards(tmp_path / "local", imdb_head[:200], [90], gz=False)
-    shard = Shard("hub", "json", "json", data_files=tuple(str(p) for p in paths), split="train")
+    shard = Shard("json", HubSource("json", "json", "", "train", data_files=tuple(str(p) for p in paths)))
     streamed = count_stream([shard], bert, {"hub": "json"}, work_dir=tmp_path / "w")
     identical(streamed, count_positions(imdb_head[:200], bert))
 
 
 def test_bad_options(bert: HFTokenizer, tmp_path: Path) -> None:
-    shard = Shard("synthetic", "synthetic:drift,n=20", "s")
+    shard = Shard("s", SyntheticSource.of("synthetic:drift,n=20"))
     with pytest.raises(InputError, match="--sample"):
         count_stream([shard], bert, {}, sample=1.5, work_dir=tmp_path / "w")
     with pytest.raises(InputError, match="--workers"):
