@@ -27,6 +27,7 @@ import scipy.sparse as sp
 
 from ..cache import cache_entry, cache_holds, write_cache
 from ..errors import FormatError, IncompatibleError, InputError
+from ..geometry.distances import normalise_rows
 from ..hub import packaged_minilm_path
 from ..io import load_arrays, save_arrays
 from .sources import CorpusSource
@@ -136,7 +137,12 @@ class PositionalCounts:
     # --- files ----------------------------------------------------------------------------
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the counts to a safetensors file (atomically, no pickle)."""
+        """Write the counts to a safetensors file (atomically, no pickle).
+
+        The arrays are the matrices' own (int64 already: no copy), and safetensors (>= 0.8)
+        writes each from its buffer, so writing holds no serialized copy of the file: a
+        counting worker's peak while it stores a shard's partial counts is those counts.
+        """
         arrays: dict[str, np.ndarray] = {}
         for name, matrix in (("counts", self.counts), ("half", self.half)):
             matrix = sp.csr_array(matrix)
@@ -296,14 +302,9 @@ class SparseCounter:
         into the main arrays once it holds an eighth of them (one copy per fold, not per batch).
         """
         if self._keys.size:
-            where = np.searchsorted(self._keys, keys)
-            found = where < self._keys.size
-            found[found] = self._keys[where[found]] == keys[found]
-            self._counts[where[found]] += counts[found]
-            self._half[where[found]] += half[found]
-            if found.all():
+            fresh = add_present(self._keys, [self._counts, self._half], keys, [counts, half])
+            if not fresh.any():
                 return
-            fresh = ~found
             keys, counts, half = keys[fresh], counts[fresh], half[fresh]
         self._new_keys, (self._new_counts, self._new_half) = merge_sorted(
             self._new_keys, [self._new_counts, self._new_half], keys, [counts, half]
@@ -339,28 +340,44 @@ class SparseCounter:
         return PositionalCounts(counts, half, metadata, tokenizer.vocabulary())
 
 
+def add_present(
+    keys: np.ndarray, values: list[np.ndarray], new_keys: np.ndarray, new_values: list[np.ndarray]
+) -> np.ndarray:
+    """Add the values of the new keys already in ``keys`` to ``values``, in place; return the
+    mask of the new keys that are not (both key arrays sorted and distinct)."""
+    return ~_add_found(keys, values, new_keys, new_values)[1]
+
+
 def merge_sorted(
     keys: np.ndarray, values: list[np.ndarray], new_keys: np.ndarray, new_values: list[np.ndarray]
 ) -> tuple[np.ndarray, list[np.ndarray]]:
     """Add (new_keys, new_values) to (keys, values): both key arrays sorted and distinct.
 
-    Values of keys present in both are added in place; only keys never seen before are
-    inserted (one copy of the arrays then), so a long stream of batches costs memory for the
-    distinct keys, not for the batches.
+    Values of keys present in both are added in place (:func:`add_present`); only keys never
+    seen before are inserted (one copy of the arrays then), so a long stream of batches costs
+    memory for the distinct keys, not for the batches.
     """
     if keys.size == 0:
         return new_keys, list(new_values)
-    where = np.searchsorted(keys, new_keys)
-    found = where < keys.size
-    found[found] = keys[where[found]] == new_keys[found]
-    for held, new in zip(values, new_values, strict=True):
-        held[where[found]] += new[found]  # distinct keys: no index repeats
+    where, found = _add_found(keys, values, new_keys, new_values)
     fresh = ~found
     if fresh.any():
         at = where[fresh]
         keys = np.insert(keys, at, new_keys[fresh])
         values = [np.insert(held, at, new[fresh]) for held, new in zip(values, new_values, strict=True)]
     return keys, values
+
+
+def _add_found(
+    keys: np.ndarray, values: list[np.ndarray], new_keys: np.ndarray, new_values: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where each new key goes in ``keys`` and whether it is there; the values of those there added."""
+    where = np.searchsorted(keys, new_keys)
+    found = where < keys.size
+    found[found] = keys[where[found]] == new_keys[found]
+    for held, new in zip(values, new_values, strict=True):
+        held[where[found]] += new[found]  # distinct keys: no index repeats
+    return where, found
 
 
 def csr_keys(matrix: sp.csr_array, id_bits: int = 40) -> np.ndarray:
@@ -445,48 +462,20 @@ def compute_counts(
     """
     from .streaming import count_stream, shards_of
 
-    key_parts: dict[str, Any] = {
-        "source": source.fingerprint,
-        "text_column": source.text_column,
-        "tokenizer": tokenizer,
-        "tokenizer_files": tokenizer_fingerprint(tokenizer),
-        "max_length": max_length,
-        "exclude_special": exclude_special,
-        "add_special_tokens": add_special_tokens,
-        "limit": limit,
-        "split_seed": split_seed,
-        "version": 2,
-    }
+    key = _counts_key(source, tokenizer, max_length, exclude_special, add_special_tokens, limit, split_seed)
     if sample is not None:
-        key_parts.update(sample=float(sample), sample_seed=int(sample_seed))
-    cached = cache_entry("counts", key_parts)
+        key.update(sample=float(sample), sample_seed=int(sample_seed))
+    cached = cache_entry("counts", key)
     if cache and cache_holds(cached):
-        try:
-            return PositionalCounts.load(cached), True
-        except FormatError:
-            with contextlib.suppress(OSError):  # a read-only cache keeps it; it is never trusted
-                cached.unlink(missing_ok=True)  # a stale entry is recomputed, never trusted
+        hit = _cached_counts(cached)
+        if hit is not None:
+            return hit, True
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be at least 1, got {limit}")
     shards = shards_of(source)
     tok = get_tokenizer(tokenizer, max_length=max_length, add_special_tokens=add_special_tokens)
-    job = {
-        "corpus": source.name,
-        "location": source.location,
-        "text_column": source.text_column,
-        "tokenizer": tok.identity(),
-        "max_length": tok.max_length,
-        "exclude_special": bool(exclude_special),
-        "add_special_tokens": bool(add_special_tokens),
-        "split_seed": int(split_seed),
-        "limit": limit,
-        "sample": None if sample is None else [float(sample), int(sample_seed)],
-    }
-    bar = progress(f"counting {source.name}", len(shards)) if progress else None
-    if bar is not None and not hasattr(bar, "shard_done"):  # a plain (description, total) -> advance factory
-        from .streaming import ShardCallbackProgress
-
-        bar = ShardCallbackProgress(bar)
+    job = _job_description(source, tok, exclude_special, add_special_tokens, split_seed, limit, sample, sample_seed)
+    bar = _shard_progress(progress, f"counting {source.name}", len(shards))
     try:
         counts = count_stream(
             shards,
@@ -514,6 +503,76 @@ def compute_counts(
     # --no-cache recounts and refreshes the entry; an unwritable cache never fails the job.
     write_cache(lambda: counts.save(cached))
     return counts, False
+
+
+def _counts_key(
+    source: CorpusSource,
+    tokenizer: str,
+    max_length: int | None,
+    exclude_special: bool,
+    add_special_tokens: bool,
+    limit: int | None,
+    split_seed: int,
+) -> dict[str, Any]:
+    """What determines a corpus's counts: the cache key of :func:`compute_counts` (its format: version 2)."""
+    return {
+        "source": source.fingerprint,
+        "text_column": source.text_column,
+        "tokenizer": tokenizer,
+        "tokenizer_files": tokenizer_fingerprint(tokenizer),
+        "max_length": max_length,
+        "exclude_special": exclude_special,
+        "add_special_tokens": add_special_tokens,
+        "limit": limit,
+        "split_seed": split_seed,
+        "version": 2,
+    }
+
+
+def _job_description(
+    source: CorpusSource,
+    tok: Tokenizer,
+    exclude_special: bool,
+    add_special_tokens: bool,
+    split_seed: int,
+    limit: int | None,
+    sample: float | None,
+    sample_seed: int,
+) -> dict[str, Any]:
+    """What determines a streamed count's result: the key of its work folder."""
+    return {
+        "corpus": source.name,
+        "location": source.location,
+        "text_column": source.text_column,
+        "tokenizer": tok.identity(),
+        "max_length": tok.max_length,
+        "exclude_special": bool(exclude_special),
+        "add_special_tokens": bool(add_special_tokens),
+        "split_seed": int(split_seed),
+        "limit": limit,
+        "sample": None if sample is None else [float(sample), int(sample_seed)],
+    }
+
+
+def _cached_counts(path: Path) -> PositionalCounts | None:
+    """The counts of a cache entry, or None for a damaged one (removed: it is recomputed, never trusted)."""
+    try:
+        return PositionalCounts.load(path)
+    except FormatError:
+        with contextlib.suppress(OSError):  # a read-only cache keeps it; it is never trusted
+            path.unlink(missing_ok=True)
+    return None
+
+
+def _shard_progress(progress: Any, description: str, n_shards: int) -> Any:
+    """The CountProgress of a ``progress`` factory; a plain ``(description, total) -> advance``
+    factory is wrapped to advance by one per shard done. None without a factory."""
+    bar = progress(description, n_shards) if progress else None
+    if bar is not None and not hasattr(bar, "shard_done"):
+        from .streaming import ShardCallbackProgress
+
+        bar = ShardCallbackProgress(bar)
+    return bar
 
 
 def token_positions(lengths: np.ndarray) -> np.ndarray:
@@ -546,15 +605,6 @@ def tokenizer_fingerprint(spec: str) -> str:
             stat = file.stat()
             digest.update(f"{file.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
     return f"{path.resolve()}:{digest.hexdigest()[:16]}"
-
-
-def normalise_rows(matrix: sp.csr_array) -> sp.csr_array:
-    """Counts to probabilities, row by row (float64 CSR; rows that sum to 0 stay 0)."""
-    totals = np.asarray(matrix.sum(axis=1), dtype=np.float64).ravel()
-    scale = np.divide(1.0, totals, out=np.zeros_like(totals), where=totals > 0)
-    result = sp.csr_array(matrix, dtype=np.float64, copy=True)
-    result.data *= np.repeat(scale, np.diff(result.indptr))
-    return result
 
 
 def _resize(matrix: sp.csr_array, shape: tuple[int, int]) -> sp.csr_array:

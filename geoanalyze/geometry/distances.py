@@ -36,17 +36,59 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import InputError
-from ..io import load_arrays, save_arrays
+from ..errors import FormatError, InputError
+from ..io import INTEGER, REAL, check_tensors, header_field, load_arrays, save_arrays
 
 METRICS = ("hellinger", "fisher-rao")
 # Above this fill of the used columns the dense BLAS product beats the sparse one.
 _DENSE_ABOVE = 0.02
+
+
+@runtime_checkable
+class Counts(Protocol):
+    """Per-position token counts, as the geometry reads them (a corpus's ``PositionalCounts`` is one).
+
+    ``counts[i, t]`` is the number of sequences with token t at position i and ``half`` the same
+    for the sequences of split-half A (both (n, V) sparse, integer); ``totals`` is N_i.
+    """
+
+    @property
+    def counts(self) -> Any: ...
+
+    @property
+    def half(self) -> Any: ...
+
+    @property
+    def totals(self) -> np.ndarray: ...
+
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+
+    def kept_positions(self, min_count: int = ...) -> np.ndarray:
+        """Indices i with N_i >= min_count."""
+        ...
+
+    def left_out(self, min_count: int = ...) -> dict[str, Any]:
+        """Which positions ``min_count`` leaves out, and why."""
+        ...
+
+    def select(self, positions: np.ndarray) -> Counts:
+        """The counts of the given positions only (rows in that order)."""
+        ...
+
+
+def normalise_rows(matrix: sp.csr_array) -> sp.csr_array:
+    """Counts to probabilities mu_i(t) = counts[i, t] / N_i, row by row (float64 CSR; rows that sum to 0 stay 0)."""
+    totals = np.asarray(matrix.sum(axis=1), dtype=np.float64).ravel()
+    scale = np.divide(1.0, totals, out=np.zeros_like(totals), where=totals > 0)
+    result = sp.csr_array(matrix, dtype=np.float64, copy=True)
+    result.data *= np.repeat(scale, np.diff(result.indptr))
+    return result
 
 
 def bc_matrix(sqrt_a: Any, sqrt_b: Any | None = None) -> np.ndarray:
@@ -99,19 +141,17 @@ def bc_to_distance(bc: np.ndarray, metric: str = "hellinger") -> np.ndarray:
 def sqrt_marginals(marginals: Any) -> sp.csr_array | np.ndarray:
     """Element-wise square root of validated marginals (dense stays dense, sparse sparse).
 
-    Accepts a PositionalCounts (normalised here), a dense row-stochastic array, or a scipy
-    sparse row-stochastic matrix. Raises InputError on anything else.
+    Accepts :class:`Counts` (a PositionalCounts; normalised here), a dense row-stochastic
+    array, or a scipy sparse row-stochastic matrix. Raises InputError on anything else.
     """
-    from ..corpus.marginals import PositionalCounts
-
-    if isinstance(marginals, PositionalCounts):
+    if isinstance(marginals, Counts):
         empty = np.flatnonzero(marginals.totals == 0)
         if empty.size:
             raise InputError(
                 f"position {int(empty[0])} has no counted token; drop it first "
                 "(counts.select(counts.kept_positions(min_count)))"
             )
-        root = marginals.marginals()
+        root = normalise_rows(marginals.counts)
         root.data = np.sqrt(root.data)
         return root
     if sp.issparse(marginals):
@@ -163,10 +203,8 @@ def fisher_rao_distances(marginals: Any) -> np.ndarray:
 
 
 def split_half_bc(counts: Any) -> np.ndarray:
-    """The cross-half matrix C_ij = BC(mu_i^A, mu_j^B) of a PositionalCounts (not symmetric)."""
-    from ..corpus.marginals import PositionalCounts, normalise_rows
-
-    if not isinstance(counts, PositionalCounts):
+    """The cross-half matrix C_ij = BC(mu_i^A, mu_j^B) of :class:`Counts` (not symmetric)."""
+    if not isinstance(counts, Counts):
         raise InputError("the noise floor and the corrected distance need counts (a PositionalCounts), not marginals")
     halves = []
     for half in (counts.half, counts.counts - counts.half):
@@ -277,9 +315,6 @@ class PositionGeometry:
         [0, pi/2] Fisher-Rao), the naive one finite (the corrected one may hold NaN for an
         undefined pair); a known metric and object-typed header fields.
         """
-        from ..errors import FormatError
-        from ..io import INTEGER, REAL, check_tensors, header_field
-
         arrays, document = load_arrays(path, kind="distances")
         check_tensors(
             path,
@@ -293,59 +328,27 @@ class PositionGeometry:
             },
             kind="distances",
         )
-        fix = "regenerate it with `geoanalyze distances`"
         metric = header_field(path, document, "metric", str, "distances")
         if metric not in METRICS:
             raise FormatError(
-                f"{path}: unknown metric {metric[:40]!r} in the header (known: {', '.join(METRICS)}); {fix}"
+                f"{path}: unknown metric {metric[:40]!r} in the header (known: {', '.join(METRICS)}); {_REGENERATE}"
             )
         left_out = header_field(path, document, "left_out", dict, "distances", default={})
         summary = header_field(path, document, "summary", dict, "distances", default={})
         counts = header_field(path, document, "counts", dict, "distances", default={})
-        positions = arrays["positions"].astype(np.int64)
+        positions, totals = _checked_positions(path, arrays)
         n = positions.shape[0]
-        if n == 0:
-            raise FormatError(f"{path} holds no position; {fix} from more data")
-        if positions.min() < 0 or np.any(np.diff(positions) <= 0):
-            raise FormatError(f"{path}: the positions are not distinct, ascending and non-negative; {fix}")
-        for name in ("totals", "noise_floor"):
-            if arrays[name].shape != (n,):
-                raise FormatError(
-                    f"{path}: {name} has shape {arrays[name].shape}, expected ({n},) for {n} positions; {fix}"
-                )
-        totals = arrays["totals"].astype(np.int64)
-        if totals.min() < 0:
-            raise FormatError(f"{path}: a total N_i is negative; {fix}")
-        top = 1.0 if metric == "hellinger" else np.pi / 2
-        matrices = {}
-        for name in ("naive", "corrected"):
-            matrix = np.asarray(arrays[name], dtype=np.float64)
-            if matrix.shape != (n, n):
-                raise FormatError(f"{path}: {name} is {matrix.shape}, expected ({n}, {n}); {fix}")
-            finite = np.isfinite(matrix)
-            if name == "naive" and not finite.all():
-                raise FormatError(f"{path}: the naive distances hold NaN or infinity; {fix}")
-            if np.isinf(matrix).any():
-                raise FormatError(f"{path}: the {name} distances hold infinity; {fix}")
-            values = matrix[finite]
-            if values.size and (values.min() < -1e-9 or values.max() > top + 1e-9):
-                raise FormatError(
-                    f"{path}: a {name} distance lies outside [0, {top:.4g}], the range of {metric} distances; {fix}"
-                )
-            if np.any(np.abs(np.diag(matrix)) > 1e-9) or not np.allclose(
-                matrix, matrix.T, rtol=0, atol=1e-9, equal_nan=True
-            ):
-                raise FormatError(f"{path}: the {name} matrix is not symmetric with a zero diagonal; {fix}")
-            matrices[name] = matrix
+        naive = _checked_matrix(path, "naive", arrays["naive"], n, metric)
+        corrected = _checked_matrix(path, "corrected", arrays["corrected"], n, metric)
         floor = np.asarray(arrays["noise_floor"], dtype=np.float64)
         if np.isinf(floor).any() or np.any(floor[np.isfinite(floor)] < -1e-9):
-            raise FormatError(f"{path}: the noise floor holds a negative or infinite value; {fix}")
+            raise FormatError(f"{path}: the noise floor holds a negative or infinite value; {_REGENERATE}")
         return cls(
             positions=positions,
             totals=totals,
             metric=metric,
-            naive=matrices["naive"],
-            corrected=matrices["corrected"],
+            naive=naive,
+            corrected=corrected,
             noise_floor=floor,
             left_out=left_out,
             summary=summary,
@@ -353,7 +356,52 @@ class PositionGeometry:
         )
 
 
-def position_geometry(counts: Any, metric: str = "hellinger", min_count: int = 100) -> PositionGeometry:
+_REGENERATE = "regenerate it with `geoanalyze distances`"
+
+
+def _checked_positions(path: str | os.PathLike[str], arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The positions and totals of a distances file: n >= 1 positions, distinct, ascending and
+    non-negative; totals and noise floor of n entries, totals non-negative."""
+    positions = arrays["positions"].astype(np.int64)
+    n = positions.shape[0]
+    if n == 0:
+        raise FormatError(f"{path} holds no position; {_REGENERATE} from more data")
+    if positions.min() < 0 or np.any(np.diff(positions) <= 0):
+        raise FormatError(f"{path}: the positions are not distinct, ascending and non-negative; {_REGENERATE}")
+    for name in ("totals", "noise_floor"):
+        if arrays[name].shape != (n,):
+            raise FormatError(
+                f"{path}: {name} has shape {arrays[name].shape}, expected ({n},) for {n} positions; {_REGENERATE}"
+            )
+    totals = arrays["totals"].astype(np.int64)
+    if totals.min() < 0:
+        raise FormatError(f"{path}: a total N_i is negative; {_REGENERATE}")
+    return positions, totals
+
+
+def _checked_matrix(path: str | os.PathLike[str], name: str, array: np.ndarray, n: int, metric: str) -> np.ndarray:
+    """One distance matrix of a distances file: n x n, symmetric, zero diagonal, inside the
+    metric's range, no infinity, and no NaN in the naive one."""
+    top = 1.0 if metric == "hellinger" else np.pi / 2
+    matrix = np.asarray(array, dtype=np.float64)
+    if matrix.shape != (n, n):
+        raise FormatError(f"{path}: {name} is {matrix.shape}, expected ({n}, {n}); {_REGENERATE}")
+    finite = np.isfinite(matrix)
+    if name == "naive" and not finite.all():
+        raise FormatError(f"{path}: the naive distances hold NaN or infinity; {_REGENERATE}")
+    if np.isinf(matrix).any():
+        raise FormatError(f"{path}: the {name} distances hold infinity; {_REGENERATE}")
+    values = matrix[finite]
+    if values.size and (values.min() < -1e-9 or values.max() > top + 1e-9):
+        raise FormatError(
+            f"{path}: a {name} distance lies outside [0, {top:.4g}], the range of {metric} distances; {_REGENERATE}"
+        )
+    if np.any(np.abs(np.diag(matrix)) > 1e-9) or not np.allclose(matrix, matrix.T, rtol=0, atol=1e-9, equal_nan=True):
+        raise FormatError(f"{path}: the {name} matrix is not symmetric with a zero diagonal; {_REGENERATE}")
+    return matrix
+
+
+def position_geometry(counts: Counts, metric: str = "hellinger", min_count: int = 100) -> PositionGeometry:
     """Naive and corrected distances, noise floors and the SNR summary of a PositionalCounts.
 
     Positions with N_i < min_count are left out (and listed in ``left_out``). Costs two
