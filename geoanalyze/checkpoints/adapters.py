@@ -9,7 +9,7 @@ The one layout that needs knowing is GPT-2's fused Conv1D ``c_attn`` (in x 3h, [
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -40,7 +40,7 @@ def _suffixes(name: str) -> list[str]:
 
 
 def query_key_maps(
-    qk_weights: list[list[str]], names: list[str], read: TensorReader
+    qk_weights: Sequence[Sequence[str]], names: list[str], read: TensorReader
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """[(W_Q, W_K)] per block, each (hidden_in, hidden_out) so that q = p @ W_Q."""
     maps = []

@@ -231,7 +231,7 @@ def _projection_hooks(model: Any, capture: _Capture, blocks: list[Any]) -> list[
     """Forward hooks on each block's query/key projections (separate, or fused in a known layout)."""
     import torch
 
-    from .mechanism import _KEY_NAMES, _QUERY_NAMES
+    from .mechanism import KEY_NAMES, QUERY_NAMES
 
     handles = []
     for index, block in enumerate(blocks):
@@ -241,9 +241,9 @@ def _projection_hooks(model: Any, capture: _Capture, blocks: list[Any]) -> list[
                 continue
             last = name.rsplit(".", 1)[-1].lower()
             parent = block.get_submodule(name.rsplit(".", 1)[0]) if "." in name else block
-            if last in _QUERY_NAMES:
+            if last in QUERY_NAMES:
                 handles.append(module.register_forward_hook(_store(capture, capture.queries, number)))
-            elif last in _KEY_NAMES:
+            elif last in KEY_NAMES:
                 handles.append(module.register_forward_hook(_store(capture, capture.keys, number)))
             elif last in ("query_key_value", "wqkv"):
                 handles.append(module.register_forward_hook(_fused(capture, number, parent)))

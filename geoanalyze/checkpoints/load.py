@@ -26,7 +26,7 @@ from ..errors import DataNotFoundError, FormatError, IncompatibleError, InputErr
 from ..hub import PACKAGED_MINILM_NAMES, hub_offline, packaged_minilm_path
 from ..notes import note
 from .adapters import find_tensor, query_key_maps
-from .mechanism import Mechanism
+from .mechanism import FixedTable, LearnedTable, Mechanism, TableMechanism
 
 _WEIGHT_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]
 
@@ -303,12 +303,7 @@ class Checkpoint:
 
     def fingerprint(self) -> str:
         """Changes whenever the weights or config change (path, sizes, modification times)."""
-        digest = hashlib.sha256(str(self.path).encode())
-        for file in sorted(self.path.glob("*")):
-            if file.is_file() and file.suffix in (".json", ".safetensors", ".bin"):
-                stat = file.stat()
-                digest.update(f"{file.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-        return digest.hexdigest()[:24]
+        return fingerprint(self.path)
 
     # --- tensors -------------------------------------------------------------------------
 
@@ -373,9 +368,9 @@ class Checkpoint:
     def position_table(self) -> np.ndarray:
         """The absolute position table as stored (rows include any offset)."""
         mechanism = self.mechanism
-        if mechanism.kind == "fixed" and mechanism.table_values is not None:
+        if isinstance(mechanism, FixedTable):
             return np.asarray(mechanism.table_values, dtype=np.float64)
-        if mechanism.kind != "learned":
+        if not isinstance(mechanism, LearnedTable):
             raise IncompatibleError(
                 f"{self.name} ({mechanism.architecture}) has no position table: its positions are {mechanism.describe_kind()}"
             )
@@ -392,13 +387,14 @@ class Checkpoint:
     def position_vectors(self, positions: Any) -> np.ndarray:
         """Position vectors for the given positions: table rows (offset applied) or implied vectors."""
         index = np.asarray(positions, dtype=np.int64).reshape(-1)
-        if not self.mechanism.has_table:
-            return self.mechanism.implied_vectors(index)
+        mechanism = self.mechanism
+        if not isinstance(mechanism, TableMechanism):
+            return mechanism.implied_vectors(index)
         table = self.position_table()
-        rows = index + self.mechanism.offset
+        rows = index + mechanism.offset
         if rows.size and rows.max() >= table.shape[0]:
             raise InputError(
-                f"{self.name} has {table.shape[0] - self.mechanism.offset} positions but position {int(index.max())} "
+                f"{self.name} has {table.shape[0] - mechanism.offset} positions but position {int(index.max())} "
                 "was asked for; lower --max-length"
             )
         return table[rows]
@@ -420,37 +416,48 @@ def load_checkpoint(name: str, trust_remote_code: bool = False) -> Checkpoint:
     """Resolve a checkpoint by name or path (offline-first), read its config and its position mechanism."""
     path, origin = resolve_checkpoint(name)
     config = read_config(path)
-    checkpoint = Checkpoint(name, path, origin, config, Mechanism("none", "", "", 0, 0))
-    checkpoint.mechanism = mechanism_of(checkpoint, trust_remote_code)
+    checkpoint = Checkpoint(name, path, origin, config, mechanism_of(path, trust_remote_code))
     # Read the weights' index now, so a corrupt or empty file fails before any corpus work.
-    if checkpoint.mechanism.kind == "learned" and not checkpoint.tensor_names:
+    if isinstance(checkpoint.mechanism, LearnedTable) and not checkpoint.tensor_names:
         raise FormatError(f"{path} holds no tensors; re-download the checkpoint")
     return checkpoint
 
 
-def mechanism_of(checkpoint: Checkpoint, trust_remote_code: bool = False) -> Mechanism:
-    """The position mechanism, detected on a skeleton of the model once and cached by fingerprint."""
+def fingerprint(path: Path) -> str:
+    """A checkpoint folder's identity: changes whenever the weights or config change (path, sizes,
+    modification times)."""
+    digest = hashlib.sha256(str(path).encode())
+    for file in sorted(path.glob("*")):
+        if file.is_file() and file.suffix in (".json", ".safetensors", ".bin"):
+            stat = file.stat()
+            digest.update(f"{file.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:24]
+
+
+def mechanism_of(path: Path, trust_remote_code: bool = False) -> Mechanism:
+    """The position mechanism of the checkpoint in ``path``, detected on a skeleton of the model once
+    and cached by fingerprint."""
     from importlib.metadata import version
 
     from ..cache import cache_entry
 
     # Detection reads what transformers builds: another transformers version may build it otherwise.
-    key = {"checkpoint": checkpoint.fingerprint(), "transformers": version("transformers"), "version": 1}
+    key = {"checkpoint": fingerprint(path), "transformers": version("transformers"), "version": 1}
     entry = cache_entry("mechanisms", key).with_suffix(".json")
     try:
         record = json.loads(entry.read_text(encoding="utf-8"))
         if record.get("key") == key:
-            return Mechanism.from_json(record["mechanism"])
+            return Mechanism.from_record(record["mechanism"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
     from .mechanism import detect
 
-    config = auto_config(checkpoint.path, trust_remote_code)
+    config = auto_config(path, trust_remote_code)
     skeleton, prefix = build_skeleton(config, trust_remote_code)
     mechanism = detect(skeleton, config, prefix)
     from ..cache import write_cache
     from ..io import write_text
 
     # A cache never fails a job: an unwritable one is a note.
-    write_cache(lambda: write_text(entry, json.dumps({"key": key, "mechanism": mechanism.to_json()})))
+    write_cache(lambda: write_text(entry, json.dumps({"key": key, "mechanism": mechanism.to_record()})))
     return mechanism

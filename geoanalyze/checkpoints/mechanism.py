@@ -3,29 +3,36 @@
 The model is built as a *skeleton*: its parameters on the meta device (no memory, no weights
 read) and its buffers real, so the rotary frequencies it computes at construction
 (``inv_freq``, after any llama3 / yarn / linear scaling and partial-rotary cut) are the
-model's own. From that skeleton:
+model's own. From that skeleton, one of five kinds of mechanism, each a frozen dataclass
+holding only its own parameters beside the facts every kind has (blocks, sizes, query/key
+weight names, a relative scheme noted beside it):
 
-- **learned / fixed table**: the module that embeds positions (an ``nn.Embedding``, or a
-  sinusoidal module, whose name says "pos"), with its offset: an ``offset`` attribute (OPT,
-  BART: 2) or a padding index p (RoBERTa, MPNet: positions start at p + 1);
-- **rope**: every rotary module's frequencies and attention scaling (Gemma 3 and ModernBERT
-  keep one set per layer type), which layers use which set (``config.layer_types``), and the
-  NoPE layers whose attention module says ``use_rope = False`` (SmolLM3, Llama 4); GPT-J and
-  CodeGen keep a sin/cos table instead of frequencies, read the same way;
-- **alibi**: slopes computed by the model's own ``build_*alibi_tensor`` function (BLOOM, MPT,
-  Falcon with ``alibi: true``);
-- **relative**: a relative-bias module (T5 buckets, DeBERTa, MPNet), noted beside any table;
-- **none**: no position module at all (Mamba, Jamba's attention).
+- **table** (:class:`LearnedTable`, :class:`FixedTable`): the module that embeds positions (an
+  ``nn.Embedding``, or a sinusoidal module, whose name says "pos"), with its offset: an
+  ``offset`` attribute (OPT, BART: 2) or a padding index p (RoBERTa, MPNet: positions start at
+  p + 1); position i is table row i + offset;
+- **rope** (:class:`RopeMechanism`): every rotary module's frequencies and attention scaling
+  (Gemma 3 and ModernBERT keep one set per layer type), which layers use which set
+  (``config.layer_types``), and the NoPE layers whose attention module says ``use_rope = False``
+  (SmolLM3, Llama 4); GPT-J and CodeGen keep a sin/cos table instead of frequencies, read the same
+  way; position i's vector is (s cos(i w_k), s sin(i w_k))_k;
+- **alibi** (:class:`AlibiMechanism`): slopes m_h computed by the model's own ``build_*alibi_tensor``
+  function (BLOOM, MPT, Falcon with ``alibi: true``); position i's vector is (i m_h)_h;
+- **relative** (:class:`RelativeMechanism`): a relative-bias module (T5 buckets, DeBERTa, MPNet)
+  and no absolute one; also noted beside a table (``relative`` is a field of every kind);
+- **none** (:class:`NoMechanism`): no position module at all (Mamba, Jamba's attention).
 
-The result is a small JSON-ready record, cached per checkpoint so that warm runs import
-neither torch nor transformers.
+``kind`` is the tag (learned | fixed | rope | alibi | relative | none); :meth:`Mechanism.summary`
+is the JSON record of ``position_mechanism``, and :meth:`Mechanism.to_record` /
+:meth:`Mechanism.from_record` the cache's, so that warm runs import neither torch nor transformers.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -35,12 +42,16 @@ KINDS = ("learned", "fixed", "rope", "alibi", "relative", "none")
 _POSITION_NAME = re.compile(r"(^|[._])(position_embeddings?|wpe|embed_positions|pos_embed(dings)?)$")
 _RELATIVE_NAME = re.compile(r"relative_attention_bias|rel_embeddings|relative_positional|distance_embedding")
 
+#: last components of the module names of query and key projections
+QUERY_NAMES = ("query", "q_proj", "q_lin", "q", "query_proj", "wq")
+KEY_NAMES = ("key", "k_proj", "k_lin", "k", "key_proj", "wk")
 
-@dataclass
+
+@dataclass(frozen=True)
 class RopeSet:
     """One set of rotary frequencies: angle of frequency k at position i is i * inv_freq[k]."""
 
-    inv_freq: list[float]
+    inv_freq: tuple[float, ...]
     scaling: float = 1.0
     rope_type: str = "default"
 
@@ -55,96 +66,144 @@ class RopeSet:
         return table
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class Mechanism:
-    """What a checkpoint's positions are, with the parameters read from its model.
+    """What a checkpoint's positions are: the facts every kind has (a subclass per kind adds its own).
 
-    kind : learned | fixed | rope | alibi | relative | none (the mechanism of the position row).
-    table : name of the absolute table's tensor (learned) or buffer (fixed); ``table_values``
-        holds a fixed table's rows, which no checkpoint file stores.
-    offset : the table row of position 0.
-    rope : named frequency sets; ``rope_main`` the set of the position row; ``rope_layers``
-        the set each attention layer uses (None: a NoPE layer).
-    alibi_slopes : one slope per head.
-    relative : a description of a relative scheme, also when it sits beside a table.
+    kind : the tag, a class attribute: learned | fixed | rope | alibi | relative | none.
     layers : number of blocks whose hidden states the forward pass returns.
+    relative : a description of a relative scheme, also when it sits beside another kind.
     attention_layers : the blocks (1-based) that hold an attention module.
-    qk_weights : per block, [query weight, key weight, layout] tensor names of the separate
+    qk_weights : per block, (query weight, key weight, layout) tensor names of the separate
         projections that read the table (layout "linear" is (out, in); "fused-conv1d" is GPT-2's
         (in, 3h) [Q | K | V]); empty where the projections are fused otherwise.
     parameters, buffers : sizes in numbers, for the memory estimate.
+    notes : what the detection saw that a reader should know.
     """
 
-    kind: str
+    kind: ClassVar[str]
+    has_table: ClassVar[bool] = False
+    has_vectors: ClassVar[bool] = False  # a position row: a table, RoPE or ALiBi (relative and none have none)
+
     architecture: str
     model_type: str
     layers: int
     hidden_size: int
-    table: str = ""
-    table_shape: tuple[int, ...] = ()
-    table_values: list[list[float]] | None = None
-    offset: int = 0
-    rope: dict[str, RopeSet] = field(default_factory=dict)
-    rope_main: str = ""
-    rope_layers: list[str | None] = field(default_factory=list)
-    alibi_slopes: list[float] = field(default_factory=list)
     relative: str = ""
-    attention_layers: list[int] = field(default_factory=list)
-    qk_weights: list[list[str]] = field(default_factory=list)
+    attention_layers: tuple[int, ...] = ()
+    qk_weights: tuple[tuple[str, str, str], ...] = ()
     parameters: int = 0
     buffers: int = 0
-    notes: list[str] = field(default_factory=list)
-
-    # --- what the scores need -----------------------------------------------------------------
-
-    @property
-    def has_table(self) -> bool:
-        return self.kind in ("learned", "fixed")
-
-    @property
-    def has_vectors(self) -> bool:
-        """Whether there is a position row: a table, RoPE or ALiBi (relative and none have none)."""
-        return self.kind in ("learned", "fixed", "rope", "alibi")
+    notes: tuple[str, ...] = ()
 
     @property
     def max_positions(self) -> int | None:
-        if self.has_table and self.table_shape:
-            return int(self.table_shape[0]) - self.offset
+        """Positions a table holds (None: no table)."""
         return None
 
     def implied_vectors(self, positions: np.ndarray) -> np.ndarray:
-        """Position vectors of a mechanism without a stored table (rope, alibi)."""
-        index = np.asarray(positions, dtype=np.int64).reshape(-1)
-        if self.kind == "rope":
-            return self.rope[self.rope_main].vectors(index)
-        if self.kind == "alibi":
-            return index.astype(np.float64)[:, None] * np.asarray(self.alibi_slopes, dtype=np.float64)[None, :]
-        if self.kind == "fixed" and self.table_values is not None:
-            table = np.asarray(self.table_values, dtype=np.float64)
-            rows = index + self.offset
-            if rows.size and rows.max() >= table.shape[0]:
-                raise InputError(
-                    f"the fixed table has {table.shape[0] - self.offset} positions but position {int(index.max())} "
-                    "was asked for; lower --max-positions"
-                )
-            return table[rows]
+        """Position vectors of a mechanism without a stored table (rope, alibi, a fixed table)."""
         raise InputError(f"{self.architecture} has no position vectors: its positions are {self.describe_kind()}")
 
     def describe_kind(self) -> str:
-        if self.kind == "relative":
-            return f"relative ({self.relative})"
-        if self.kind == "none":
-            return "not encoded by any module (no absolute table, rotary or ALiBi)"
         return self.kind
+
+    def details(self) -> dict[str, Any]:
+        """This kind's own entries of :meth:`summary`."""
+        return {}
 
     def summary(self) -> dict[str, Any]:
         """The JSON record of ``position_mechanism`` (parameters, not arrays)."""
-        out: dict[str, Any] = {"kind": self.kind}
-        if self.has_table:
-            out.update(table=self.table, rows=self.table_shape[0] if self.table_shape else None, offset=self.offset)
-            out["width"] = self.table_shape[1] if len(self.table_shape) > 1 else None
-        if self.kind == "rope" or self.rope:
-            out["rope"] = {
+        out: dict[str, Any] = {"kind": self.kind, **self.details()}
+        if self.relative:
+            out["relative"] = self.relative
+        return out
+
+    def to_record(self) -> dict[str, Any]:
+        """Every field, JSON-ready, with the tag (the mechanism cache's record)."""
+        record: dict[str, Any] = {"kind": self.kind}
+        for item in fields(self):
+            record[item.name] = getattr(self, item.name)
+        return record
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Mechanism:
+        """The mechanism of a :meth:`to_record` record (KeyError: an unknown kind or a missing field)."""
+        variant = MECHANISMS[record["kind"]]
+        values = {
+            item.name: _FROM_JSON.get(item.name, _same)(record[item.name])
+            for item in fields(variant)
+            if item.name in record
+        }
+        return variant(**values)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableMechanism(Mechanism):
+    """An absolute table: position i is row i + ``offset`` of the tensor (or buffer) ``table``."""
+
+    has_table: ClassVar[bool] = True
+    has_vectors: ClassVar[bool] = True
+
+    table: str
+    table_shape: tuple[int, ...]
+    offset: int = 0
+
+    @property
+    def max_positions(self) -> int | None:
+        return int(self.table_shape[0]) - self.offset if self.table_shape else None
+
+    def details(self) -> dict[str, Any]:
+        rows = self.table_shape[0] if self.table_shape else None
+        width = self.table_shape[1] if len(self.table_shape) > 1 else None
+        return {"table": self.table, "rows": rows, "offset": self.offset, "width": width}
+
+
+@dataclass(frozen=True, kw_only=True)
+class LearnedTable(TableMechanism):
+    """A learned table: a parameter, read from the checkpoint's files."""
+
+    kind: ClassVar[str] = "learned"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixedTable(TableMechanism):
+    """A fixed (sinusoidal) table: a buffer the model computes, which no checkpoint file stores."""
+
+    kind: ClassVar[str] = "fixed"
+
+    table_values: tuple[tuple[float, ...], ...]
+
+    def implied_vectors(self, positions: np.ndarray) -> np.ndarray:
+        index = np.asarray(positions, dtype=np.int64).reshape(-1)
+        table = np.asarray(self.table_values, dtype=np.float64)
+        rows = index + self.offset
+        if rows.size and rows.max() >= table.shape[0]:
+            raise InputError(
+                f"the fixed table has {table.shape[0] - self.offset} positions but position {int(index.max())} "
+                "was asked for; lower --max-positions"
+            )
+        return table[rows]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RopeMechanism(Mechanism):
+    """Rotary: named frequency sets; ``rope_main`` the set of the position row; ``rope_layers``
+    the set each block uses (None: a NoPE block, or one without attention)."""
+
+    kind: ClassVar[str] = "rope"
+    has_vectors: ClassVar[bool] = True
+
+    rope: Mapping[str, RopeSet]
+    rope_main: str
+    rope_layers: tuple[str | None, ...]
+
+    def implied_vectors(self, positions: np.ndarray) -> np.ndarray:
+        return self.rope[self.rope_main].vectors(np.asarray(positions, dtype=np.int64).reshape(-1))
+
+    def details(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "rope": {
                 name: {
                     "dims": 2 * len(rope.inv_freq),
                     "base": implied_base(rope.inv_freq),
@@ -152,34 +211,88 @@ class Mechanism:
                     "attention_scaling": rope.scaling,
                 }
                 for name, rope in self.rope.items()
-            }
-            out["rope_main"] = self.rope_main
-            out["rope_layers"] = self.rope_layers
-            nope = [index + 1 for index, name in enumerate(self.rope_layers) if name is None]
-            if nope:
-                out["nope_layers"] = nope
-        if self.kind == "alibi":
-            out["alibi_slopes"] = self.alibi_slopes
-            out["heads"] = len(self.alibi_slopes)
-        if self.relative:
-            out["relative"] = self.relative
+            },
+            "rope_main": self.rope_main,
+            "rope_layers": list(self.rope_layers),
+        }
+        nope = [index + 1 for index, name in enumerate(self.rope_layers) if name is None]
+        if nope:
+            out["nope_layers"] = nope
         return out
 
-    def to_json(self) -> dict[str, Any]:
-        record = asdict(self)
-        record["rope"] = {name: asdict(rope) for name, rope in self.rope.items()}
-        record["table_shape"] = list(self.table_shape)
-        return record
-
-    @classmethod
-    def from_json(cls, record: dict[str, Any]) -> Mechanism:
-        record = dict(record)
-        record["rope"] = {name: RopeSet(**rope) for name, rope in record.get("rope", {}).items()}
-        record["table_shape"] = tuple(record.get("table_shape", ()))
-        return cls(**record)
+    def to_record(self) -> dict[str, Any]:
+        return {**super().to_record(), "rope": {name: asdict(rope) for name, rope in self.rope.items()}}
 
 
-def implied_base(inv_freq: list[float]) -> float | None:
+@dataclass(frozen=True, kw_only=True)
+class AlibiMechanism(Mechanism):
+    """ALiBi: one slope m_h per head; position i's vector is (i m_h)_h."""
+
+    kind: ClassVar[str] = "alibi"
+    has_vectors: ClassVar[bool] = True
+
+    alibi_slopes: tuple[float, ...]
+
+    def implied_vectors(self, positions: np.ndarray) -> np.ndarray:
+        index = np.asarray(positions, dtype=np.int64).reshape(-1)
+        return index.astype(np.float64)[:, None] * np.asarray(self.alibi_slopes, dtype=np.float64)[None, :]
+
+    def details(self) -> dict[str, Any]:
+        return {"alibi_slopes": list(self.alibi_slopes), "heads": len(self.alibi_slopes)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RelativeMechanism(Mechanism):
+    """Only a relative scheme (``relative`` says which): no absolute position vectors."""
+
+    kind: ClassVar[str] = "relative"
+
+    def describe_kind(self) -> str:
+        return f"relative ({self.relative})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoMechanism(Mechanism):
+    """No module encodes positions (Mamba; order comes from the recurrence or the causal mask)."""
+
+    kind: ClassVar[str] = "none"
+
+    def describe_kind(self) -> str:
+        return "not encoded by any module (no absolute table, rotary or ALiBi)"
+
+
+#: kind -> its class (learned and fixed are the two tables)
+MECHANISMS: dict[str, type[Mechanism]] = {
+    variant.kind: variant
+    for variant in (LearnedTable, FixedTable, RopeMechanism, AlibiMechanism, RelativeMechanism, NoMechanism)
+}
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _rope_sets_from_json(value: Mapping[str, Any]) -> dict[str, RopeSet]:
+    return {
+        name: RopeSet(tuple(rope["inv_freq"]), rope.get("scaling", 1.0), rope.get("rope_type", "default"))
+        for name, rope in value.items()
+    }
+
+
+#: field -> how a JSON value becomes it (lists become tuples: the dataclasses are frozen)
+_FROM_JSON: dict[str, Callable[[Any], Any]] = {
+    "attention_layers": tuple,
+    "qk_weights": lambda rows: tuple(tuple(row) for row in rows),
+    "notes": tuple,
+    "table_shape": tuple,
+    "table_values": lambda rows: tuple(tuple(row) for row in rows),
+    "rope": _rope_sets_from_json,
+    "rope_layers": tuple,
+    "alibi_slopes": tuple,
+}
+
+
+def implied_base(inv_freq: Sequence[float]) -> float | None:
     """The base b of inv_freq[k] = b^(-2k/d) when the frequencies follow it (unscaled RoPE), else None."""
     frequencies = np.asarray(inv_freq, dtype=np.float64)
     if frequencies.size < 2 or not frequencies[0] > 0 or not frequencies[1] > 0:
@@ -214,73 +327,66 @@ def layer_list(model: Any, config: Any) -> list[Any]:
 
 def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
     """The position mechanism of a skeleton model (parameters on meta, buffers real); ``prefix`` is
-    the skeleton's place in the checkpoint's tensor names ('encoder.' for an encoder-decoder)."""
-    import torch
-
-    architecture = (list(getattr(config, "architectures", None) or []) or [type(model).__name__])[0]
+    the skeleton's place in the checkpoint's tensor names ('encoder.' for an encoder-decoder).
+    The kinds are tried in order: ALiBi, rotary, an absolute table, relative only, none."""
     blocks = layer_list(model, config)
     n_blocks = getattr(config, "num_hidden_layers", None)
     if not isinstance(n_blocks, int) or isinstance(n_blocks, bool):
         n_blocks = len(blocks)  # ALBERT shares one block among num_hidden_layers: the config counts
-    hidden = _hidden_size(config)
-    mechanism = Mechanism(
-        kind="none",
-        architecture=str(architecture),
-        model_type=str(getattr(config, "model_type", "")),
-        layers=n_blocks,
-        hidden_size=hidden,
-        parameters=int(sum(p.numel() for p in model.parameters())),
-        buffers=int(sum(b.numel() for b in model.buffers())),
-    )
-    module_of_layer = _attention_layers(blocks)
-    mechanism.attention_layers = sorted(module_of_layer)
-    mechanism.qk_weights = _qk_weights(model, blocks, prefix) if len(blocks) == n_blocks else []
+    attention = _attention_layers(blocks)
+    common: dict[str, Any] = {
+        "architecture": str((list(getattr(config, "architectures", None) or []) or [type(model).__name__])[0]),
+        "model_type": str(getattr(config, "model_type", "")),
+        "layers": n_blocks,
+        "hidden_size": _hidden_size(config),
+        "relative": _relative_scheme(model, config),
+        "attention_layers": tuple(sorted(attention)),
+        "qk_weights": _qk_weights(model, blocks, prefix) if len(blocks) == n_blocks else (),
+        "parameters": int(sum(p.numel() for p in model.parameters())),
+        "buffers": int(sum(b.numel() for b in model.buffers())),
+    }
+    # ALiBi: the model's own slope function, unless the config switches it off (Falcon, MPT).
+    slopes = _alibi_slopes(model, config)
+    if slopes is not None:
+        return AlibiMechanism(**common, alibi_slopes=tuple(slopes))
+    # Rotary: frequency buffers, or a sin/cos table (GPT-J, CodeGen).
+    rope_sets = _rope_sets(model, config)
+    if rope_sets:
+        return _rope_mechanism(common, config, rope_sets, n_blocks, attention)
+    # An absolute table: learned (a parameter, read from the checkpoint) or fixed (a buffer).
+    table = _position_table(model)
+    if table is not None:
+        name, module, tensor, is_buffer = table
+        shape, offset = tuple(int(s) for s in tensor.shape), _offset(module)
+        if not is_buffer:
+            return LearnedTable(**common, table=prefix + name, table_shape=shape, offset=offset)
+        rows = tensor.detach().double().cpu().numpy().tolist()
+        values = tuple(tuple(row) for row in rows)
+        return FixedTable(**common, table=prefix + name, table_shape=shape, offset=offset, table_values=values)
+    return RelativeMechanism(**common) if common["relative"] else NoMechanism(**common)
 
-    # Relative schemes (noted beside a table, or the mechanism itself).
+
+def _relative_scheme(model: Any, config: Any) -> str:
+    """The relative schemes a model has (noted beside a table, or the mechanism itself), comma-separated."""
     relative = sorted({_relative_kind(name) for name, _ in model.named_modules() if _RELATIVE_NAME.search(name)})
     relative = [r for r in relative if r]
     pet = getattr(config, "position_embedding_type", None)
     if isinstance(pet, str) and pet.startswith("relative"):
         relative.append(f"{pet} distance embeddings")
-    mechanism.relative = ", ".join(relative)
+    return ", ".join(relative)
 
-    # ALiBi: the model's own slope function, unless the config switches it off (Falcon, MPT).
-    slopes = _alibi_slopes(model, config)
-    if slopes is not None:
-        mechanism.kind = "alibi"
-        mechanism.alibi_slopes = slopes
-        return mechanism
 
-    # Rotary: frequency buffers, or a sin/cos table (GPT-J, CodeGen).
-    rope_sets = _rope_sets(model, config)
-    if rope_sets:
-        mechanism.kind = "rope"
-        mechanism.rope = rope_sets
-        mechanism.rope_main = _main_set(rope_sets)
-        mechanism.rope_layers = _rope_layers(config, rope_sets, mechanism.rope_main, n_blocks, module_of_layer)
-        if len(rope_sets) > 1:
-            mechanism.notes.append(
-                f"layers use {len(rope_sets)} RoPE sets ({', '.join(rope_sets)}); the position row is {mechanism.rope_main}'s"
-            )
-        if all(name is None for name in mechanism.rope_layers) and mechanism.rope_layers:
-            mechanism.notes.append("every attention layer skips its rotary embedding (NoPE)")
-        return mechanism
-
-    # An absolute table: learned (a parameter, read from the checkpoint) or fixed (a buffer).
-    table = _position_table(model)
-    if table is not None:
-        name, module, tensor, is_buffer = table
-        mechanism.kind = "fixed" if is_buffer else "learned"
-        mechanism.table = prefix + name
-        mechanism.table_shape = tuple(int(s) for s in tensor.shape)
-        mechanism.offset = _offset(module)
-        if is_buffer:
-            mechanism.table_values = tensor.detach().to(torch.float64).cpu().numpy().tolist()
-        return mechanism
-
-    if mechanism.relative:
-        mechanism.kind = "relative"
-    return mechanism
+def _rope_mechanism(
+    common: dict[str, Any], config: Any, sets: dict[str, RopeSet], n_blocks: int, attention: dict[int, list[Any]]
+) -> RopeMechanism:
+    main = _main_set(sets)
+    layers = _rope_layers(config, sets, main, n_blocks, attention)
+    notes = []
+    if len(sets) > 1:
+        notes.append(f"layers use {len(sets)} RoPE sets ({', '.join(sets)}); the position row is {main}'s")
+    if all(name is None for name in layers) and layers:
+        notes.append("every attention layer skips its rotary embedding (NoPE)")
+    return RopeMechanism(**common, notes=tuple(notes), rope=sets, rope_main=main, rope_layers=tuple(layers))
 
 
 def _hidden_size(config: Any) -> int:
@@ -316,34 +422,30 @@ def _attention_layers(blocks: list[Any]) -> dict[int, list[Any]]:
     return out
 
 
-_QUERY_NAMES = ("query", "q_proj", "q_lin", "q", "query_proj", "wq")
-_KEY_NAMES = ("key", "k_proj", "k_lin", "k", "key_proj", "wk")
-
-
-def _qk_weights(model: Any, blocks: list[Any], prefix: str = "") -> list[list[str]]:
+def _qk_weights(model: Any, blocks: list[Any], prefix: str = "") -> tuple[tuple[str, str, str], ...]:
     """Tensor names of each block's query and key maps, found by module name and type."""
     if not blocks:
-        return []
+        return ()
     path_of = {id(module): prefix + name for name, module in model.named_modules()}
-    out = []
+    out: list[tuple[str, str, str]] = []
     for block in blocks:
         query = key = fused = ""
         for name, module in block.named_modules():
             last = name.rsplit(".", 1)[-1].lower()
             kind = type(module).__name__
-            if kind == "Linear" and last in _QUERY_NAMES and not query:
+            if kind == "Linear" and last in QUERY_NAMES and not query:
                 query = f"{path_of[id(module)]}.weight"
-            elif kind == "Linear" and last in _KEY_NAMES and not key:
+            elif kind == "Linear" and last in KEY_NAMES and not key:
                 key = f"{path_of[id(module)]}.weight"
             elif kind == "Conv1D" and last == "c_attn" and not fused:
                 fused = f"{path_of[id(module)]}.weight"
         if query and key:
-            out.append([query, key, "linear"])
+            out.append((query, key, "linear"))
         elif fused:
-            out.append([fused, fused, "fused-conv1d"])
+            out.append((fused, fused, "fused-conv1d"))
         else:
-            return []  # fused in another layout: no P W_Q rows, the captured rows still come
-    return out
+            return ()  # fused in another layout: no P W_Q rows, the captured rows still come
+    return tuple(out)
 
 
 def _alibi_slopes(model: Any, config: Any) -> list[float] | None:
@@ -393,7 +495,7 @@ def _rope_sets(model: Any, config: Any) -> dict[str, RopeSet]:
             key = prefix or "rotary"
             if key not in sets:
                 sets[key] = RopeSet(
-                    [float(x) for x in buffer.detach().to(torch.float32).cpu().reshape(-1)],
+                    tuple(float(x) for x in buffer.detach().to(torch.float32).cpu().reshape(-1)),
                     float(scaling),
                     str(rope_type),
                 )
@@ -407,7 +509,7 @@ def _rope_sets(model: Any, config: Any) -> dict[str, RopeSet]:
         if table is not None and table.device.type != "meta" and not sets:
             half = table.shape[-1] // 2
             sin, cos = table[1, :half].double(), table[1, half:].double()
-            sets["rotary"] = RopeSet([float(x) for x in torch.atan2(sin, cos)], 1.0, "default")
+            sets["rotary"] = RopeSet(tuple(float(x) for x in torch.atan2(sin, cos)), 1.0, "default")
     return sets
 
 
