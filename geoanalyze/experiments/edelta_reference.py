@@ -15,8 +15,8 @@ norm deviation unit vectors through the *whole* trained stability model (input p
                output projection): mean over positions of | mean over sequences of ||pred|| - 1 |.
 negation       x ~ N(0, I_64) from ``torch.manual_seed(seed)``, validation from seed 999 (500);
                AdamW with PyTorch's defaults (0.9, 0.999, weight decay 0.01 on every parameter),
-               constant lr 1e-3, batch min(32, n), no clipping; gamma and beta read on 100
-               validation samples; metric cosine(G(x), -x).
+               constant lr 1e-3, batch min(32, n), no clipping (:func:`geoanalyze.train.core.fit`
+               with these settings); gamma and beta read on 100 validation samples; metric cosine(G(x), -x).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from torch import nn
 from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
 from ..errors import InputError
+from ..train.core import RunState, Schedule, evaluating, every, fit
 from ..train.geometric import SEQUENCE_TASKS, SequenceData
 
 if TYPE_CHECKING:
@@ -169,35 +170,44 @@ def fit_reference_negation(
     Records every ``eval_every`` steps (and the first and last): cosine(G(x), -x) and MSE on
     ``valid``, gamma (EΔ) and beta (DDL) averaged over the first 100 validation samples.
     """
-    optimizer = torch.optim.AdamW(op.parameters(), lr=lr)
     n = train.shape[0]
+
+    def batches(step: int) -> torch.Tensor:
+        return train[torch.randint(0, n, (min(batch_size, n),))]  # torch's global generator, as the reference
+
     history: list[dict[str, float]] = []
-    for step in range(1, steps + 1):
-        op.train()
-        index = torch.randint(0, n, (min(batch_size, n),))
-        x = train[index]
-        loss = F.mse_loss(op(x), -x)
-        aux = op.aux_loss()
-        if isinstance(aux, torch.Tensor) and float(aux.detach()) > 0:
-            loss = loss + aux
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        if step % eval_every and step not in (1, steps):
-            continue
-        op.eval()
-        with torch.no_grad():
-            y = op(valid)
-            record = {
-                "step": step,
-                "train_loss": float(loss),
-                "cosine": float(F.cosine_similarity(y, -valid, dim=-1).mean()),
-                "valid_mse": float(F.mse_loss(y, -valid)),
-            }
-            op(valid[:100])
-            gate = op.gate()
-            beta = getattr(op.residual, "beta", None)
-            record["gate"] = math.nan if gate is None else gate
-            record["beta"] = math.nan if beta is None else float(beta.mean())
-        history.append(record)
+
+    def record(state: RunState) -> None:
+        with evaluating(op):
+            history.append({"step": state.step, "train_loss": state.loss, **negation_metrics(op, valid)})
+
+    def loss(model: nn.Module, x: torch.Tensor, step: int) -> torch.Tensor:
+        return negation_loss(op, x)
+
+    schedule = Schedule(steps, lr, grad_clip=0.0, optimizer=lambda model: torch.optim.AdamW(model.parameters(), lr=lr))
+    fit(op, batches, loss, schedule, [every(eval_every, record, last=steps, first=True)])
     return history
+
+
+def negation_loss(op: BareOperator, x: torch.Tensor) -> torch.Tensor:
+    """The reference's objective: MSE(G(x), -x), plus the operator's gate loss when it is positive."""
+    loss = F.mse_loss(op(x), -x)
+    aux = op.aux_loss()
+    if isinstance(aux, torch.Tensor) and float(aux.detach()) > 0:
+        loss = loss + aux
+    return loss
+
+
+def negation_metrics(op: BareOperator, valid: torch.Tensor) -> dict[str, float]:
+    """cosine(G(x), -x) and MSE over ``valid``; gamma and beta read on its first 100 samples (NaN when absent)."""
+    y = op(valid)
+    metrics = {
+        "cosine": float(F.cosine_similarity(y, -valid, dim=-1).mean()),
+        "valid_mse": float(F.mse_loss(y, -valid)),
+    }
+    op(valid[:100])
+    gate = op.gate()
+    beta = getattr(op.residual, "beta", None)
+    metrics["gate"] = math.nan if gate is None else gate
+    metrics["beta"] = math.nan if beta is None else float(beta.mean())
+    return metrics

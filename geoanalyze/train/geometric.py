@@ -12,9 +12,9 @@ near-pi-multi  d = 64, R rotates all 32 planes of a random orthonormal basis by 
 negation    bare operators: y = -x for x ~ N(0, I_64); ``train_size`` samples, 500 validation.
 
 Every draw comes from ``numpy.random.default_rng([seed, task index, split])``: a task is a pure
-function of its seed. The loop is :mod:`.loop`'s schedule (warm-up + cosine to lr / 10, AdamW
-(0.9, 0.95), weight decay on matrices, clipping) with an MSE loss plus the model's regulariser,
-on CPU inside :func:`.determinism.deterministic` (a fixed thread count, deterministic kernels).
+function of its seed. The loop is :func:`.core.fit` with :mod:`.loop`'s schedule (warm-up + cosine
+to lr / 10, AdamW (0.9, 0.95), weight decay on matrices, clipping) and an MSE loss plus the model's
+regulariser, on CPU inside :func:`.determinism.deterministic` (a fixed thread count, deterministic kernels).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from torch import nn
 from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
 from ..errors import InputError
+from . import core
 from .determinism import deterministic
 from .loop import lr_at, parameter_groups, seed_everything
 
@@ -200,49 +201,50 @@ def _fit(
     aux_loss: Callable[[], Any] | None,
     on_step: Callable[[int], None] | None,
 ) -> list[dict[str, float]]:
-    model.to(device).train()
-    optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr, betas=(0.9, 0.95))
+    model.to(device)
     generator = torch.Generator().manual_seed(config.seed)
     n = inputs.shape[0]
-    history: list[dict[str, float]] = []
-    losses: list[torch.Tensor] = []
-    began = time.perf_counter()
-    # lr_at reads only lr, warmup_steps, steps and min_lr_ratio, which FitConfig has (hence the ignore)
-    for step in range(1, config.steps + 1):
-        lr = lr_at(step, config)  # type: ignore[arg-type]
-        for group in optimizer.param_groups:
-            group["lr"] = lr
+
+    def batches(step: int) -> tuple[torch.Tensor, torch.Tensor]:
         if n <= config.batch_size:
             index = torch.arange(n)
         else:
             index = torch.randint(n, (config.batch_size,), generator=generator)
-        x, y = inputs[index].to(device), targets[index].to(device)
-        loss = F.mse_loss(model(x), y)
-        total = loss + (aux_loss() if aux_loss is not None else 0.0)
-        optimizer.zero_grad(set_to_none=True)
-        total.backward()
-        if config.grad_clip > 0:
-            nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        optimizer.step()
-        losses.append(loss.detach())
+        return inputs[index].to(device), targets[index].to(device)
+
+    def loss(
+        model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor], step: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        x, y = batch
+        mse = F.mse_loss(model(x), y)
+        return mse + (aux_loss() if aux_loss is not None else 0.0), mse  # the MSE is what the records show
+
+    history: list[dict[str, float]] = []
+    losses: list[torch.Tensor] = []
+    began = time.perf_counter()
+
+    def record(state: core.RunState) -> None:
+        assert state.logged is not None
+        losses.append(state.logged)
         if on_step is not None:
-            on_step(step)
-        if step % config.eval_every and step != config.steps:
-            continue
-        model.eval()
-        with torch.no_grad():
+            on_step(state.step)
+
+    def log(state: core.RunState) -> None:
+        with core.evaluating(model):
             metrics = evaluate()
-        model.train()
-        history.append(
-            {
-                "step": step,
-                "lr": lr,
-                "train_loss": float(torch.stack(losses).mean()),
-                **metrics,
-                "time_s": round(time.perf_counter() - began, 3),
-            }
-        )
-        losses = []
+        train_loss = float(torch.stack(losses).mean())
+        history.append({"step": state.step, "lr": state.lr, "train_loss": train_loss, **metrics})
+        history[-1]["time_s"] = round(time.perf_counter() - began, 3)
+        losses.clear()
+
+    # lr_at reads only lr, warmup_steps, steps and min_lr_ratio, which FitConfig has (hence the ignore)
+    schedule = core.Schedule(
+        config.steps,
+        lambda step: lr_at(step, config),  # type: ignore[arg-type]
+        config.grad_clip,
+        lambda model: torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr, betas=(0.9, 0.95)),
+    )
+    core.fit(model, batches, loss, schedule, [record, core.every(config.eval_every, log, last=config.steps)])
     return history
 
 

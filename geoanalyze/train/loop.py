@@ -1,9 +1,11 @@
-r"""The training loop: one for every model and task.
+r"""The resumable (and data-parallel) runner of ``geoanalyze train``: a configuration of :func:`.core.fit`.
 
 Per step s = 1..steps: the task's batch of step s, a forward pass (bf16 autocast on CUDA only),
 cross-entropy on the labelled positions, AdamW at the learning rate :func:`lr_at` gives, the
-gradient clipped to ``grad_clip``. Every ``eval_every`` steps (and after the last) the held-out
-stream is scored, one JSON line goes to ``metrics.jsonl`` and a checkpoint to ``checkpoint/``.
+gradient clipped to ``grad_clip`` (the core's loop; the batches, the loss :func:`_train_step` and
+the schedule are this module's). Every ``eval_every`` steps (and after the last) the hook
+:class:`RunLog` scores the held-out stream, writes one JSON line to ``metrics.jsonl`` and a
+checkpoint to ``checkpoint/``.
 
 Resuming is exact: the batches are pure functions of (seed, step) (:mod:`.tasks`), dropout is
 reseeded from (seed, step) before every step, the learning rate is a pure function of the step,
@@ -35,9 +37,9 @@ import random
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 import torch
@@ -52,6 +54,7 @@ from ..models.config import TABLE_KINDS
 from ..models.positional import PositionalEncoding
 from ..progress import ProgressBars, progress_interval
 from .config import TrainConfig
+from .core import RunState, Schedule, fit
 from .determinism import deterministic
 from .tasks import IGNORE, Batch, Task, build_task
 
@@ -206,57 +209,110 @@ def _loop(
     progress: bool,
     observe: Callable[[Transformer], dict[str, float]] | None,
 ) -> dict[str, Any]:
+    """The run from step ``start`` to ``config.steps``: :func:`.core.fit` with the runner's batches, loss and hooks."""
     model.train()
     sequence_level = task.n_classes > 0
     trained = group.wrap(model, unused_heads=sequence_level)
-    began = time.perf_counter()
-    shown = began
-    refresh = min(INFO_SECONDS, progress_interval())
-    train_sums = _zeros(device)
     with contextlib.ExitStack() as stack:
         bars = stack.enter_context(ProgressBars(progress and group.is_main))
         metrics_file = stack.enter_context(metrics_path.open("a", encoding="utf-8")) if group.is_main else None
         advance = bars.track(f"training {task.name}", total=config.steps)
         advance(start)
-        for step in range(start + 1, config.steps + 1):
-            for param_group in optimizer.param_groups:
-                param_group["lr"] = lr_at(step, config)
-            batch = group.shard(task.train_batch(step))
-            train_sums += _train_step(trained, optimizer, batch, config, device, sequence_level, step, group)
-            advance(1)
-            if progress and group.is_main and time.perf_counter() - shown >= refresh:
-                # the running loss since the last evaluation, read (one device sync) at most once a second
-                loss_sum, _, _, steps_done = train_sums.tolist()
-                accuracy = last.get("eval_accuracy")
-                evaluated = f", eval acc {accuracy:.3g}" if isinstance(accuracy, float | int) else ""
-                advance(0, info=f"loss {loss_sum / max(steps_done, 1.0):.4g}{evaluated}")
-                shown = time.perf_counter()
-            if step % config.eval_every and step != config.steps:
-                continue
-            eval_loss, eval_accuracy = evaluate(model, task, config.eval_batches, device, sequence_level, group)
-            loss_sum, correct, count, steps_done = group.sum(train_sums).tolist()
-            last = {
-                "step": step,
-                "lr": lr_at(step, config),
-                "train_loss": loss_sum / steps_done,  # steps_done summed over ranks, as the losses
-                "train_accuracy": correct / max(count, 1.0),
-                "eval_loss": eval_loss,
-                "eval_accuracy": eval_accuracy,
-                **(observe(model) if observe is not None else {}),
-                "time_s": round(time_before + time.perf_counter() - began, 3),
-            }
-            advance(0, info=f"loss {last['train_loss']:.4g}, eval acc {last['eval_accuracy']:.3g}")
-            if metrics_file is not None:
-                # Standard JSON, as every geoanalyze output: a diverged (NaN) loss is written as null.
-                metrics_file.write(json.dumps(to_jsonable(last), allow_nan=False) + "\n")
-                metrics_file.flush()
-                _save_checkpoint(staged or out, model, optimizer, config, step, last)
-                if staged is not None:
-                    os.replace(staged, out)  # the run appears with its first checkpoint (onto an empty folder too)
-                    staged = None
-            group.barrier()
-            train_sums = _zeros(device)
-    return last
+        log = RunLog(
+            config, task, model, device, group, advance, progress, observe, metrics_file, out, staged, last, time_before
+        )
+
+        def step_loss(trained: nn.Module, batch: Batch, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+            return _train_step(trained, batch, config, device, sequence_level, step, group)
+
+        fit(
+            trained,
+            lambda step: group.shard(task.train_batch(step)),
+            step_loss,
+            Schedule(config.steps, lambda step: lr_at(step, config), config.grad_clip),
+            [log],
+            RunState(optimizer, step=start),
+        )
+    return log.last
+
+
+@dataclass
+class RunLog:
+    """The runner's hook: the running sums since the last evaluation, the progress line, and every
+    ``eval_every`` steps (and after the last) an evaluation, one metrics line and a checkpoint.
+
+    A new run is written into ``staged`` and renamed onto ``out`` with its first checkpoint; ``last``
+    is the latest evaluation's metrics (a resumed run's checkpoint's until the first).
+    """
+
+    config: TrainConfig
+    task: Task
+    model: Transformer
+    device: torch.device
+    group: ProcessGroup
+    advance: Callable[..., None]
+    progress: bool
+    observe: Callable[[Transformer], dict[str, float]] | None
+    metrics_file: TextIO | None
+    out: Path
+    staged: Path | None
+    last: dict[str, Any]
+    time_before: float
+    began: float = field(init=False)
+    shown: float = field(init=False)
+    refresh: float = field(init=False)
+    train_sums: torch.Tensor = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.began = self.shown = time.perf_counter()
+        self.refresh = min(INFO_SECONDS, progress_interval())
+        self.train_sums = _zeros(self.device)
+
+    def __call__(self, state: RunState) -> None:
+        assert state.logged is not None
+        self.train_sums += state.logged
+        self.advance(1)
+        if self.progress and self.group.is_main and time.perf_counter() - self.shown >= self.refresh:
+            # the running loss since the last evaluation, read (one device sync) at most once a second
+            loss_sum, _, _, steps_done = self.train_sums.tolist()
+            accuracy = self.last.get("eval_accuracy")
+            evaluated = f", eval acc {accuracy:.3g}" if isinstance(accuracy, float | int) else ""
+            self.advance(0, info=f"loss {loss_sum / max(steps_done, 1.0):.4g}{evaluated}")
+            self.shown = time.perf_counter()
+        if state.step % self.config.eval_every == 0 or state.step == self.config.steps:
+            self.evaluate(state)
+
+    def evaluate(self, state: RunState) -> None:
+        """Score the held-out stream, log the metrics line, write the checkpoint; reset the running sums."""
+        config, group = self.config, self.group
+        sequence_level = self.task.n_classes > 0
+        eval_loss, eval_accuracy = evaluate(
+            self.model, self.task, config.eval_batches, self.device, sequence_level, group
+        )
+        loss_sum, correct, count, steps_done = group.sum(self.train_sums).tolist()
+        self.last = last = {
+            "step": state.step,
+            "lr": lr_at(state.step, config),
+            "train_loss": loss_sum / steps_done,  # steps_done summed over ranks, as the losses
+            "train_accuracy": correct / max(count, 1.0),
+            "eval_loss": eval_loss,
+            "eval_accuracy": eval_accuracy,
+            **(self.observe(self.model) if self.observe is not None else {}),
+            "time_s": round(self.time_before + time.perf_counter() - self.began, 3),
+        }
+        self.advance(0, info=f"loss {last['train_loss']:.4g}, eval acc {last['eval_accuracy']:.3g}")
+        if self.metrics_file is not None:
+            # Standard JSON, as every geoanalyze output: a diverged (NaN) loss is written as null.
+            self.metrics_file.write(json.dumps(to_jsonable(last), allow_nan=False) + "\n")
+            self.metrics_file.flush()
+            _save_checkpoint(self.staged or self.out, self.model, state.optimizer, config, state.step, last)
+            if self.staged is not None:
+                os.replace(
+                    self.staged, self.out
+                )  # the run appears with its first checkpoint (onto an empty folder too)
+                self.staged = None
+        group.barrier()
+        self.train_sums = _zeros(self.device)
 
 
 # --- data parallelism -----------------------------------------------------------------------------
@@ -432,19 +488,18 @@ def evaluate(
 
 def _train_step(
     model: nn.Module,
-    optimizer: torch.optim.Optimizer,
     batch: Batch,
     config: TrainConfig,
     device: torch.device,
     sequence_level: bool,
     step: int,
     group: ProcessGroup,
-) -> torch.Tensor:
-    """One update; returns (loss, correct, labelled positions, 1) as a (4,) float64 tensor.
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The loss of one step: (the objective, (loss, correct, labelled positions, 1) as a (4,) float64 tensor).
 
-    The loss is this process's share of the whole batch's mean, times the world size: DDP averages
-    the gradients over processes, so the update is the whole batch's mean-loss gradient even when
-    processes hold different numbers of labelled tokens (MLM).
+    The objective is this process's share of the whole batch's mean, times the world size: DDP
+    averages the gradients over processes, so the update is the whole batch's mean-loss gradient
+    even when processes hold different numbers of labelled tokens (MLM).
     """
     torch.manual_seed(_step_seed(config.seed, step, group.rank))  # dropout masks depend on (seed, step, rank)
     ids, mask, labels = _to_device(batch, device)
@@ -452,14 +507,9 @@ def _train_step(
         loss_sum, correct, count = loss_terms(model, ids, mask, labels, sequence_level)
     total = group.sum(count.detach()).clamp(min=1.0)
     loss = loss_sum * group.world / total
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    if config.grad_clip > 0:
-        nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-    optimizer.step()
     # (loss / world) summed over ranks is the batch's mean loss; so is the step count 1 / world
     share = 1.0 / group.world
-    return torch.stack([loss.detach() * share, correct, count, torch.full_like(count, share)]).double()
+    return loss, torch.stack([loss.detach() * share, correct, count, torch.full_like(count, share)]).double()
 
 
 def loss_terms(
