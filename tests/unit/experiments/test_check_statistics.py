@@ -145,7 +145,7 @@ VISION = {
 
 
 def test_vision_checks_pass_on_their_claim_and_fail_when_flipped() -> None:
-    from geoanalyze.experiments.joformer import vision_checks
+    from geoanalyze.experiments.vision_2d import vision_checks
 
     good = _by_name(vision_checks(VISION, SEEDS, 0.85))
     _labelled(list(good.values()))
@@ -169,7 +169,7 @@ def test_vision_checks_pass_on_their_claim_and_fail_when_flipped() -> None:
 
 
 def test_length_checks_flip() -> None:
-    from geoanalyze.experiments.joformer import length_checks
+    from geoanalyze.experiments.length_generalization import length_checks
 
     ratios = {"rope": [6.1, 6.4, 6.3], "joformer-fixed": [4.3, 4.5, 4.4], "joformer-projected": [1.0, 1.05, 1.02]}
     good = _by_name(length_checks(ratios, [1.0, 2.0], SEEDS))
@@ -186,7 +186,7 @@ def test_length_checks_flip() -> None:
 
 
 def test_reference_checks_flip() -> None:
-    from geoanalyze.experiments.joformer import REFERENCE_CLAIMS, reference_checks
+    from geoanalyze.experiments.joformer_reference import REFERENCE_CLAIMS, reference_checks
 
     ppl = {}
     for _, better, worse in REFERENCE_CLAIMS:
@@ -204,7 +204,7 @@ def test_reference_checks_flip() -> None:
 
 
 def test_vocab_checks_flip() -> None:
-    from geoanalyze.experiments.joformer import vocab_checks
+    from geoanalyze.experiments.lm_vocab import vocab_checks
 
     ppl = {8000: {"joformer-projected": [4.3, 4.35, 4.32], "roformer": [4.6, 4.7, 4.67], "joformer-learned": [5, 5, 5]}}
     good = _by_name(vocab_checks(ppl, SEEDS))

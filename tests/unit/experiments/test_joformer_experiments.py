@@ -11,7 +11,9 @@ import pytest
 
 from geoanalyze.errors import InputError
 from geoanalyze.experiments import ExperimentOptions, run_experiment, write_result
-from geoanalyze.experiments.joformer import MULTIPLIERS, _vision_settings, block_perplexity, load_digits_split
+from geoanalyze.experiments.joformer_shared import block_perplexity
+from geoanalyze.experiments.length_generalization import MULTIPLIERS
+from geoanalyze.experiments.vision_2d import _vision_settings, load_digits_split
 
 TINY_LM = [
     "model.d_model=16",
@@ -110,7 +112,7 @@ def test_vision_data_and_settings() -> None:
     with pytest.raises(InputError, match="unknown setting"):
         _vision_settings("ci", ["colour=red"])
     with pytest.raises(InputError, match="CIFAR-100 not found"):
-        from geoanalyze.experiments.joformer import load_cifar100
+        from geoanalyze.experiments.vision_2d import load_cifar100
 
         load_cifar100("/nonexistent")
 
@@ -140,7 +142,7 @@ def test_vision_2d_ci(tmp_path: Path) -> None:
 
 
 def test_value_path_deviations_are_round_off() -> None:
-    from geoanalyze.experiments.joformer import value_path_deviations
+    from geoanalyze.experiments.joformer_reference import value_path_deviations
 
     deviations = value_path_deviations(seed=4)
     assert set(deviations) == {"attention", "ssm", "joformer", "reference per-token", "reference fixed"}
@@ -157,7 +159,7 @@ def test_joformer_reference_smoke(tmp_path: Path, shared_data: Path) -> None:
 
 def test_a_trained_bpe_loads_as_the_project_tokenizer(tmp_path: Path) -> None:
     from geoanalyze.corpus.tokenize import get_tokenizer
-    from geoanalyze.experiments.joformer import train_bpe
+    from geoanalyze.experiments.lm_vocab import train_bpe
 
     texts = ["the movie was good", "the film was bad", "a good film, a bad movie"] * 20
     folder = train_bpe(texts, 300, tmp_path / "bpe")
