@@ -29,37 +29,10 @@ CONTENTS: tuple[str | Experiment, ...] = (
     "positional",
     "optimality",
     "journey",
-    # The JoFormer experiments are registered by target while experiments/joformer.py is split into one
-    # module per experiment (a change of its own); once their run functions carry @experiment, their
-    # module names replace these entries here.
-    Experiment(
-        "length-generalization",
-        "LMs with RoPE / JoFormer-fixed / JoFormer-projected trained at L, evaluated at 2L, 4L, 8L",
-        "arXiv 2505.15507",
-        "length_generalization:length_generalization",
-        5.0,
-    ),
-    Experiment(
-        "joformer-reference",
-        "the value-path formula (attention, SSM, JoFormer) numerically; the published variants beside ours",
-        "arXiv 2505.15507",
-        "joformer_reference:joformer_reference",
-        9.0,
-    ),
-    Experiment(
-        "lm-vocab",
-        "JoFormer-projected / -learned vs RoFormer LMs at 8k/16k/32k BPE (IMDB train -> WikiText-2 validation)",
-        "arXiv 2505.15507",
-        "lm_vocab:lm_vocab",
-        30.0,
-    ),
-    Experiment(
-        "vision-2d",
-        "a small ViT on 8x8 digits: 2D-RoPE vs JoFormer axial with value rotation vs dense rotations",
-        "arXiv 2505.15507",
-        "vision_2d:vision_2d",
-        2.0,
-    ),
+    "length_generalization",
+    "joformer_reference",
+    "lm_vocab",
+    "vision_2d",
     "edelta",
     "edelta_benchmarks",
 )

@@ -25,6 +25,7 @@ from .record import (
     markdown_table,
     smoke_or,
 )
+from .registry import experiment
 
 #: the reference scripts' recipe (journey_transformer_per_token_angles.py), shared by every model here
 _REFERENCE_CI = {
@@ -202,6 +203,12 @@ def model_builders(recipe: dict[str, Any], vocab: int) -> dict[str, Callable[[],
     return builders
 
 
+@experiment(
+    "joformer-reference",
+    summary="the value-path formula (attention, SSM, JoFormer) numerically; the published variants beside ours",
+    paper="arXiv 2505.15507",
+    minutes_ci=9.0,
+)
 def joformer_reference(options: ExperimentOptions) -> ExperimentResult:
     """The value-path formula checked numerically; the published variants beside ours, trained alike."""
     from ..train.loop import seed_everything, select_device

@@ -30,6 +30,7 @@ from .record import (
     markdown_table,
     training_preset,
 )
+from .registry import experiment
 
 LM_VARIANTS: dict[str, list[str]] = {
     "rope": ["model.pe=rope", "model.attention=standard"],
@@ -114,6 +115,12 @@ LM_SEEDS = {"smoke": 1, "ci": 3, "paper": 3}
 EVAL_BLOCKS = {"smoke": 4, "ci": 24, "paper": 16}
 
 
+@experiment(
+    "length-generalization",
+    summary="LMs with RoPE / JoFormer-fixed / JoFormer-projected trained at L, evaluated at 2L, 4L, 8L",
+    paper="arXiv 2505.15507",
+    minutes_ci=5.0,
+)
 def length_generalization(options: ExperimentOptions) -> ExperimentResult:
     """Train RoPE / JoFormer-fixed / -learned / -projected LMs at L and score them at L, 2L, 4L, 8L."""
     from ..models import Transformer

@@ -25,6 +25,7 @@ from .record import (
     markdown_table,
     training_preset,
 )
+from .registry import experiment
 
 #: the paper's best validation perplexities (Wikipedia, block 64): vocabulary -> (projected, RoFormer)
 PAPER_VOCAB_TABLE = {8000: (4.32, 4.67), 16000: (26.30, 27.30), 32000: (69.12, 69.76)}
@@ -229,6 +230,12 @@ def vocab_section(
     )
 
 
+@experiment(
+    "lm-vocab",
+    summary="JoFormer-projected / -learned vs RoFormer LMs at 8k/16k/32k BPE (IMDB train -> WikiText-2 validation)",
+    paper="arXiv 2505.15507",
+    minutes_ci=30.0,
+)
 def lm_vocab(options: ExperimentOptions) -> ExperimentResult:
     """Projected / learned JoFormer vs RoFormer LMs at several BPE vocabularies: IMDB train -> WikiText-2 validation."""
     from ..corpus.sources import resolve_source

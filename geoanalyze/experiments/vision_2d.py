@@ -29,6 +29,7 @@ from .record import (
     markdown_table,
     smoke_or,
 )
+from .registry import experiment
 
 VISION_ROTATIONS = ("none", "rope2d", "rope2d-learned", "joformer-fixed", "joformer-learned", "dense")
 VISION_PRESETS: dict[str, dict[str, Any]] = {
@@ -158,6 +159,12 @@ def train_vit(
     return {"accuracy": correct / len(x_test), "final_loss": state.loss}
 
 
+@experiment(
+    "vision-2d",
+    summary="a small ViT on 8x8 digits: 2D-RoPE vs JoFormer axial with value rotation vs dense rotations",
+    paper="arXiv 2505.15507",
+    minutes_ci=2.0,
+)
 def vision_2d(options: ExperimentOptions) -> ExperimentResult:
     """Train the ViT with each rotation over several seeds; compare test accuracies."""
     watch = Stopwatch()
