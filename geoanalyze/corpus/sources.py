@@ -171,6 +171,10 @@ class CorpusSource(ABC):
     def stream_fingerprint(self) -> str:
         """Changes whenever :meth:`stream`'s texts would (a shard's key in a work folder)."""
 
+    def has_columns(self) -> bool:
+        """Whether the texts come with named columns beside them (a label column can be read)."""
+        return False
+
 
 @dataclass(frozen=True)
 class Shard:
@@ -214,6 +218,11 @@ class FileSource(CorpusSource):
 
     def stream_fingerprint(self) -> str:
         return stream_fingerprint("file", self.location, [self.location], text_column=self.text_column)
+
+    def has_columns(self) -> bool:
+        """A table or JSON lines (not plain text)."""
+        suffixes = [suffix.lower() for suffix in Path(self.location).suffixes if suffix.lower() != ".gz"]
+        return bool(suffixes) and suffixes[-1] in (".tsv", ".csv", ".jsonl", ".json")
 
 
 @dataclass(frozen=True)
@@ -328,6 +337,9 @@ class HubSource(CorpusSource):
         return stream_fingerprint(
             "hub", self.location, self.data_files, self.split, self.hub_config, text_column=self.text_column
         )
+
+    def has_columns(self) -> bool:
+        return True
 
 
 @dataclass(frozen=True)

@@ -45,11 +45,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from ..corpus.sources import CorpusSource, default_tokenizer, resolve_source
+from ..corpus.sources import default_tokenizer, resolve_source
 from ..corpus.tokenize import BUILTIN_TOKENIZERS, HFTokenizer, get_tokenizer
 from ..errors import FormatError, InputError
 from .config import TrainConfig
@@ -344,7 +343,7 @@ def _read_splits(config: TrainConfig, column: str | None) -> tuple[list[str], li
     needs_column = InputError(
         f"task classification needs a {column!r} column in {config.dataset}; pass a labelled dataset such as sst2"
     )
-    if column is not None and not _has_columns(source):
+    if column is not None and not source.has_columns():
         raise needs_column
     try:
         texts = source.read()
@@ -361,14 +360,6 @@ def _read_splits(config: TrainConfig, column: str | None) -> tuple[list[str], li
         raise InputError(f"{config.dataset} holds {len(texts)} text; hold-out needs at least 2, pass a larger corpus")
     cut = len(texts) - max(1, int(len(texts) * HELD_OUT_FRACTION))
     return texts[:cut], texts[cut:]
-
-
-def _has_columns(source: CorpusSource) -> bool:
-    """Whether a source has named columns: a table, JSON lines, or a hub dataset (not plain text or synthetic)."""
-    if source.kind == "hub":
-        return True
-    suffixes = [suffix.lower() for suffix in Path(source.location).suffixes if suffix.lower() != ".gz"]
-    return source.kind == "file" and bool(suffixes) and suffixes[-1] in (".tsv", ".csv", ".jsonl", ".json")
 
 
 def _parse_labels(values: list[str], config: TrainConfig) -> np.ndarray:
