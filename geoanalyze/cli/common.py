@@ -6,8 +6,8 @@ import functools
 import os
 import sys
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -110,7 +110,7 @@ def check_output_place(path: Path | None, folder: bool = False, option: str = "-
             break
 
 
-@dataclass
+@dataclass(frozen=True)
 class CorpusOptions:
     """The options that say how to read and count a corpus."""
 
@@ -129,6 +129,21 @@ class CorpusOptions:
     workers: int | None = None
     cluster: str | None = None
     work_dir: Path | None = None
+
+
+def corpus_options(params: Mapping[str, Any]) -> CorpusOptions:
+    """A command's corpus options from its parsed parameters (``ctx.params``), by the names of the
+    shared options (options.py): --no-special-tokens and --no-cache are stored as what they turn
+    off, --sample's FRACTION as ``sample``. An option the command does not take keeps its default."""
+    values = dict(params)
+    if "no_special_tokens" in values:
+        values["add_special_tokens"] = not values.pop("no_special_tokens")
+    if "no_cache" in values:
+        values["cache"] = not values.pop("no_cache")
+    if "sample_fraction" in values:
+        values["sample"] = values.pop("sample_fraction")
+    names = {field.name for field in fields(CorpusOptions)}
+    return CorpusOptions(**{name: value for name, value in values.items() if name in names})
 
 
 def load_counts(

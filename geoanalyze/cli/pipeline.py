@@ -1,4 +1,10 @@
-"""The pipeline commands: marginals -> distances -> mds."""
+"""The pipeline commands: marginals -> distances -> mds.
+
+Each checks its outputs before any work, reads its corpus options into one CorpusOptions
+(:func:`common.corpus_options`), computes with the library (counts, ``position_geometry``,
+``geometry.mds.mds_encoding``), writes every output or none, and prints its result: one JSON
+object with ``-f json``, tables otherwise.
+"""
 
 from __future__ import annotations
 
@@ -13,54 +19,41 @@ from ..errors import InputError
 from ..report.render import fmt, grid_table, key_value_table, print_json, print_table
 from . import options as opt
 from .common import (
-    CorpusOptions,
     Folder,
     Output,
     all_or_none,
     check_format,
     check_output_place,
     check_output_suffix,
+    corpus_options,
     guard,
     handles_errors,
     load_counts,
     load_geometry,
 )
 
-
-def _corpus_options(
-    split: str | None,
-    data_dir: Path | None,
-    text_column: str | None,
-    limit: int | None,
-    tokenizer: str | None,
-    max_length: int | None,
-    exclude_special: bool,
-    no_special_tokens: bool,
-    split_seed: int,
-    no_cache: bool,
-    sample: float | None = None,
-    sample_seed: int = 0,
-    workers: int | None = None,
-    cluster: str | None = None,
-    work_dir: Path | None = None,
-) -> CorpusOptions:
-    return CorpusOptions(
-        split=split,
-        data_dir=data_dir,
-        text_column=text_column,
-        limit=limit,
-        tokenizer=tokenizer,
-        max_length=max_length,
-        exclude_special=exclude_special,
-        add_special_tokens=not no_special_tokens,
-        split_seed=split_seed,
-        cache=not no_cache,
-        sample=sample,
-        sample_seed=sample_seed,
-        workers=workers,
-        cluster=cluster,
-        work_dir=work_dir,
-    )
+CountsOutput = Annotated[Path | None, opt.path_option("--output", "-o", help="Write the counts here (.safetensors).")]
+DistancesOutput = Annotated[
+    Path | None, opt.path_option("--output", "-o", help="Write the distance matrices here (.safetensors).")
+]
+Heatmap = Annotated[Path | None, opt.path_option("--heatmap", help="Write a heatmap PNG here.")]
+EncodingOutput = Annotated[
+    Path | None, opt.path_option("--output", "-o", help="Write the PE file here (.safetensors).")
+]
+Dim = Annotated[int | None, typer.Option("--dim", "-d", min=1, help="Model width d of P = A W (default: the rank).")]
+Rank = Annotated[int | None, typer.Option("--rank", "-r", min=1, help="Rank r (default: effective rank, at most d).")]
+Distance = Annotated[str, opt.text_option("--distance", help="Embed the naive or the corrected matrix.")]
+Basis = Annotated[str, opt.text_option("--basis", help="W: random (seeded orthonormal) or identity.")]
+BasisSeed = Annotated[int, opt.seed_option("--seed", help="Seed of the random basis W.")]
+Scale = Annotated[float, typer.Option("--scale", help="Multiply the encoding (and its distances) by this.")]
+IntoCheckpoint = Annotated[
+    Path | None, opt.path_option("--into-checkpoint", help="A local HF BERT checkpoint folder to copy.")
+]
+CheckpointOutput = Annotated[
+    Path | None, opt.path_option("--checkpoint-output", help="Where the copy with the MDS positions goes.")
+]
+Plot = Annotated[Path | None, opt.path_option("--plot", help="Write spectrum / stress / map PNG here.")]
+Method = Annotated[str, opt.text_option("--method", help="Eigensolver: auto, full or partial (top r).")]
 
 
 def _inputs(sources: list[str], data_dir: Path | None, tokenizer: str | None, *more: Path | None) -> list[Any]:
@@ -75,10 +68,18 @@ def _sample_positions(n: int) -> list[int]:
     return sorted({0, 1, 2, n // 8, n // 4, n // 2, (3 * n) // 4, n - 1} & set(range(n)))
 
 
+def _sources_line(notes: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{n['source']} ({n['from']})" for n in notes)
+
+
+# --- marginals ------------------------------------------------------------------------------
+
+
 @handles_errors
 def marginals(
+    ctx: typer.Context,
     sources: opt.Sources,
-    output: Annotated[Path | None, opt.path_option("--output", "-o", help="Write the counts here (.safetensors).")] = None,
+    output: CountsOutput = None,
     split: opt.Split = None,
     data_dir: opt.DataDir = None,
     text_column: opt.TextColumn = None,
@@ -108,85 +109,75 @@ def marginals(
     check_format(format)
     check_output_suffix(output, ".safetensors", "counts")
     guard(_inputs(sources, data_dir, tokenizer), [Output("--output", output), Folder("--work-dir", work_dir)])
-    options = _corpus_options(
-        split,
-        data_dir,
-        text_column,
-        limit,
-        tokenizer,
-        max_length,
-        exclude_special,
-        no_special_tokens,
-        split_seed,
-        no_cache,
-        sample_fraction,
-        sample_seed,
-        workers,
-        cluster,
-        work_dir,
-    )
     reports: list[dict[str, Any]] = []
-    counts, notes = load_counts(sources, options, reports=reports)
+    counts, notes = load_counts(sources, corpus_options(ctx.params), reports=reports)
     if output is not None:
         with all_or_none() as stage:
             counts.save(stage(output))
-    totals = counts.totals
-    kept = counts.kept_positions(min_count)
-    result: dict[str, Any] = {
+    result = _counts_result(counts, notes, reports, min_count, output)
+    if format == "json":
+        print_json(result)
+        return
+    _print_counts(result, counts.totals, min_count, format)
+
+
+def _counts_result(
+    counts: Any, notes: list[dict[str, Any]], reports: list[dict[str, Any]], min_count: int, output: Path | None
+) -> dict[str, Any]:
+    """What ``marginals -f json`` prints."""
+    return {
         "sources": notes,
         "tokenizer": counts.metadata.get("tokenizer"),
         "n_sequences": counts.n_sequences,
         "n_positions": counts.n_positions,
         "vocab_size": counts.vocab_size,
         "nonzero": int(counts.counts.nnz),
-        "kept_positions": int(kept.size),
+        "kept_positions": int(counts.kept_positions(min_count).size),
         "left_out": counts.left_out(min_count),
-        "totals": totals,
+        "totals": counts.totals,
         "counting": reports,
         "output": str(output) if output else None,
     }
-    if format == "json":
-        print_json(result)
-        return
-    print_table(
-        key_value_table(
-            "per-position token counts",
-            [
-                ("sources", ", ".join(f"{n['source']} ({n['from']})" for n in notes)),
-                ("tokenizer", (result["tokenizer"] or {}).get("name")),
-                ("sequences", result["n_sequences"]),
-                ("positions n", result["n_positions"]),
-                ("vocabulary V", result["vocab_size"]),
-                ("non-zero counts", result["nonzero"]),
-                (f"kept (N_i >= {min_count})", result["kept_positions"]),
-                ("left out", result["left_out"]["positions"]),
-                *[
-                    (
-                        f"counted {r['source']}",
-                        f"{r['counted']} shards counted, {r['reused']} resumed, {r['tokens']:,} tokens "
-                        f"in {r['seconds']:.1f} s on {r['engine']}",
-                    )
-                    for r in reports
-                ],
-                ("written to", result["output"]),
-            ],
-        ),
-        format,
-    )
-    sample = _sample_positions(counts.n_positions)
+
+
+def _print_counts(result: dict[str, Any], totals: np.ndarray, min_count: int, format: str) -> None:
+    counted = [
+        (
+            f"counted {r['source']}",
+            f"{r['counted']} shards counted, {r['reused']} resumed, {r['tokens']:,} tokens "
+            f"in {r['seconds']:.1f} s on {r['engine']}",
+        )
+        for r in result["counting"]
+    ]
+    rows = [
+        ("sources", _sources_line(result["sources"])),
+        ("tokenizer", (result["tokenizer"] or {}).get("name")),
+        ("sequences", result["n_sequences"]),
+        ("positions n", result["n_positions"]),
+        ("vocabulary V", result["vocab_size"]),
+        ("non-zero counts", result["nonzero"]),
+        (f"kept (N_i >= {min_count})", result["kept_positions"]),
+        ("left out", result["left_out"]["positions"]),
+        *counted,
+        ("written to", result["output"]),
+    ]
+    print_table(key_value_table("per-position token counts", rows), format)
+    sample = _sample_positions(result["n_positions"])
     print_table(
         grid_table("N_i at some positions", ["position", "N_i"], [(i, int(totals[i])) for i in sample]),
         format,
     )
 
 
+# --- distances ------------------------------------------------------------------------------
+
+
 @handles_errors
 def distances(
+    ctx: typer.Context,
     sources: opt.Sources,
-    output: Annotated[
-        Path | None, opt.path_option("--output", "-o", help="Write the distance matrices here (.safetensors).")
-    ] = None,
-    heatmap: Annotated[Path | None, opt.path_option("--heatmap", help="Write a heatmap PNG here.")] = None,
+    output: DistancesOutput = None,
+    heatmap: Heatmap = None,
     metric: opt.Metric = "hellinger",
     min_count: opt.MinCount = DEFAULT_MIN_COUNT,
     split: opt.Split = None,
@@ -210,6 +201,8 @@ def distances(
 
     Prints the signal-to-noise summary: how much of the naive distance is sampling noise.
     """
+    from ..geometry.distances import position_geometry
+
     check_format(format)
     check_output_suffix(output, ".safetensors", "distances")
     check_output_suffix(heatmap, ".png", "figures", option="--heatmap")
@@ -217,26 +210,7 @@ def distances(
         _inputs(sources, data_dir, tokenizer),
         [Output("--output", output), Output("--heatmap", heatmap), Folder("--work-dir", work_dir)],
     )
-    options = _corpus_options(
-        split,
-        data_dir,
-        text_column,
-        limit,
-        tokenizer,
-        max_length,
-        exclude_special,
-        no_special_tokens,
-        split_seed,
-        no_cache,
-        sample_fraction,
-        sample_seed,
-        workers,
-        cluster,
-        work_dir,
-    )
-    counts, notes = load_counts(sources, options)
-    from ..geometry.distances import position_geometry
-
+    counts, notes = load_counts(sources, corpus_options(ctx.params))
     geometry = position_geometry(counts, metric=metric, min_count=min_count)
     with all_or_none() as stage:
         if output is not None:
@@ -245,7 +219,6 @@ def distances(
             from ..report.figures import distance_heatmap
 
             distance_heatmap(geometry, stage(heatmap))
-    sample = _sample_positions(len(geometry.positions))
     result = {
         "sources": notes,
         "metric": metric,
@@ -260,54 +233,48 @@ def distances(
     if format == "json":
         print_json(result)
         return
+    _print_distances(result, geometry, format)
+
+
+def _print_distances(result: dict[str, Any], geometry: Any, format: str) -> None:
     summary = geometry.summary
-    print_table(
-        key_value_table(
-            f"{metric} distances between positions",
-            [
-                ("sources", ", ".join(f"{n['source']} ({n['from']})" for n in notes)),
-                ("positions kept", f"{len(geometry.positions)} ({fmt(geometry.positions[[0, -1]].tolist())})"),
-                ("left out", geometry.left_out.get("positions")),
-                ("median naive distance", summary["median_naive"]),
-                ("median corrected distance", summary["median_corrected"]),
-                ("median noise floor", summary["median_noise_floor"]),
-                ("noise fraction of naive d^2", summary["noise_fraction"]),
-                ("signal-to-noise (power)", summary["snr"]),
-                ("pairs above both floors", summary["pairs_above_floor"]),
-                ("written to", result["output"]),
-                ("heatmap", result["heatmap"]),
-            ],
-        ),
-        format,
-    )
-    rows = [(int(geometry.positions[k]), int(geometry.totals[k]), float(geometry.noise_floor[k])) for k in sample]
-    print_table(grid_table("noise floor at some positions", ["position", "N_i", "floor"], rows), format)
+    rows = [
+        ("sources", _sources_line(result["sources"])),
+        ("positions kept", f"{len(geometry.positions)} ({fmt(geometry.positions[[0, -1]].tolist())})"),
+        ("left out", geometry.left_out.get("positions")),
+        ("median naive distance", summary["median_naive"]),
+        ("median corrected distance", summary["median_corrected"]),
+        ("median noise floor", summary["median_noise_floor"]),
+        ("noise fraction of naive d^2", summary["noise_fraction"]),
+        ("signal-to-noise (power)", summary["snr"]),
+        ("pairs above both floors", summary["pairs_above_floor"]),
+        ("written to", result["output"]),
+        ("heatmap", result["heatmap"]),
+    ]
+    print_table(key_value_table(f"{result['metric']} distances between positions", rows), format)
+    sample = _sample_positions(len(geometry.positions))
+    floors = [(int(geometry.positions[k]), int(geometry.totals[k]), float(geometry.noise_floor[k])) for k in sample]
+    print_table(grid_table("noise floor at some positions", ["position", "N_i", "floor"], floors), format)
+
+
+# --- mds ------------------------------------------------------------------------------------
 
 
 @handles_errors
 def mds(
+    ctx: typer.Context,
     sources: opt.Sources,
-    output: Annotated[
-        Path | None, opt.path_option("--output", "-o", help="Write the PE file here (.safetensors).")
-    ] = None,
-    dim: Annotated[
-        int | None, typer.Option("--dim", "-d", min=1, help="Model width d of P = A W (default: the rank).")
-    ] = None,
-    rank: Annotated[
-        int | None, typer.Option("--rank", "-r", min=1, help="Rank r (default: effective rank, at most d).")
-    ] = None,
-    distance: Annotated[str, opt.text_option("--distance", help="Embed the naive or the corrected matrix.")] = "naive",
-    basis: Annotated[str, opt.text_option("--basis", help="W: random (seeded orthonormal) or identity.")] = "random",
-    seed: Annotated[int, opt.seed_option("--seed", help="Seed of the random basis W.")] = 0,
-    scale: Annotated[float, typer.Option("--scale", help="Multiply the encoding (and its distances) by this.")] = 1.0,
-    into_checkpoint: Annotated[
-        Path | None, opt.path_option("--into-checkpoint", help="A local HF BERT checkpoint folder to copy.")
-    ] = None,
-    checkpoint_output: Annotated[
-        Path | None, opt.path_option("--checkpoint-output", help="Where the copy with the MDS positions goes.")
-    ] = None,
-    plot: Annotated[Path | None, opt.path_option("--plot", help="Write spectrum / stress / map PNG here.")] = None,
-    method: Annotated[str, opt.text_option("--method", help="Eigensolver: auto, full or partial (top r).")] = "auto",
+    output: EncodingOutput = None,
+    dim: Dim = None,
+    rank: Rank = None,
+    distance: Distance = "naive",
+    basis: Basis = "random",
+    seed: BasisSeed = 0,
+    scale: Scale = 1.0,
+    into_checkpoint: IntoCheckpoint = None,
+    checkpoint_output: CheckpointOutput = None,
+    plot: Plot = None,
+    method: Method = "auto",
     metric: opt.Metric = "hellinger",
     min_count: opt.MinCount = DEFAULT_MIN_COUNT,
     split: opt.Split = None,
@@ -327,8 +294,7 @@ def mds(
     SOURCES may also be a distances file. Prints the eigen-spectrum, effective rank,
     negative-eigenvalue mass, stress against rank and the parameter saving r(n+d) vs n d.
     """
-    from ..checkpoints.write import write_into_checkpoint
-    from ..geometry.mds import PARTIAL_FROM, classical_mds, low_rank_encoding, stress_curve
+    from ..geometry.mds import mds_encoding
 
     check_format(format)
     check_output_suffix(output, ".safetensors", "PE files")
@@ -342,28 +308,43 @@ def mds(
             Folder("--checkpoint-output", checkpoint_output, replaces=True),
         ],
     )
+    _check_mds_options(distance, into_checkpoint, checkpoint_output)
+    if into_checkpoint is not None and dim is None:
+        dim = _hidden_size(into_checkpoint)
+    geometry, notes = load_geometry(sources, corpus_options(ctx.params), metric, min_count)
+    matrix = _embeddable(geometry, distance)
+    about = {"metric": metric, "distance": distance, "counts": geometry.metadata}
+    fitted, curve, encoding = mds_encoding(
+        matrix, geometry.positions, dim=dim, rank=rank, basis=basis, seed=seed, scale=scale, method=method, metadata=about
+    )
+    written = None
+    with all_or_none() as stage:
+        if output is not None:
+            encoding.save(stage(output))
+        if plot is not None:
+            _plot_mds(fitted, curve, geometry, stage(plot), encoding.rank, sources)
+        if into_checkpoint is not None and checkpoint_output is not None:
+            written = _into_checkpoint(encoding, into_checkpoint, stage(checkpoint_output, folder=True, create=False))
+            written["checkpoint"] = str(checkpoint_output)
+    payload = _mds_payload(fitted, curve, encoding, geometry.positions, notes, output, written)
+    if format == "json":
+        print_json(payload)
+        return
+    _print_mds(payload, fitted, curve, dim, format)
+
+
+def _check_mds_options(distance: str, into_checkpoint: Path | None, checkpoint_output: Path | None) -> None:
     if distance not in ("naive", "corrected"):
         raise InputError(f"unknown --distance {distance!r}; choose naive or corrected")
     if (into_checkpoint is None) != (checkpoint_output is None):
         raise InputError("--into-checkpoint and --checkpoint-output go together; pass both")
     if checkpoint_output is not None and checkpoint_output.exists():
         raise InputError(f"{checkpoint_output} already exists; pass a new folder for the modified checkpoint")
-    if into_checkpoint is not None and dim is None:
-        dim = _hidden_size(into_checkpoint)
-    options = _corpus_options(
-        split,
-        data_dir,
-        text_column,
-        limit,
-        tokenizer,
-        max_length,
-        exclude_special,
-        no_special_tokens,
-        split_seed,
-        no_cache,
-    )
-    geometry, notes = load_geometry(sources, options, metric, min_count)
-    matrix = geometry.matrix(distance)
+
+
+def _embeddable(geometry: Any, distance: str) -> np.ndarray:
+    """The matrix to embed, refused when the correction left some of it undefined."""
+    matrix: np.ndarray = geometry.matrix(distance)
     undefined = ~np.isfinite(matrix)
     if undefined.any():
         # The correction fails at a position (no token shared by its two halves), which leaves
@@ -373,91 +354,69 @@ def mds(
         raise InputError(
             f"the corrected distance is undefined at position {where}; raise --min-count or embed --distance naive"
         )
-    wanted = rank if rank is not None else dim
-    # The full spectrum (for the stress curve) unless only the top eigenpairs are affordable.
-    partial = method == "partial" or (method == "auto" and len(matrix) >= PARTIAL_FROM and wanted is not None)
-    result = classical_mds(matrix, n_components=wanted if partial else None, method=method)
-    curve = stress_curve(result.embedding_, matrix)
-    encoding = low_rank_encoding(
-        result,
-        geometry.positions,
-        dim=dim or rank or result.embedding_.shape[1],
-        rank=rank,
-        basis=basis,
-        seed=seed,
-        scale=scale,
-        metadata={
-            "metric": metric,
-            "distance": distance,
-            "counts": geometry.metadata,
-            "effective_rank": result.effective_rank_,
-        },
-    )
-    # The stress of the encoding as written (A carries --scale), against the unscaled matrix.
-    chosen_stress = stress_curve(encoding.A, matrix, ranks=[encoding.rank])[encoding.rank]
-    encoding.metadata["stress"] = chosen_stress
-    written = None
-    with all_or_none() as stage:
-        if output is not None:
-            encoding.save(stage(output))
-        if plot is not None:
-            from ..report.figures import known_distances, mds_figure
+    return matrix
 
-            truth = known_distances(geometry)  # a synthetic corpus's exact distances, drawn beside the estimate
-            mds_figure(
-                result,
-                curve,
-                geometry.positions,
-                stage(plot),
-                rank=encoding.rank,
-                subtitle=", ".join(sources),
-                truth=truth,
-            )
-        if into_checkpoint is not None and checkpoint_output is not None:
-            staged = stage(checkpoint_output, folder=True, create=False)
-            written = write_into_checkpoint(encoding, into_checkpoint, staged)
-            written["checkpoint"] = str(checkpoint_output)
-    params = encoding.parameter_counts()
-    payload = {
+
+def _plot_mds(fitted: Any, curve: dict[int, float], geometry: Any, path: Path, rank: int, sources: list[str]) -> None:
+    from ..report.figures import known_distances, mds_figure
+
+    truth = known_distances(geometry)  # a synthetic corpus's exact distances, drawn beside the estimate
+    mds_figure(fitted, curve, geometry.positions, path, rank=rank, subtitle=", ".join(sources), truth=truth)
+
+
+def _into_checkpoint(encoding: Any, checkpoint: Path, staged: Path) -> dict[str, Any]:
+    from ..checkpoints.write import write_into_checkpoint
+
+    return write_into_checkpoint(encoding, checkpoint, staged)
+
+
+def _mds_payload(
+    fitted: Any,
+    curve: dict[int, float],
+    encoding: Any,
+    positions: np.ndarray,
+    notes: list[dict[str, Any]],
+    output: Path | None,
+    written: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """What ``mds -f json`` prints (the metric and distance are those the encoding's metadata name)."""
+    metadata = encoding.metadata
+    return {
         "sources": notes,
-        "metric": metric,
-        "distance": distance,
-        "n_positions": len(geometry.positions),
-        "positions": geometry.positions,
-        "effective_rank": result.effective_rank_,
-        "tolerance": result.tolerance_,
-        "negative_mass": result.negative_mass_,
-        "eigenvalues": result.eigenvalues_,
+        "metric": metadata["metric"],
+        "distance": metadata["distance"],
+        "n_positions": len(positions),
+        "positions": positions,
+        "effective_rank": fitted.effective_rank_,
+        "tolerance": fitted.tolerance_,
+        "negative_mass": fitted.negative_mass_,
+        "eigenvalues": fitted.eigenvalues_,
         "stress_curve": {str(k): v for k, v in curve.items()},
         "rank": encoding.rank,
         "dim": encoding.dim,
-        "stress": chosen_stress,
-        "parameters": params,
+        "stress": metadata["stress"],
+        "parameters": encoding.parameter_counts(),
         "output": str(output) if output else None,
         "checkpoint": written,
     }
-    if format == "json":
-        print_json(payload)
-        return
-    print_table(
-        key_value_table(
-            "classical MDS positional encoding",
-            [
-                ("sources", ", ".join(f"{n['source']} ({n['from']})" for n in notes)),
-                ("positions n", len(geometry.positions)),
-                ("matrix", f"{distance} {metric}"),
-                ("effective rank", _rank_line(result)),
-                ("negative eigenvalue mass", result.negative_mass_),
-                ("rank r / width d", f"{encoding.rank} / {encoding.dim}"),
-                ("stress at rank r", chosen_stress),
-                ("parameters r(n+d) vs n d", _parameter_line(params) if dim else "pass --dim (the model width)"),
-                ("written to", payload["output"]),
-                ("checkpoint", written["checkpoint"] if written else None),
-            ],
-        ),
-        format,
-    )
-    top = result.eigenvalues_[:10]
+
+
+def _print_mds(payload: dict[str, Any], fitted: Any, curve: dict[int, float], dim: int | None, format: str) -> None:
+    written = payload["checkpoint"]
+    rows = [
+        ("sources", _sources_line(payload["sources"])),
+        ("positions n", payload["n_positions"]),
+        ("matrix", f"{payload['distance']} {payload['metric']}"),
+        ("effective rank", _rank_line(fitted)),
+        ("negative eigenvalue mass", fitted.negative_mass_),
+        ("rank r / width d", f"{payload['rank']} / {payload['dim']}"),
+        ("stress at rank r", payload["stress"]),
+        ("parameters r(n+d) vs n d", _parameter_line(payload["parameters"]) if dim else "pass --dim (the model width)"),
+        ("written to", payload["output"]),
+        ("checkpoint", written["checkpoint"] if written else None),
+    ]
+    print_table(key_value_table("classical MDS positional encoding", rows), format)
+    top = fitted.eigenvalues_[:10]
     print_table(
         grid_table("top eigenvalues", ["component", "eigenvalue"], [(k + 1, float(v)) for k, v in enumerate(top)]),
         format,

@@ -323,3 +323,44 @@ def low_rank_encoding(
     a = scale * mds.coordinates(rank)
     info = dict(metadata or {}, rank=rank, dim=dim, basis=basis, seed=seed, scale=scale)
     return LowRankEncoding(a, w, np.asarray(positions, dtype=np.int64), info)
+
+
+def mds_encoding(
+    distances: Any,
+    positions: np.ndarray,
+    *,
+    dim: int | None = None,
+    rank: int | None = None,
+    basis: str = "random",
+    seed: int = 0,
+    scale: float = 1.0,
+    method: str = "auto",
+    metadata: dict[str, Any] | None = None,
+) -> tuple[MDSResult, dict[int, float], LowRankEncoding]:
+    """The encoding ``geoanalyze mds`` writes: (the MDS, its stress curve, P = A W) of a distance matrix.
+
+    Every eigenpair is computed (the curve then covers every rank) unless ``method`` is "partial",
+    or "auto" with n >= PARTIAL_FROM and a ``rank`` (else ``dim``) asked for: then the top ones
+    only, by :func:`classical_mds`'s solver for ``n_components`` (Lanczos for at most n / 8,
+    all eigenvalues and the top eigenvectors otherwise). ``dim`` defaults to ``rank``, then to
+    every positive dimension; ``rank`` to min(effective rank, dim). The metadata gain
+    ``effective_rank`` and ``stress``: the raw stress of A as written (it carries ``scale``)
+    against the unscaled ``distances``.
+    """
+    d = np.asarray(distances, dtype=np.float64)
+    wanted = rank if rank is not None else dim
+    top_only = method == "partial" or (method == "auto" and len(d) >= PARTIAL_FROM and wanted is not None)
+    result = classical_mds(d, n_components=wanted if top_only else None, method=method)
+    curve = stress_curve(result.embedding_, d)
+    encoding = low_rank_encoding(
+        result,
+        positions,
+        dim=dim or rank or result.embedding_.shape[1],
+        rank=rank,
+        basis=basis,
+        seed=seed,
+        scale=scale,
+        metadata=dict(metadata or {}, effective_rank=result.effective_rank_),
+    )
+    encoding.metadata["stress"] = stress_curve(encoding.A, d, ranks=[encoding.rank])[encoding.rank]
+    return result, curve, encoding

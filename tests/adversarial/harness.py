@@ -1,8 +1,8 @@
 """The adversarial suite's one way to run a command and check the promises of docs/reliability.md.
 
-A case runs ``geoanalyze`` in-process through the console script's own entry point
-(:func:`geoanalyze.cli.app.main`, so usage errors and internal errors are mapped as a user
-sees them), inside a sandbox folder that holds every input. After the run it checks:
+A case runs ``geoanalyze`` in-process (:func:`helpers.invoke`: the console script's own entry
+point, so usage errors and internal errors are mapped as a user sees them), inside a sandbox
+folder that holds every input. After the run it checks:
 
 * the exit code;
 * stderr: exactly one ``error:`` line (``note:`` lines are allowed only on success or exit 1);
@@ -15,32 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import os
-import signal
 import stat
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = REPO_ROOT / "sample_corpora"
+from helpers import REPO_ROOT, SAMPLES, Run, invoke
 
-
-@dataclass
-class Run:
-    code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def errors(self) -> list[str]:
-        return [line for line in self.stderr.splitlines() if line.startswith("error:")]
-
-    def __str__(self) -> str:
-        return f"exit {self.code}\n--- stdout\n{self.stdout[-3000:]}\n--- stderr\n{self.stderr[-3000:]}"
+__all__ = ["REPO_ROOT", "SAMPLES", "Run", "Sandbox", "invoke", "read_only", "running_as_root", "tree"]
 
 
 def tree(root: Path) -> dict[str, str]:
@@ -63,43 +46,6 @@ def tree(root: Path) -> dict[str, str]:
             else:
                 entries[relative] = "special"
     return entries
-
-
-def invoke(args: list[str], cwd: Path, env: dict[str, str] | None = None, stdin: str = "") -> Run:
-    """Run ``geoanalyze *args`` in-process, as the console script does."""
-    from geoanalyze import notes
-    from geoanalyze.cli.app import main
-
-    out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
-    out = io.TextIOWrapper(out_bytes, encoding="utf-8", write_through=True)
-    err = io.TextIOWrapper(err_bytes, encoding="utf-8", write_through=True)
-    saved_env = {key: os.environ.get(key) for key in (env or {})}
-    saved_argv, saved_cwd = sys.argv, os.getcwd()
-    saved_streams = sys.stdin, sys.stdout, sys.stderr
-    saved_term = signal.getsignal(signal.SIGTERM)
-    code = 0
-    try:
-        os.environ.update(env or {})
-        os.chdir(cwd)
-        sys.argv = ["geoanalyze", *args]
-        sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin), out, err
-        try:
-            main()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    finally:
-        sys.stdin, sys.stdout, sys.stderr = saved_streams
-        sys.argv = saved_argv
-        os.chdir(saved_cwd)
-        signal.signal(signal.SIGTERM, saved_term)
-        os.environ.pop("GEOANALYZE_DEBUG", None)
-        for key, value in saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        notes.take()
-    return Run(code, out_bytes.getvalue().decode("utf-8", "replace"), err_bytes.getvalue().decode("utf-8", "replace"))
 
 
 class Sandbox:

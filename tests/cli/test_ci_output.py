@@ -15,8 +15,9 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from helpers import DRIFT_WORDS, geoanalyze, geoanalyze_process, ok
 from markdown_it import MarkdownIt
-from test_stress_command import DRIFT_WORDS, FAST, geoanalyze, ok
+from test_stress_command import FAST
 
 from geoanalyze.report.render import fmt, markdown_table
 
@@ -95,7 +96,7 @@ def test_verify_edelta_markdown_renders(tmp_path: Path) -> None:
 
 def test_verify_states_version_command_and_seed(tmp_path: Path) -> None:
     result = geoanalyze("verify", "journey", "-f", "markdown", "-o", "out", "--seed", "3", cwd=tmp_path)
-    assert result.returncode in (0, 1), result.stderr
+    assert result.code in (0, 1), result.stderr
     assert_rectangular(gfm_tables(result.stdout))
     assert "seed 3: `geoanalyze verify journey -f markdown -o out --seed 3`" in result.stdout
     page = (tmp_path / "out" / "journey.md").read_text(encoding="utf-8")
@@ -108,7 +109,7 @@ def test_verify_states_version_command_and_seed(tmp_path: Path) -> None:
 def test_stress_markdown_renders_and_carries_the_crossed_gate(tmp_path: Path) -> None:
     args = ("stress", "rope:d=64", "--dataset", DRIFT_WORDS, *FAST, "--fail-above", "scaled=0.001")
     markdown = geoanalyze(*args, "-f", "markdown", cwd=tmp_path)
-    assert markdown.returncode == 1, markdown.stderr
+    assert markdown.code == 1, markdown.stderr
     assert "**Gate FAILED**" in markdown.stdout and "scaled_stress" in markdown.stdout
     tables = gfm_tables(markdown.stdout)
     assert_rectangular(tables)
@@ -181,9 +182,9 @@ def test_summary_is_the_same_in_json_and_markdown(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("columns", [80, 100])
 def test_table_at_80_columns_never_wraps_a_number(tmp_path: Path, columns: int) -> None:
-    env = dict(os.environ, COLUMNS=str(columns))
+    env = {"COLUMNS": str(columns)}  # the terminal's width, read at import: a real process
     args = ("stress", "rope:d=64", "--dataset", DRIFT_WORDS, *FAST, "--bootstrap", 3)
-    table = ok(geoanalyze(*args, cwd=tmp_path, env=env)).stdout
+    table = ok(geoanalyze_process(*args, cwd=tmp_path, env=env)).stdout
     document = json.loads(ok(geoanalyze(*args, "-f", "json", cwd=tmp_path)).stdout)
     assert max(len(line) for line in table.splitlines()) <= columns, table
     words = set(re.findall(r"[\w.+\-/:=]+", table))
@@ -220,7 +221,7 @@ def test_report_for_ci(minilm_path: Path, tmp_path: Path) -> None:
         "--distance", "corrected", "--fail-above", "violation=0.001",
     )  # fmt: skip
     result = geoanalyze(*args, "-f", "json", cwd=tmp_path)
-    assert result.returncode == 1, result.stderr
+    assert result.code == 1, result.stderr
     assert result.stderr.count("error:") == 1 and "threshold crossed" in result.stderr
     document = json.loads(result.stdout)
     assert [t["target"] for t in document["targets"]] == [str(minilm_path), "sinusoidal"]
@@ -241,7 +242,7 @@ def test_report_for_ci(minilm_path: Path, tmp_path: Path) -> None:
     mode = stat.S_IMODE((tmp_path / "r_files").stat().st_mode)
     assert mode == 0o755, oct(mode)
     markdown = geoanalyze(*args, "-f", "markdown", cwd=tmp_path)
-    assert markdown.returncode == 1
+    assert markdown.code == 1
     assert markdown.stdout.strip() == (tmp_path / "r.md").read_text(encoding="utf-8").strip()
 
 
@@ -261,9 +262,9 @@ def test_short_names_fit_the_table(name: str, shown: str) -> None:
 
 
 def test_a_checkpoint_at_80_columns_names_itself_in_the_title(minilm_path: Path, tmp_path: Path) -> None:
-    env = dict(os.environ, COLUMNS="80")
+    env = {"COLUMNS": "80"}  # the terminal's width, read at import: a real process
     args = ("stress", "sentence-transformers/all-MiniLM-L6-v2", "--dataset", DRIFT_WORDS, "--layers", "none", *FAST)
-    table = ok(geoanalyze(*args, cwd=tmp_path, env=env)).stdout
+    table = ok(geoanalyze_process(*args, cwd=tmp_path, env=env)).stdout
     lines = table.splitlines()
     assert max(len(line) for line in lines) <= 80
     assert lines[0] == "stress of sentence-transformers/all-MiniLM-L6-v2 on drift-words.txt"

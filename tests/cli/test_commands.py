@@ -8,11 +8,7 @@ by hand with collections.Counter). Bad input must end with exit code 2, exactly 
 from __future__ import annotations
 
 import json
-import math
-import os
 import shutil
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,35 +16,24 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import (
+    DRIFT,
+    PNG_SIGNATURE,
+    SAMPLES,
+    files_under,
+    geoanalyze,
+    geoanalyze_process,
+    hellinger,
+    ok,
+    read_lines,
+)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SAMPLE_CORPORA = REPO_ROOT / "sample_corpora"
-DRIFT = SAMPLE_CORPORA / "drift.txt"
-SHIFT = SAMPLE_CORPORA / "shift.txt"
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-SCRIPT = shutil.which("geoanalyze", path=str(Path(sys.executable).parent)) or shutil.which("geoanalyze")
-
-
-def geoanalyze(*args: Any, cwd: Path, columns: int | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the console script as a shell would, in ``cwd`` (``columns``: the terminal width tables get)."""
-    assert SCRIPT is not None, "the geoanalyze console script is not installed; run pip install -e ."
-    env = dict(os.environ, COLUMNS=str(columns)) if columns else None
-    return subprocess.run(
-        [SCRIPT, *(str(a) for a in args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
-    )
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
-    assert result.returncode == 0, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
-    return result
+SHIFT = SAMPLES / "shift.txt"
+WIDE = {"COLUMNS": "200"}  # the terminal width tables get (read at import: a real process)
 
 
 def ok_json(*args: Any, cwd: Path) -> Any:
     return json.loads(ok(geoanalyze(*args, "-f", "json", cwd=cwd)).stdout)
-
-
-def read_lines(path: Path) -> list[str]:
-    return [line for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
 
 
 def position_counters(texts: Iterable[str]) -> list[Counter[str]]:
@@ -60,13 +45,6 @@ def position_counters(texts: Iterable[str]) -> list[Counter[str]]:
                 counters.append(Counter())
             counters[i][token] += 1
     return counters
-
-
-def hellinger(p: Counter[Any], q: Counter[Any]) -> float:
-    """sqrt(1 - sum_t sqrt(p_t q_t)) of two count tables, by brute force."""
-    n_p, n_q = sum(p.values()), sum(q.values())
-    bc = sum(math.sqrt(p[t] / n_p * q[t] / n_q) for t in p.keys() & q.keys())
-    return math.sqrt(max(0.0, 1.0 - bc))
 
 
 def counts_by_token(path: Path) -> list[dict[str, int]]:
@@ -84,10 +62,6 @@ def counts_by_token(path: Path) -> list[dict[str, int]]:
 
 def pairwise(points: np.ndarray) -> np.ndarray:
     return np.sqrt(np.square(points[:, None, :] - points[None, :, :]).sum(axis=-1))
-
-
-def files_under(*folders: Path) -> set[Path]:
-    return {path for folder in folders for path in folder.rglob("*")}
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +224,7 @@ def table_row(table: str, first_cell: str) -> list[str]:
 
 
 def test_datasets_list(tmp_path: Path) -> None:
-    table = ok(geoanalyze("datasets", "list", cwd=tmp_path, columns=200)).stdout
+    table = ok(geoanalyze_process("datasets", "list", cwd=tmp_path, env=WIDE)).stdout
     assert "not set" in table
     assert table_row(table, "sst2")[:4] == ["sst2", "nyu-mll/glue", "sst2", "train, validation, test"]
     assert table_row(table, "synthetic")[0] == "synthetic"
@@ -265,7 +239,7 @@ def test_datasets_list_shows_the_local_splits(tmp_path: Path, shared_data: Path)
     assert listing["data_dir"] == str(shared_data)
     local = {d["name"]: d["local_splits"] for d in listing["datasets"]}
     assert local == {"sst2": ["train", "validation"], "imdb": ["train"], "wikitext2": ["validation"], "synthetic": []}
-    table = ok(geoanalyze("datasets", "list", "--data-dir", shared_data, cwd=tmp_path, columns=200)).stdout
+    table = ok(geoanalyze_process("datasets", "list", "--data-dir", shared_data, cwd=tmp_path, env=WIDE)).stdout
     assert str(shared_data) in table
     assert table_row(table, "sst2")[4] == "train, validation"
     assert table_row(table, "imdb")[4] == "train"
@@ -396,7 +370,7 @@ def test_bad_input_is_one_error_line_exit_2_and_no_output(tmp_path: Path, inputs
     existed = {path for path in outputs if path.exists()}
     before = files_under(tmp_path, inputs)
     result = geoanalyze(*argv, cwd=tmp_path)
-    assert result.returncode == 2, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert result.code == 2, str(result)
     lines = result.stderr.splitlines()
     assert len(lines) == 1, f"expected one line on stderr, got:\n{result.stderr}"
     assert lines[0].startswith("error: ")
@@ -409,6 +383,6 @@ def test_bad_input_is_one_error_line_exit_2_and_no_output(tmp_path: Path, inputs
 
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     result = geoanalyze("--debug", "marginals", "missing.txt", *WS, cwd=tmp_path)
-    assert result.returncode == 2
+    assert result.code == 2
     assert "Traceback" in result.stderr
     assert result.stderr.splitlines()[-1].startswith("error: file not found")

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,13 +9,12 @@ from typing import Any
 
 import pytest
 import typer
+from helpers import REPO_ROOT, invoke, run_process
 
 from geoanalyze.cli.app import app
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 CLI_DOC = REPO_ROOT / "docs" / "cli.md"
 REGENERATE = "docs/cli.md is stale: run python -m geoanalyze.cli.docgen > docs/cli.md"
-SCRIPT = shutil.which("geoanalyze", path=str(Path(sys.executable).parent)) or shutil.which("geoanalyze")
 
 
 def commands(command: Any = None, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -37,15 +33,8 @@ IDS = [" ".join(("geoanalyze", *path)) for path in COMMANDS]
 
 
 def docgen(**env: str) -> str:
-    result = subprocess.run(
-        [sys.executable, "-m", "geoanalyze.cli.docgen"],
-        cwd=REPO_ROOT,
-        env=dict(os.environ, **env),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    """docs/cli.md as the generator prints it, in a real process (the terminal's environment is read at import)."""
+    result = run_process([sys.executable, "-m", "geoanalyze.cli.docgen"], cwd=REPO_ROOT, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     return result.stdout
@@ -81,11 +70,8 @@ def test_every_command_has_help_and_is_in_the_reference(path: tuple[str, ...]) -
 
 @pytest.mark.parametrize("path", COMMANDS, ids=IDS)
 def test_help_exits_0(path: tuple[str, ...], tmp_path: Path) -> None:
-    assert SCRIPT is not None, "the geoanalyze console script is not installed; run pip install -e ."
     for flag in ("--help", "-h"):
-        result = subprocess.run(
-            [SCRIPT, *path, flag], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
-        )
-        assert result.returncode == 0, f"{' '.join(path)} {flag}: exit {result.returncode}\n{result.stderr}"
+        result = invoke([*path, flag], cwd=tmp_path)
+        assert result.code == 0, f"{' '.join(path)} {flag}: exit {result.code}\n{result.stderr}"
         assert "Usage:" in result.stdout
         assert result.stderr == ""

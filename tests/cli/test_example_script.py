@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
+from helpers import DRIFT_WORDS, REPO_ROOT, geoanalyze, ok, run_process
 from test_ci_output import assert_rectangular, gfm_tables
 
 import geoanalyze as ga
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO_ROOT / "examples" / "score_and_report.py"
 
 
 def test_the_example_script_runs_and_writes_a_report(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLE), str(tmp_path / "out")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    """A real process: the script as a user runs it (its own imports, its own stdout)."""
+    result = run_process([sys.executable, EXAMPLE, tmp_path / "out"], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("rope:d=64: no standard encoding has a better shape")
@@ -42,8 +39,6 @@ def test_the_example_script_runs_and_writes_a_report(tmp_path: Path) -> None:
 def test_the_api_says_what_the_cli_says(tmp_path: Path) -> None:
     """score() + to_json() equals `stress -f json` (apart from the CLI's own run and gate records)."""
     import json
-
-    from test_stress_command import DRIFT_WORDS, geoanalyze, ok
 
     args = (
         "stress",

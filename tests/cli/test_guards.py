@@ -3,34 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DRIFT = REPO_ROOT / "sample_corpora" / "drift.txt"
-DRIFT_WORDS = REPO_ROOT / "sample_corpora" / "drift-words.txt"
-SCRIPT = shutil.which("geoanalyze", path=str(Path(sys.executable).parent)) or shutil.which("geoanalyze")
-
-
-def geoanalyze(*args: Any, cwd: Path) -> subprocess.CompletedProcess[str]:
-    assert SCRIPT is not None, "the geoanalyze console script is not installed; run pip install -e ."
-    return subprocess.run(
-        [SCRIPT, *(str(a) for a in args)], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
-    )
-
-
-def refused(result: subprocess.CompletedProcess[str], *words: str) -> None:
-    assert result.returncode == 2, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
+from helpers import DRIFT, DRIFT_WORDS, geoanalyze, refused
 
 
 def test_synthetic_specs_count_whole_words_in_stress(tmp_path: Path) -> None:
@@ -49,7 +27,7 @@ def test_synthetic_specs_count_whole_words_in_stress(tmp_path: Path) -> None:
         "json",
         cwd=tmp_path,
     )
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["dataset"]["tokenizer"] == "whitespace"
     assert len(document["positions"]) == 16  # the generator's 16 positions, not BERT word-pieces
@@ -57,18 +35,18 @@ def test_synthetic_specs_count_whole_words_in_stress(tmp_path: Path) -> None:
 
 def test_a_distances_file_cannot_be_recounted_but_can_be_filtered(tmp_path: Path) -> None:
     distances = tmp_path / "d.safetensors"
-    assert geoanalyze("distances", DRIFT, "-t", "whitespace", "-o", distances, cwd=tmp_path).returncode == 0
+    assert geoanalyze("distances", DRIFT, "-t", "whitespace", "-o", distances, cwd=tmp_path).code == 0
     refused(geoanalyze("mds", distances, "-t", "char", cwd=tmp_path), "--tokenizer")
     refused(geoanalyze("mds", distances, "--max-length", "10", cwd=tmp_path), "--max-length")
     refused(geoanalyze("mds", distances, "--min-count", "5000", cwd=tmp_path), "min-count")
     result = geoanalyze("mds", distances, "--min-count", "2000", "-f", "json", cwd=tmp_path)
-    assert result.returncode == 0 and len(json.loads(result.stdout)["positions"]) == 64  # N_i = 2000 everywhere
+    assert result.code == 0 and len(json.loads(result.stdout)["positions"]) == 64  # N_i = 2000 everywhere
 
 
 def test_an_mds_file_from_other_counts_is_not_scored_at_shifted_positions(tmp_path: Path) -> None:
     pe = tmp_path / "pe.safetensors"
     made = geoanalyze("mds", DRIFT, "-t", "whitespace", "--rank", "4", "-o", pe, cwd=tmp_path)
-    assert made.returncode == 0, made.stderr
+    assert made.code == 0, made.stderr
     result = geoanalyze(
         "stress", f"mds:{pe}", "--dataset", DRIFT_WORDS, "--compare", "", "--null-draws", "2", cwd=tmp_path
     )
@@ -110,7 +88,7 @@ def test_report_checks_every_target_before_writing(tmp_path: Path) -> None:
         tmp_path / "r.md",
         cwd=tmp_path,
     )
-    assert result.returncode == 2, result.stderr
+    assert result.code == 2, result.stderr
     assert not (tmp_path / "r.md").exists()
     assert not (tmp_path / "r_files").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".r_files")]
@@ -162,7 +140,7 @@ def test_compare_keeps_multi_parameter_specs(tmp_path: Path) -> None:
         "json",
         cwd=tmp_path,
     )
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr
     assert set(json.loads(result.stdout)["scores"]) == {"rope:d=16", "alibi:heads=8,head=2", "rope:d=8,base=100"}
 
 

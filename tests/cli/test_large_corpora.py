@@ -22,35 +22,14 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from helpers import GEOANALYZE, REPO_ROOT, geoanalyze, ok, refused
 
 from geoanalyze.corpus.marginals import PositionalCounts, compute_counts, count_positions
 from geoanalyze.corpus.sources import resolve_source
 from geoanalyze.corpus.tokenize import HFTokenizer
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 DOC = REPO_ROOT / "docs" / "large-corpora.md"
-SCRIPT = shutil.which("geoanalyze", path=str(Path(sys.executable).parent)) or shutil.which("geoanalyze")
 DASK = shutil.which("dask", path=str(Path(sys.executable).parent)) or shutil.which("dask")
-
-
-def run(*args: Any, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    assert SCRIPT is not None, "the geoanalyze console script is not installed; run pip install -e ."
-    return subprocess.run(
-        [SCRIPT, *(str(a) for a in args)], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
-    assert result.returncode == 0, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
-    return result
-
-
-def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 2, result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.stderr
-    return lines[0]
 
 
 def write_shards(folder: Path, texts: list[str], per_shard: int) -> list[Path]:
@@ -99,9 +78,8 @@ def test_a_killed_job_resumes_and_equals_an_uninterrupted_run(
     texts = imdb_reviews[:1600]
     write_shards(tmp_path / "corpus", texts, 100)  # 16 shards
     work = tmp_path / "work"
-    assert SCRIPT is not None
-    command = [SCRIPT, "marginals", "corpus", "--workers", "1", "--work-dir", "work", "-o", "counts.safetensors"]
-    job = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    args = ["marginals", "corpus", "--workers", "1", "--work-dir", "work", "-o", "counts.safetensors"]
+    job = subprocess.Popen([*GEOANALYZE, *args], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while len(list(work.glob("shard-*.safetensors"))) < 3 and time.monotonic() < deadline and job.poll() is None:
         time.sleep(0.01)
@@ -111,7 +89,7 @@ def test_a_killed_job_resumes_and_equals_an_uninterrupted_run(
     assert job.returncode == -signal.SIGKILL
     assert 3 <= done_before < 16, f"the job was not killed mid-way ({done_before} of 16 shards done)"
     assert not (tmp_path / "counts.safetensors").exists()
-    result = json.loads(ok(run(*command[1:], "-f", "json", cwd=tmp_path)).stdout)
+    result = json.loads(ok(geoanalyze(*args, "-f", "json", cwd=tmp_path)).stdout)
     (report,) = result["counting"]
     assert report["reused"] == done_before
     assert report["counted"] == 16 - done_before
@@ -126,14 +104,14 @@ def test_a_corrupt_shard_stops_the_job_in_one_line_and_keeps_the_shards_done(
     paths = write_shards(tmp_path / "corpus", reviews[:200], 50)
     good = paths[2].read_bytes()
     paths[2].write_bytes(good[:-40])
-    line = one_error_line(run("marginals", "corpus", "--workers", "1", "--work-dir", "work", cwd=tmp_path))
+    line = refused(geoanalyze("marginals", "corpus", "--workers", "1", "--work-dir", "work", cwd=tmp_path))
     assert "part-00002.jsonl.gz" in line
     assert sorted(p.name for p in (tmp_path / "work").glob("shard-*")) == [
         "shard-000000.safetensors",
         "shard-000001.safetensors",
     ]
     paths[2].write_bytes(good)
-    result = json.loads(ok(run("marginals", "corpus", "--work-dir", "work", "-f", "json", cwd=tmp_path)).stdout)
+    result = json.loads(ok(geoanalyze("marginals", "corpus", "--work-dir", "work", "-f", "json", cwd=tmp_path)).stdout)
     assert (result["counting"][0]["reused"], result["counting"][0]["counted"]) == (2, 2)
 
 
@@ -142,12 +120,12 @@ def test_mixed_tokenizers_are_refused_before_counting(reviews: list[str], tmp_pa
     paths = write_shards(tmp_path / "corpus", reviews[:100], 50)
     paths[0].write_bytes(b"not gzip")
     (tmp_path / "words.txt").write_text("a b c\nd e\n", encoding="utf-8")
-    ok(run("marginals", "words.txt", "--tokenizer", "whitespace", "-o", "words.safetensors", cwd=tmp_path))
-    line = one_error_line(run("marginals", "words.safetensors", "corpus", cwd=tmp_path))
+    ok(geoanalyze("marginals", "words.txt", "--tokenizer", "whitespace", "-o", "words.safetensors", cwd=tmp_path))
+    line = refused(geoanalyze("marginals", "words.safetensors", "corpus", cwd=tmp_path))
     assert "different tokenizers" in line
     (tmp_path / "more.txt").write_text("f g\n", encoding="utf-8")
-    line = one_error_line(
-        run("marginals", "words.safetensors", "more.txt", "-t", "whitespace", "--max-length", "7", cwd=tmp_path)
+    line = refused(
+        geoanalyze("marginals", "words.safetensors", "more.txt", "-t", "whitespace", "--max-length", "7", cwd=tmp_path)
     )
     assert "max_length" in line
 
@@ -157,7 +135,7 @@ def test_progress_lines_when_stderr_is_not_a_terminal(
 ) -> None:
     monkeypatch.setenv("GEOANALYZE_PROGRESS_SECONDS", "0")  # a line at every update (default: every 30 s)
     write_shards(tmp_path / "corpus", reviews[:120], 40)
-    result = ok(run("marginals", "corpus", "--workers", "1", cwd=tmp_path))
+    result = ok(geoanalyze("marginals", "corpus", "--workers", "1", cwd=tmp_path))
     progress = [line for line in result.stderr.splitlines() if "shards" in line]
     assert progress, result.stderr
     assert re.fullmatch(
@@ -195,7 +173,7 @@ def test_a_scheduler_that_does_not_answer_fails_in_seconds(tmp_path: Path) -> No
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     start = time.monotonic()
-    line = one_error_line(run("marginals", "a.txt", "--cluster", f"127.0.0.1:{port}", cwd=tmp_path))
+    line = refused(geoanalyze("marginals", "a.txt", "--cluster", f"127.0.0.1:{port}", cwd=tmp_path))
     assert time.monotonic() - start < 20
     assert "no Dask scheduler answers" in line
 
@@ -249,7 +227,7 @@ def test_every_documented_command_runs(
             ):
                 _run_hub_command(words[1:], tmp_path, reviews, monkeypatch)
                 continue
-            ok(run(*words[1:], cwd=tmp_path))
+            ok(geoanalyze(*words[1:], cwd=tmp_path))
     finally:
         for process in started:
             process.terminate()
@@ -284,10 +262,8 @@ def _run_hub_command(args: list[str], tmp_path: Path, reviews: list[str], monkey
     """A hub id, streamed: the hub is out of reach here, so datasets streams the same records
     from local JSON files through the real streaming code (load_dataset(..., streaming=True))."""
     import datasets
-    from typer.testing import CliRunner
 
     from geoanalyze import hub
-    from geoanalyze.cli.app import app
 
     local = tmp_path / "hub-copy.jsonl"
     local.write_text("".join(json.dumps({"text": t, "id": i}) + "\n" for i, t in enumerate(reviews)), encoding="utf-8")
@@ -301,7 +277,5 @@ def _run_hub_command(args: list[str], tmp_path: Path, reviews: list[str], monkey
 
     monkeypatch.setattr(datasets, "load_dataset", from_the_hub)
     monkeypatch.setattr(hub, "hub_offline", lambda: False)
-    monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
+    ok(geoanalyze(*args, cwd=tmp_path))
     assert calls and calls[0]["path"] == args[1]

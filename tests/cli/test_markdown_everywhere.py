@@ -10,25 +10,20 @@ the JSON values (formatted as the table formats them).
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import DRIFT, geoanalyze
 from markdown_it import MarkdownIt
 from rich.table import Table
-from typer.testing import CliRunner
 
-from geoanalyze.cli.app import app
 from geoanalyze.report.render import fmt, grid_table, key_value_table, table_markdown
 
 GFM = MarkdownIt("commonmark").enable("table")
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DRIFT = str(REPO_ROOT / "sample_corpora" / "drift.txt")
-CORPUS = [DRIFT, "-t", "whitespace", "--no-cache"]  # the same "sources" line in every format
-runner = CliRunner()
+CORPUS = [str(DRIFT), "-t", "whitespace", "--no-cache"]  # the same "sources" line in every format
 
 
 def gfm_tables(text: str) -> list[list[list[str]]]:
@@ -71,15 +66,14 @@ def cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     from geoanalyze.report import render
 
     monkeypatch.setattr(render.stdout_console, "_width", 400)
-    before = Path.cwd()
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     yield tmp_path
-    os.chdir(before)
 
 
 def run(*args: str) -> str:
-    result = runner.invoke(app, list(args), env={"COLUMNS": "400"})
-    assert result.exit_code == 0, result.output
+    """The command's stdout, run in the current folder (the ``cwd`` fixture's)."""
+    result = geoanalyze(*args, cwd=Path.cwd(), env={"COLUMNS": "400"})
+    assert result.code == 0, str(result)
     return result.stdout
 
 
@@ -195,9 +189,9 @@ def test_verify_list(cwd: Path) -> None:
 
 
 def test_an_unknown_format_is_refused_with_the_choices(cwd: Path) -> None:
-    result = runner.invoke(app, ["datasets", "list", "-f", "html"])
-    assert result.exit_code == 2
-    assert "unknown --format 'html'; choose one of table, json, markdown" in result.output
+    result = geoanalyze("datasets", "list", "-f", "html", cwd=cwd)
+    assert result.code == 2
+    assert "unknown --format 'html'; choose one of table, json, markdown" in result.stderr
 
 
 def test_the_renderer_escapes_pipes_and_drops_markup() -> None:

@@ -96,3 +96,14 @@ def test_a_bare_group_prints_its_help_and_exits_2(
     assert code == 2
     assert "Usage:" in out and "Commands" in out
     assert err.strip() == ""
+
+
+def test_corpus_options_are_read_from_the_parsed_parameters_by_name() -> None:
+    from geoanalyze.cli.common import CorpusOptions, corpus_options
+
+    params = {"split": "test", "limit": 5, "no_special_tokens": True, "no_cache": True, "sample_fraction": 0.5}
+    params |= {"sample_seed": 3, "work_dir": Path("w"), "seed": 7, "format": "json", "sources": ["a.txt"]}
+    turned = {"add_special_tokens": False, "cache": False, "sample": 0.5}
+    expected = CorpusOptions(split="test", limit=5, sample_seed=3, work_dir=Path("w"), **turned)
+    assert corpus_options(params) == expected
+    assert corpus_options({"no_special_tokens": False, "no_cache": False}) == CorpusOptions()

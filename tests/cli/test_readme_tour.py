@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from test_stress_command import DRIFT_WORDS, SCRIPT
+from helpers import DRIFT_WORDS, GEOANALYZE, REPO_ROOT, run_process
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 README = REPO_ROOT / "README.md"
 #: extra options that shrink the long commands (prefix of the command -> options appended)
 SMALLER = {
@@ -76,13 +73,11 @@ def test_every_tour_command_runs_as_written(tmp_path: Path) -> None:
     work = tmp_path / "work"
     (work / "sample_corpora").mkdir(parents=True)
     (work / "sample_corpora" / DRIFT_WORDS.name).symlink_to(DRIFT_WORDS)
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env = {"OMP_NUM_THREADS": "1"}  # read as torch starts: real processes
     for command in tour_commands():
         words = shlex.split(command.replace("../shared/data", str(data)))
         words += next((extra for prefix, extra in SMALLER.items() if command.startswith(prefix)), [])
-        result = subprocess.run(
-            [SCRIPT, *words[1:]], cwd=work, env=env, capture_output=True, text=True, timeout=600, check=False
-        )
+        result = run_process([*GEOANALYZE, *words[1:]], cwd=work, env=env, timeout=600)
         allowed = (0, 1) if ("--fail-above" in words or words[1] == "verify") else (0,)
         assert result.returncode in allowed, f"{command}\nexit {result.returncode}\n{result.stderr[-2000:]}"
         if result.returncode == 1:
@@ -95,9 +90,7 @@ def test_the_readme_python_runs(tmp_path: Path) -> None:
     data = small_data_dir(tmp_path / "data")
     code = tour_python().replace("../shared/data", str(data))
     code = code.replace('"sample_corpora/', f'"{REPO_ROOT}/sample_corpora/')
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
-    )
+    result = run_process([sys.executable, "-c", code], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("rope:d=64: no standard encoding has a better shape")

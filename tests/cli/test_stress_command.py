@@ -13,56 +13,20 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from helpers import DRIFT_WORDS, PNG_SIGNATURE, files_under, geoanalyze, hellinger, ok
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DRIFT_WORDS = REPO_ROOT / "sample_corpora" / "drift-words.txt"
 N_LINES, N_POSITIONS = 2000, 50
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-SCRIPT = shutil.which("geoanalyze", path=str(Path(sys.executable).parent)) or shutil.which("geoanalyze")
 COMPARED = ["sinusoidal", "rope", "alibi", "mds", "random"]
 FAST = ("--null-draws", 2)
 
 
-def geoanalyze(*args: Any, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the console script as a shell would, in ``cwd``."""
-    assert SCRIPT is not None, "the geoanalyze console script is not installed; run pip install -e ."
-    return subprocess.run(
-        [SCRIPT, *(str(a) for a in args)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
-    assert result.returncode == 0, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
-    assert "Traceback" not in result.stderr
-    return result
-
-
-def files_under(*folders: Path) -> set[Path]:
-    return {path for folder in folders for path in folder.rglob("*")}
-
-
 # --- an independent reference on drift-words (no geoanalyze code) ------------------------------
-
-
-def hellinger(p: Counter[int], q: Counter[int]) -> float:
-    n_p, n_q = sum(p.values()), sum(q.values())
-    bc = sum(math.sqrt(p[t] / n_p * q[t] / n_q) for t in p.keys() & q.keys())
-    return math.sqrt(max(0.0, 1.0 - bc))
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +186,7 @@ def test_fail_above_on_an_encoding(tmp_path: Path) -> None:
     passed = ok(geoanalyze(*common, "--fail-above", "noise_fraction=0.9", "--fail-above", "stress=1e9", cwd=tmp_path))
     scaled = json.loads(passed.stdout)["scores"]["rope:d=64"]["scaled_stress"]
     crossed = geoanalyze(*common, "--fail-above", "stress=1e9", "--fail-above", "scaled_stress=0.01", cwd=tmp_path)
-    assert crossed.returncode == 1, crossed.stderr
+    assert crossed.code == 1, crossed.stderr
     assert json.loads(crossed.stdout)["scores"]["rope:d=64"]["scaled_stress"] == scaled
     errors = [line for line in crossed.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "scaled_stress" in errors[0] and "stress 1" not in errors[0], crossed.stderr
@@ -265,7 +229,7 @@ def test_encodings_list_table_and_json(tmp_path: Path) -> None:
 
 def test_layer_selection_and_the_warm_run(minilm_path: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    env = dict(os.environ, GEOANALYZE_CACHE_DIR=str(cache))
+    env = {"GEOANALYZE_CACHE_DIR": str(cache)}
     work = tmp_path / "work"
     work.mkdir()
     args = ("stress", minilm_path, "--dataset", DRIFT_WORDS, "--layers", "0,2", "--max-sequences", 40, *FAST)
@@ -292,7 +256,7 @@ def test_layer_selection_and_the_warm_run(minilm_path: Path, tmp_path: Path) -> 
     assert os.listdir(work) == []
 
     missing = geoanalyze(*args[:4], "--layers", "9", "-o", "out.json", cwd=work, env=env)
-    assert missing.returncode == 2
+    assert missing.code == 2
     assert missing.stderr.splitlines() == [missing.stderr.strip()] and missing.stderr.startswith("error: ")
     assert "layer 9" in missing.stderr and "0..6" in missing.stderr
     assert os.listdir(work) == []
@@ -381,7 +345,7 @@ def test_stress_bad_input_is_one_error_line_exit_2_and_no_output(
         argv += ["--dataset", str(DRIFT_WORDS)]
     before = files_under(tmp_path, bad_inputs)
     result = geoanalyze("stress", *argv, *FAST, "-o", "out.json", "--plot-dir", "figs", cwd=tmp_path)
-    assert result.returncode == 2, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert result.code == 2, str(result)
     lines = result.stderr.splitlines()
     assert len(lines) == 1, f"expected one line on stderr, got:\n{result.stderr}"
     assert lines[0].startswith("error: ")
@@ -400,7 +364,7 @@ OTHER_BAD_INPUT: dict[str, tuple[Any, ...]] = {
 @pytest.mark.parametrize("args", OTHER_BAD_INPUT.values(), ids=OTHER_BAD_INPUT.keys())
 def test_other_bad_input_is_one_error_line_exit_2_and_no_output(tmp_path: Path, args: tuple[Any, ...]) -> None:
     result = geoanalyze(*args, cwd=tmp_path)
-    assert result.returncode == 2, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert result.code == 2, str(result)
     assert result.stderr.splitlines() == [result.stderr.strip()] and result.stderr.startswith("error: ")
     assert result.stdout == ""
     assert os.listdir(tmp_path) == []

@@ -1,20 +1,17 @@
-"""`geoanalyze train` and `geoanalyze verify` as a user runs them: real processes, real files, real exit codes."""
+"""`geoanalyze train` and `geoanalyze verify` as a user runs them: the console script's entry point
+(in this process), real files, real exit codes; DDP in real processes started by torchrun."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from helpers import DRIFT, geoanalyze, refused, run_process
 from safetensors.numpy import load_file
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = shutil.which("geoanalyze", path=str(Path(sys.executable).parent)) or shutil.which("geoanalyze")
 TORCHRUN = shutil.which("torchrun", path=str(Path(sys.executable).parent))
 
 #: a model and run small enough for seconds on a CPU
@@ -37,30 +34,9 @@ def sets(*items: str) -> list[str]:
     return [arg for item in items for arg in ("--set", item)]
 
 
-def geoanalyze(*args: Any, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    assert SCRIPT is not None, "the geoanalyze console script is not installed; run pip install -e ."
-    return subprocess.run(
-        [SCRIPT, *(str(a) for a in args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
-
-
-def refused(result: subprocess.CompletedProcess[str], *words: str) -> None:
-    assert result.returncode == 2, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
-
-
 def test_train_writes_metrics_and_a_checkpoint_and_reports_json(tmp_path: Path) -> None:
     result = geoanalyze("train", "-o", "run", "--pe", "rope", *sets(*TINY), "-f", "json", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["metrics"]["step"] == 12
     assert document["config"]["model"]["pe"] == "rope"
@@ -74,16 +50,16 @@ def test_train_writes_metrics_and_a_checkpoint_and_reports_json(tmp_path: Path) 
 
 
 def test_train_resumes_with_more_steps(tmp_path: Path) -> None:
-    assert geoanalyze("train", "-o", "run", *sets(*TINY), cwd=tmp_path).returncode == 0
+    assert geoanalyze("train", "-o", "run", *sets(*TINY), cwd=tmp_path).code == 0
     result = geoanalyze("train", "-o", "run", "--resume", *sets(*TINY, "steps=18"), "-f", "json", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr
     steps = [json.loads(line)["step"] for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert steps == [6, 12, 18]
 
 
 def test_the_trained_positions_go_into_the_stress_scores(tmp_path: Path) -> None:
     run = ["model.n_positions=16", "order_length=16", *TINY[:4], *TINY[6:]]
-    assert geoanalyze("train", "-o", "run", "--pe", "learned", *sets(*run), cwd=tmp_path).returncode == 0
+    assert geoanalyze("train", "-o", "run", "--pe", "learned", *sets(*run), cwd=tmp_path).code == 0
     result = geoanalyze(
         "stress",
         "model:run",
@@ -99,7 +75,7 @@ def test_the_trained_positions_go_into_the_stress_scores(tmp_path: Path) -> None
         "json",
         cwd=tmp_path,
     )
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr
     document = json.loads(result.stdout)
     scores = document["scores"]["model:run"]
     assert scores["dim"] == 32  # the learned table's width
@@ -132,10 +108,9 @@ def test_bad_training_input_is_one_line_and_exit_2(tmp_path: Path, args: list[st
 
 
 def test_an_mds_file_that_does_not_fit_the_model_is_refused(tmp_path: Path) -> None:
-    drift = REPO_ROOT / "sample_corpora" / "drift.txt"
     mds = tmp_path / "pe.safetensors"
-    made = geoanalyze("mds", drift, "-t", "whitespace", "--dim", "24", "-o", mds, cwd=tmp_path)
-    assert made.returncode == 0, made.stderr
+    made = geoanalyze("mds", DRIFT, "-t", "whitespace", "--dim", "24", "-o", mds, cwd=tmp_path)
+    assert made.code == 0, made.stderr
     wrong_width = geoanalyze("train", "-o", "a", "--pe", "mds", *sets(*TINY, f"model.pe_file={mds}"), cwd=tmp_path)
     refused(wrong_width, "width d = 24", "d_model 32")
     wide = sets(*TINY, f"model.pe_file={mds}", "model.d_model=24", "model.n_heads=4", "model.n_positions=100")
@@ -145,14 +120,14 @@ def test_an_mds_file_that_does_not_fit_the_model_is_refused(tmp_path: Path) -> N
 
 
 def test_resuming_from_another_model_is_refused(tmp_path: Path) -> None:
-    assert geoanalyze("train", "-o", "run", "--pe", "learned", *sets(*TINY), cwd=tmp_path).returncode == 0
+    assert geoanalyze("train", "-o", "run", "--pe", "learned", *sets(*TINY), cwd=tmp_path).code == 0
     result = geoanalyze("train", "-o", "run", "--resume", "--pe", "rope", *sets(*TINY), cwd=tmp_path)
     refused(result, "pe='learned'", "'rope'")
 
 
 def test_train_lists_its_keys(tmp_path: Path) -> None:
     result = geoanalyze("train", "--list-keys", "-f", "json", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr
     keys = json.loads(result.stdout)
     assert keys["model.pe"] == "learned" and keys["task"] == "order"
 
@@ -162,10 +137,9 @@ def test_two_cpu_processes_with_gloo_train_what_one_process_trains(tmp_path: Pat
     """DDP on CPU: 2 processes (gloo) each take half of every batch; without dropout the weights equal one process's."""
     run = sets(*TINY, "model.dropout=0")
     single = geoanalyze("train", "-o", "single", *run, cwd=tmp_path)
-    assert single.returncode == 0, single.stderr
+    assert single.code == 0, single.stderr
     command = [TORCHRUN, "--standalone", "--nproc_per_node", "2", "-m", "geoanalyze", "train", "-o", "ddp", *run]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    ddp = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False, env=env)
+    ddp = run_process(command, cwd=tmp_path, env={"OMP_NUM_THREADS": "1"}, timeout=600)
     assert ddp.returncode == 0, ddp.stderr[-3000:]
     one = load_file(str(tmp_path / "single" / "checkpoint" / "model.safetensors"))
     two = load_file(str(tmp_path / "ddp" / "checkpoint" / "model.safetensors"))
@@ -182,7 +156,7 @@ def test_two_cpu_processes_with_gloo_train_what_one_process_trains(tmp_path: Pat
 
 def test_verify_lists_its_experiments(tmp_path: Path) -> None:
     result = geoanalyze("verify", "list", "-f", "json", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr
     names = [e["name"] for e in json.loads(result.stdout)]
     assert {"necessity", "separation", "monotonicity", "mds-training"} <= set(names)
 
@@ -190,7 +164,7 @@ def test_verify_lists_its_experiments(tmp_path: Path) -> None:
 def test_verify_separation_writes_its_record_and_figure(tmp_path: Path, shared_data: Path) -> None:
     quick = sets("steps=20", "eval_every=5", "eval_batches=1", "model.d_model=32", "model.d_ff=64", "limit=2000")
     result = geoanalyze("verify", "separation", "-o", "out", "--data-dir", shared_data, *quick, cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.code == 0, result.stdout + result.stderr
     assert "PASS" in result.stdout
     document = json.loads((tmp_path / "out" / "separation.json").read_text())
     assert document["passed"] and {c["name"] for c in document["checks"]} == {

@@ -6,41 +6,30 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
-from test_stress_command import DRIFT_WORDS, FAST, geoanalyze, ok
+from helpers import DRIFT_WORDS, REPO_ROOT, SAMPLES, geoanalyze, ok, refused
+from test_stress_command import FAST
 
 from geoanalyze.progress import ProgressBars, duration
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-STATIONARY = REPO_ROOT / "sample_corpora" / "stationary.txt"
-
-
-def one_error(result: subprocess.CompletedProcess[str], *fragments: str) -> str:
-    """The run failed with exit 2 and exactly one `error:` line holding every fragment."""
-    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    return lines[0]
+STATIONARY = SAMPLES / "stationary.txt"
 
 
 def test_a_mistyped_spec_suggests_the_nearest_one(tmp_path: Path) -> None:
-    one_error(geoanalyze("stress", "ropee:d=64", "--dataset", DRIFT_WORDS, cwd=tmp_path), "did you mean rope:d=64?")
-    one_error(geoanalyze("stress", "sinusodial", "--dataset", DRIFT_WORDS, cwd=tmp_path), "did you mean sinusoidal?")
+    refused(geoanalyze("stress", "ropee:d=64", "--dataset", DRIFT_WORDS, cwd=tmp_path), "did you mean rope:d=64?")
+    refused(geoanalyze("stress", "sinusodial", "--dataset", DRIFT_WORDS, cwd=tmp_path), "did you mean sinusoidal?")
     compared = geoanalyze("stress", "rope:d=8", "--dataset", DRIFT_WORDS, "--compare", "alibbi", cwd=tmp_path)
-    one_error(compared, "unknown encoding 'alibbi'", "did you mean alibi?")
+    refused(compared, "unknown encoding 'alibbi'", "did you mean alibi?")
     report = geoanalyze("report", "rope:d=8", "ropee:d=8", "--dataset", DRIFT_WORDS, "-o", "r.md", cwd=tmp_path)
-    one_error(report, "did you mean rope:d=8?")
+    refused(report, "did you mean rope:d=8?")
     assert os.listdir(tmp_path) == []
 
 
 def test_an_offline_bert_base_points_to_the_shipped_minilm(tmp_path: Path, minilm_path: Path) -> None:
     result = geoanalyze("stress", "bert-base-uncased", "--dataset", DRIFT_WORDS, cwd=tmp_path)
-    one_error(result, "checkpoint 'bert-base-uncased' not found", "sentence-transformers/all-MiniLM-L6-v2")
+    refused(result, "checkpoint 'bert-base-uncased' not found", "sentence-transformers/all-MiniLM-L6-v2")
 
 
 def test_a_missing_split_names_the_split_the_data_dir_has(tmp_path: Path) -> None:
@@ -50,7 +39,7 @@ def test_a_missing_split_names_the_split_the_data_dir_has(tmp_path: Path) -> Non
     work = tmp_path / "work"
     work.mkdir()
     result = geoanalyze("distances", "wikitext2", "--data-dir", tmp_path / "data", "-t", "whitespace", cwd=work)
-    assert result.returncode == 2, result.stderr
+    assert result.code == 2, result.stderr
     assert "it holds split validation: pass --split validation" in result.stderr
     fixed = ("distances", "wikitext2", "--split", "validation", "--data-dir", tmp_path / "data", "-t", "whitespace")
     ok(geoanalyze(*fixed, "--min-count", 5, cwd=work))
@@ -66,7 +55,7 @@ def test_max_length_is_the_name_everywhere_and_max_positions_its_alias(tmp_path:
 
 
 def test_help_shows_flags_without_a_type_and_keeps_bracketed_words(tmp_path: Path) -> None:
-    env = dict(os.environ, COLUMNS="200")
+    env = {"COLUMNS": "200"}
     for command in ("stress", "report", "train", "verify", "marginals"):
         text = geoanalyze(command, "--help", cwd=tmp_path, env=env).stdout
         assert "<bool>" not in text, command
@@ -132,7 +121,7 @@ def test_durations() -> None:
 
 def test_a_piped_run_prints_progress_lines(tmp_path: Path) -> None:
     """stderr is a pipe here, as in CI: with a 0 s interval every update is a line."""
-    env = dict(os.environ, GEOANALYZE_PROGRESS_SECONDS="0")
+    env = {"GEOANALYZE_PROGRESS_SECONDS": "0"}
     result = ok(geoanalyze("marginals", STATIONARY, "-t", "whitespace", "--no-cache", cwd=tmp_path, env=env))
     lines = [line for line in result.stderr.splitlines() if line.startswith("progress: ")]
     assert lines, result.stderr
@@ -147,7 +136,7 @@ def test_a_piped_run_prints_progress_lines(tmp_path: Path) -> None:
 
 def test_a_piped_training_run_shows_its_loss_before_the_first_evaluation(tmp_path: Path) -> None:
     """The training line carries the running loss from the first steps, not only after an evaluation."""
-    env = dict(os.environ, GEOANALYZE_PROGRESS_SECONDS="0")
+    env = {"GEOANALYZE_PROGRESS_SECONDS": "0"}
     result = ok(
         geoanalyze(
             "train",

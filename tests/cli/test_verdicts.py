@@ -12,16 +12,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
+import helpers
 import pytest
+from helpers import invoke
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
-from harness import invoke
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DRIFT_WORDS = str(REPO_ROOT / "sample_corpora" / "drift-words.txt")
+DRIFT_WORDS = str(helpers.DRIFT_WORDS)
 ASPECTS = ("shape", "order", "local_order", "lag", "separation")
 
 

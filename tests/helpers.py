@@ -1,0 +1,192 @@
+"""What the tests share: the repository's paths, one way to run a command in this process, and one
+way to start a real process.
+
+A command runs in-process (:func:`invoke`, :func:`geoanalyze`) through the console script's own
+entry point :func:`geoanalyze.cli.app.main`, so usage errors and internal errors are mapped as a
+user sees them; stdout and stderr are captured apart (``Run.stdout``, ``Run.stderr``), as a shell's
+``2>`` separates them, and a warning the command raises is printed on its stderr, as Python prints it
+in a fresh process. This costs no interpreter start and no torch import per command.
+
+A real process (:func:`run_process`) is kept for what only a process shows: signals, start-up
+(the environment at import time, imports before ``main``), a real exit status or a closed stdout,
+rlimits, and scripts run as a user runs them. Its environment is this one's plus ``env``.
+
+Test modules import this file as ``helpers`` (tests/ is on pytest's ``pythonpath``).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import warnings
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = REPO_ROOT / "sample_corpora"
+DRIFT = SAMPLES / "drift.txt"
+DRIFT_WORDS = SAMPLES / "drift-words.txt"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+#: the installed console script as a shell runs it (``python -m geoanalyze`` where it is not installed)
+_SCRIPT = shutil.which("geoanalyze", path=str(Path(sys.executable).parent))
+GEOANALYZE: list[str] = [_SCRIPT] if _SCRIPT else [sys.executable, "-m", "geoanalyze"]
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished command: its exit code and what it printed on each stream."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def errors(self) -> list[str]:
+        """The ``error:`` lines of stderr."""
+        return [line for line in self.stderr.splitlines() if line.startswith("error:")]
+
+    def __str__(self) -> str:
+        return f"exit {self.code}\n--- stdout\n{self.stdout[-3000:]}\n--- stderr\n{self.stderr[-3000:]}"
+
+
+def invoke(
+    args: Sequence[Any],
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    stdin: str = "",
+    program: str = "geoanalyze",
+) -> Run:
+    """Run ``geoanalyze *args`` in-process in ``cwd``, as the console script does (``env`` on top of
+    os.environ for the run; ``program``: the ``sys.argv[0]`` it sees, e.g. the script's full path).
+    Process state the run changes (cwd, argv, streams, SIGTERM handler, env, notes) is restored after it."""
+    from geoanalyze import notes
+    from geoanalyze.cli.app import main
+
+    out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
+    out = io.TextIOWrapper(out_bytes, encoding="utf-8", write_through=True)
+    err = io.TextIOWrapper(err_bytes, encoding="utf-8", write_through=True)
+    code = 0
+    with _process_state(env):
+        os.chdir(cwd)
+        sys.argv = [program, *(str(a) for a in args)]
+        sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin), out, err
+        with _warnings_on(err):
+            try:
+                main()
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        notes.take()
+    return Run(code, out_bytes.getvalue().decode("utf-8", "replace"), err_bytes.getvalue().decode("utf-8", "replace"))
+
+
+def geoanalyze(*args: Any, cwd: Path, env: dict[str, str] | None = None, stdin: str = "") -> Run:
+    """:func:`invoke` with the words as positional arguments (each passed through ``str``)."""
+    return invoke(list(args), cwd, env, stdin)
+
+
+@contextmanager
+def _process_state(env: dict[str, str] | None) -> Iterator[None]:
+    saved_env = {key: os.environ.get(key) for key in (env or {})}
+    saved_argv, saved_cwd = sys.argv, os.getcwd()
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    saved_term = signal.getsignal(signal.SIGTERM)
+    try:
+        os.environ.update(env or {})
+        yield
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        sys.argv = saved_argv
+        os.chdir(saved_cwd)
+        signal.signal(signal.SIGTERM, saved_term)
+        os.environ.pop("GEOANALYZE_DEBUG", None)
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextmanager
+def _warnings_on(stream: TextIO) -> Iterator[None]:
+    """Warnings raised during the run printed on ``stream`` (a user sees them on stderr); pytest's
+    own recording would otherwise take them out of the command's stderr."""
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, *_: Any) -> None:
+        stream.write(warnings.formatwarning(message, category, filename, lineno))
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
+def ok(run: Run) -> Run:
+    """The run succeeded: exit 0 and no traceback."""
+    assert run.code == 0, str(run)
+    assert "Traceback" not in run.stderr, str(run)
+    return run
+
+
+def refused(run: Run, *words: str, code: int = 2) -> str:
+    """The run failed with ``code``, stderr is exactly one ``error:`` line and it holds every word; that line."""
+    assert run.code == code, str(run)
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), str(run)
+    assert "Traceback" not in run.stderr, str(run)
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    return lines[0]
+
+
+def run_process(
+    argv: Sequence[Any],
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float | None = 300,
+    stdin: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """A real process (``argv``, e.g. ``[*GEOANALYZE, "stress", ...]`` or ``[sys.executable, "-c", code]``),
+    its output captured as text; its environment is os.environ plus ``env``."""
+    return subprocess.run(
+        [str(a) for a in argv],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def geoanalyze_process(*args: Any, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300) -> Run:
+    """``geoanalyze *args`` as a real process (the console script), for what is read at import time,
+    e.g. ``COLUMNS``, the width of the result tables."""
+    done = run_process([*GEOANALYZE, *args], cwd=cwd, env=env, timeout=timeout)
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+def files_under(*folders: Path) -> set[Path]:
+    """Every path below ``folders`` (to check that a failed run left nothing behind)."""
+    return {path for folder in folders for path in folder.rglob("*")}
+
+
+def read_lines(path: Path) -> list[str]:
+    """The non-blank lines of a text file."""
+    return [line for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+
+
+def hellinger(p: Counter[Any], q: Counter[Any]) -> float:
+    """sqrt(1 - sum_t sqrt(p_t q_t)) of two count tables, by brute force (an independent reference)."""
+    n_p, n_q = sum(p.values()), sum(q.values())
+    bc = sum(math.sqrt(p[t] / n_p * q[t] / n_q) for t in p.keys() & q.keys())
+    return math.sqrt(max(0.0, 1.0 - bc))
