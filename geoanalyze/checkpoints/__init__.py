@@ -2,6 +2,29 @@
 the forward pass that measures hidden states and the queries and keys attention sees."""
 
 from .load import Checkpoint, load_checkpoint, resolve_checkpoint
-from .mechanism import Mechanism, RopeSet
+from .mechanism import (
+    AlibiMechanism,
+    FixedTable,
+    LearnedTable,
+    Mechanism,
+    NoMechanism,
+    RelativeMechanism,
+    RopeMechanism,
+    RopeSet,
+    TableMechanism,
+)
 
-__all__ = ["Checkpoint", "Mechanism", "RopeSet", "load_checkpoint", "resolve_checkpoint"]
+__all__ = [
+    "AlibiMechanism",
+    "Checkpoint",
+    "FixedTable",
+    "LearnedTable",
+    "Mechanism",
+    "NoMechanism",
+    "RelativeMechanism",
+    "RopeMechanism",
+    "RopeSet",
+    "TableMechanism",
+    "load_checkpoint",
+    "resolve_checkpoint",
+]

@@ -6,20 +6,15 @@ c_l(i) = (1 / N'_i) sum_s h_l(s, i) over the N'_i sampled sequences s longer tha
 sums are taken on the device and accumulated on the host in float64.
 
 Queries and keys are captured as the attention sees them, after the model's own position
-transform (RoPE rotates them first), through transformers' attention-function interface:
-for the duration of the pass, the ``sdpa`` (and, for models that run eagerly, ``eager``)
-entries of ``AttentionInterface`` are wrapped by a function that adds the per-position sums
-of q and k and then calls the original. Models whose attention does not go through that
-interface (BLOOM, MPT, Falcon, DeBERTa, ...) are captured at their query/key projections
-where that is what attention sees (no rotation inside the module); otherwise the rows are
-left out with a note.
+transform (:mod:`~geoanalyze.checkpoints.capture`): a probe batch first finds whether the model's
+attention goes through transformers' attention interface; if not, the query/key projections
+are hooked instead where that is what attention sees (no rotation inside the module); otherwise
+the rows are left out with a note.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,10 +22,25 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from .capture import QueryKeySums, capture_attention, hook_projections
 from .load import Checkpoint
+from .mechanism import layer_list
+from .placement import DEVICES, DTYPES, available_memory, resolve_device, resolve_dtype
 
-DTYPES = ("auto", "float32", "bfloat16", "float16")
-DEVICES = ("auto", "cpu", "cuda")
+__all__ = [
+    "DEVICES",
+    "DTYPES",
+    "ForwardResult",
+    "available_memory",
+    "check_fits",
+    "forward_pass",
+    "hidden_centroids",
+    "load_model",
+    "memory_estimate",
+    "resolve_device",
+    "resolve_dtype",
+    "sample_indices",
+]
 
 
 @dataclass
@@ -62,51 +72,7 @@ def sample_indices(n_texts: int, max_sequences: int | None, seed: int = 0) -> np
     return np.sort(np.random.default_rng(seed).choice(n_texts, size=max_sequences, replace=False))
 
 
-# --- placement: device, dtype, memory ------------------------------------------------------------
-
-
-def resolve_device(device: str | None) -> str:
-    import torch
-
-    device = (device or "auto").lower()
-    if device not in DEVICES:
-        raise InputError(f"unknown --device {device!r}; choose one of {', '.join(DEVICES)}")
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise InputError("--device cuda: no CUDA device is visible here; use --device cpu or auto")
-    return device
-
-
-def resolve_dtype(dtype: str | None, device: str, config: dict[str, Any]) -> Any:
-    """auto: float32 on CPU (its bf16 matmuls are slow), the checkpoint's own dtype on CUDA (bf16 if unstated)."""
-    import torch
-
-    dtype = (dtype or "auto").lower()
-    if dtype not in DTYPES:
-        raise InputError(f"unknown --dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
-    if dtype == "auto":
-        if device == "cpu":
-            return torch.float32
-        stated = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
-        return {"float16": torch.float16, "float32": torch.float32}.get(stated, torch.bfloat16)
-    return getattr(torch, dtype)
-
-
-def available_memory(device: str) -> int:
-    """Bytes free where the model goes: all visible GPUs together, or the host's available memory."""
-    if device == "cuda":
-        import torch
-
-        return int(sum(torch.cuda.mem_get_info(i)[0] for i in range(torch.cuda.device_count())))
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+# --- memory ---------------------------------------------------------------------------------------
 
 
 def memory_estimate(checkpoint: Checkpoint, dtype: Any, batch_size: int, max_length: int) -> int:
@@ -143,143 +109,6 @@ def check_fits(checkpoint: Checkpoint, device: str, dtype: Any, batch_size: int,
         f"in {str(dtype).removeprefix('torch.')}, batch {batch_size} x {max_length}) but {_gib(free)} is free; "
         f"{advice}, or lower --batch-size"
     )
-
-
-# --- capture -----------------------------------------------------------------------------------------
-
-
-class _Capture:
-    """Per-position sums of queries and keys per block, for the padding mask of the current batch."""
-
-    def __init__(self, block_of: dict[int, int], length: int) -> None:
-        self.block_of = block_of
-        self.length = length  # the longest sequence: the sums' rows
-        self.mask: Any = None
-        self.weights: dict[Any, Any] = {}  # the mask as float32, per device
-        self.queries: dict[int, Any] = {}
-        self.keys: dict[int, Any] = {}
-        self.calls = 0
-        self.seen: dict[int, int] = {}  # per forward: calls of each module, and of all
-        self.ordinal = 0
-
-    def block(self, module: Any) -> int | None:
-        """The block of an attention call: its module's, or the call's rank when a module is shared (ALBERT)."""
-        self.ordinal += 1
-        self.seen[id(module)] = self.seen.get(id(module), 0) + 1
-        if self.seen[id(module)] > 1:
-            return self.ordinal
-        return self.block_of.get(id(module))
-
-    def add(self, store: dict[int, Any], block: int, states: Any, heads_first: bool) -> None:
-        """states: (B, H, T, d) if heads_first else (B, T, width); summed over the batch where they are,
-        into float64 running sums on the same device (few, large operations: this runs in every layer)."""
-        import torch
-
-        weights = self.weights.get(states.device)
-        if weights is None:  # a sharded model's layer on another device
-            weights = self.weights[states.device] = self.mask.to(states.device, torch.float32)
-        if states.dtype != torch.float32:
-            states = states.float()
-        length = states.shape[2] if heads_first else states.shape[1]
-        if heads_first:
-            sums = torch.einsum("bhtd,bt->thd", states, weights[:, :length]).flatten(1)
-        else:
-            sums = torch.einsum("btw,bt->tw", states, weights[:, :length])
-        total = store.get(block)
-        if total is None:
-            total = store[block] = torch.zeros((self.length, sums.shape[1]), dtype=torch.float64, device=sums.device)
-        total[:length] += sums
-
-    def attention(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def captured(
-            module: Any, query: Any, key: Any, value: Any, attention_mask: Any, *args: Any, **kwargs: Any
-        ) -> Any:
-            if self.mask is not None and query.shape[2] == key.shape[2] and (block := self.block(module)) is not None:
-                self.calls += 1
-                self.add(self.queries, block, query, heads_first=True)
-                self.add(self.keys, block, key, heads_first=True)
-            return original(module, query, key, value, attention_mask, *args, **kwargs)
-
-        return captured
-
-
-@contextlib.contextmanager
-def capture_attention(model: Any, capture: _Capture) -> Iterator[None]:
-    """Wrap transformers' sdpa (and the model's eager) attention functions for the duration of a pass."""
-    from transformers.modeling_utils import AttentionInterface
-
-    mapping = AttentionInterface._global_mapping
-    saved = dict(mapping)
-    try:
-        original: Any = saved["sdpa"]
-        mapping["sdpa"] = capture.attention(original)
-        eager = getattr(sys.modules[type(model).__module__], "eager_attention_forward", None)
-        if eager is None:  # the block modules may live in another file than the model class
-            for module in model.modules():
-                eager = getattr(sys.modules.get(type(module).__module__), "eager_attention_forward", None)
-                if eager is not None:
-                    break
-        if eager is not None:
-            mapping["eager"] = capture.attention(eager)
-        yield
-    finally:
-        mapping.clear()
-        mapping.update(saved)
-
-
-def _projection_hooks(model: Any, capture: _Capture, blocks: list[Any]) -> list[Any]:
-    """Forward hooks on each block's query/key projections (separate, or fused in a known layout)."""
-    import torch
-
-    from .mechanism import KEY_NAMES, QUERY_NAMES
-
-    handles = []
-    for index, block in enumerate(blocks):
-        number = index + 1
-        for name, module in block.named_modules():
-            if not isinstance(module, torch.nn.Linear):
-                continue
-            last = name.rsplit(".", 1)[-1].lower()
-            parent = block.get_submodule(name.rsplit(".", 1)[0]) if "." in name else block
-            if last in QUERY_NAMES:
-                handles.append(module.register_forward_hook(_store(capture, capture.queries, number)))
-            elif last in KEY_NAMES:
-                handles.append(module.register_forward_hook(_store(capture, capture.keys, number)))
-            elif last in ("query_key_value", "wqkv"):
-                handles.append(module.register_forward_hook(_fused(capture, number, parent)))
-    return handles
-
-
-def _store(capture: _Capture, store: dict[int, Any], block: int) -> Callable[..., None]:
-    def hook(_: Any, __: Any, output: Any) -> None:
-        if capture.mask is not None:
-            capture.calls += 1
-            capture.add(store, block, output, heads_first=False)
-
-    return hook
-
-
-def _fused(capture: _Capture, block: int, attention: Any) -> Callable[..., None]:
-    """Split a fused QKV output the way the attention module itself does (BLOOM, Falcon), or in thirds (MPT)."""
-
-    def hook(_: Any, __: Any, output: Any) -> None:
-        if capture.mask is None:
-            return
-        heads_second = False
-        if hasattr(attention, "_split_heads"):  # Falcon: (B, T, H, d)
-            query, key, _value = attention._split_heads(output)
-        elif hasattr(attention, "_reshape"):  # BLOOM: (B, H, T, d)
-            query, key, _value = attention._reshape(output)
-            heads_second = True
-        else:  # MPT: [Q | K | V] along the width
-            query, key, _value = output.chunk(3, dim=-1)
-        capture.calls += 1
-        for store, states in ((capture.queries, query), (capture.keys, key)):
-            if states.dim() == 4:
-                states = (states.transpose(1, 2) if heads_second else states).flatten(2)
-            capture.add(store, block, states, heads_first=False)
-
-    return hook
 
 
 # --- the pass ------------------------------------------------------------------------------------
@@ -333,92 +162,123 @@ def forward_pass(
     if batch_size < 1:
         raise InputError(f"--batch-size must be at least 1, got {batch_size}")
     import torch
-    from transformers import AutoTokenizer
-
-    from .mechanism import layer_list
 
     where = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, where, checkpoint.config)
     shard = check_fits(checkpoint, where, torch_dtype, batch_size, max_length)
-    if tokenizer_spec is None:
-        tokenizer = AutoTokenizer.from_pretrained(str(checkpoint.path), trust_remote_code=trust_remote_code)
-    else:  # the tokenizer the counts were made with, resolved the same offline-first way
-        from ..corpus.tokenize import load_hf_tokenizer
-
-        tokenizer, _ = load_hf_tokenizer(tokenizer_spec)
+    tokenizer = _tokenizer(checkpoint, tokenizer_spec, trust_remote_code)
     model = load_model(checkpoint, where, torch_dtype, shard, trust_remote_code)
-    input_device = next(model.parameters()).device
-    blocks = layer_list(model, model.config)
-    block_of = {id(module): index + 1 for index, block in enumerate(blocks) for module in block.modules()}
-    notes: list[str] = []
-
     encoded = tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
-    order = np.argsort([len(ids) for ids in encoded], kind="stable")
-    n = max((len(ids) for ids in encoded), default=0)
-    recorder = _Capture(block_of, max(n, 4))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
-    sums: torch.Tensor | None = None
-    counts = torch.zeros(n, dtype=torch.float64)
-    method = "none"
-    handles: list[Any] = []
-
-    def run(ids: torch.Tensor, mask: torch.Tensor) -> Any:
-        recorder.mask = mask.to(input_device)
-        recorder.weights = {recorder.mask.device: recorder.mask.float()}
-        recorder.seen.clear()
-        recorder.ordinal = 0
+    run = _Run(model, max((len(ids) for ids in encoded), default=0))
+    with torch.no_grad(), capture_attention(model, run.recorder) if capture else contextlib.nullcontext():
+        method, handles = run.probe(pad) if capture else ("none", [])
         try:
-            return model(input_ids=ids.to(input_device), attention_mask=recorder.mask, output_hidden_states=True)
-        finally:
-            recorder.mask = None
-
-    with torch.no_grad(), capture_attention(model, recorder) if capture else contextlib.nullcontext():
-        if capture:
-            # A probe: does attention go through the interface? If not, hook the projections instead.
-            probe = torch.full((1, min(4, max(n, 1))), pad, dtype=torch.long)
-            run(probe, torch.ones_like(probe))
-            if recorder.calls:
-                method = "attention interface"
-            else:
-                handles = _projection_hooks(model, recorder, blocks)
-                run(probe, torch.ones_like(probe))
-                method = "projections" if recorder.calls else "none"
-            recorder.queries.clear()
-            recorder.keys.clear()
-        try:
-            for start in range(0, len(order), batch_size):
-                batch = [encoded[k] for k in order[start : start + batch_size]]
-                width = max(len(ids) for ids in batch)
-                ids = torch.full((len(batch), width), pad, dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
-                for row, sequence in enumerate(batch):
-                    ids[row, : len(sequence)] = torch.tensor(sequence)
-                    mask[row, : len(sequence)] = 1
-                output = run(ids, mask)
-                states = output.hidden_states
-                if sums is None:
-                    sums = torch.zeros((len(states), n, states[0].shape[-1]), dtype=torch.float64)
-                for layer, hidden in enumerate(states):  # layer by layer: sharded models keep them on several GPUs
-                    weights = mask.to(device=hidden.device, dtype=torch.float32)
-                    sums[layer, :width] += torch.einsum("bth,bt->th", hidden.float(), weights).to("cpu", torch.float64)
-                counts[:width] += mask.to(torch.float64).sum(0)
+            for ids, mask in _batches(encoded, pad, batch_size):
+                run.add(ids, mask)
                 if progress is not None:
-                    progress(len(batch))
+                    progress(len(ids))
         finally:
             for handle in handles:
                 handle.remove()
-    if sums is None:
+    return _result(checkpoint, model, run, method, capture)
+
+
+def _tokenizer(checkpoint: Checkpoint, tokenizer_spec: str | None, trust_remote_code: bool) -> Any:
+    """The checkpoint's own tokenizer, or the one the counts were made with (resolved the same offline-first way)."""
+    if tokenizer_spec is None:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(checkpoint.path), trust_remote_code=trust_remote_code)
+    from ..corpus.tokenize import load_hf_tokenizer
+
+    tokenizer, _ = load_hf_tokenizer(tokenizer_spec)
+    return tokenizer
+
+
+def _batches(encoded: Sequence[Sequence[int]], pad: int, batch_size: int) -> Iterator[tuple[Any, Any]]:
+    """(ids, mask), each (B, T) long, of the sequences sorted by length (stable), padded with ``pad``."""
+    import torch
+
+    order = np.argsort([len(ids) for ids in encoded], kind="stable")
+    for start in range(0, len(order), batch_size):
+        batch = [encoded[k] for k in order[start : start + batch_size]]
+        width = max(len(ids) for ids in batch)
+        ids = torch.full((len(batch), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, sequence in enumerate(batch):
+            ids[row, : len(sequence)] = torch.tensor(sequence)
+            mask[row, : len(sequence)] = 1
+        yield ids, mask
+
+
+class _Run:
+    """The sums of one pass: hidden states per layer and position (host, float64), the reach of each
+    position, and the query/key sums of the recorder."""
+
+    def __init__(self, model: Any, n: int) -> None:
+        import torch
+
+        self.model = model
+        self.n = n  # the longest sequence
+        self.device = next(model.parameters()).device
+        self.blocks = layer_list(model, model.config)
+        block_of = {id(module): index + 1 for index, block in enumerate(self.blocks) for module in block.modules()}
+        self.recorder = QueryKeySums(block_of, max(n, 4))
+        self.sums: Any = None  # (L + 1, n, hidden)
+        self.counts = torch.zeros(n, dtype=torch.float64)
+
+    def forward(self, ids: Any, mask: Any) -> Any:
+        self.recorder.start(mask.to(self.device))
+        try:
+            return self.model(input_ids=ids.to(self.device), attention_mask=self.recorder.mask, output_hidden_states=True)
+        finally:
+            self.recorder.stop()
+
+    def probe(self, pad: int) -> tuple[str, list[Any]]:
+        """Does attention go through the interface? If not, hook the projections instead: the capture
+        method ("attention interface", "projections", "none") and the hooks' handles."""
+        import torch
+
+        probe = torch.full((1, min(4, max(self.n, 1))), pad, dtype=torch.long)
+        self.forward(probe, torch.ones_like(probe))
+        method, handles = "attention interface", []
+        if not self.recorder.calls:
+            handles = hook_projections(self.recorder, self.blocks)
+            self.forward(probe, torch.ones_like(probe))
+            method = "projections" if self.recorder.calls else "none"
+        self.recorder.clear()
+        return method, handles
+
+    def add(self, ids: Any, mask: Any) -> None:
+        """Run one batch; add its hidden states layer by layer (sharded models keep them on several GPUs)."""
+        import torch
+
+        states = self.forward(ids, mask).hidden_states
+        if self.sums is None:
+            self.sums = torch.zeros((len(states), self.n, states[0].shape[-1]), dtype=torch.float64)
+        width = mask.shape[1]
+        for layer, hidden in enumerate(states):
+            weights = mask.to(device=hidden.device, dtype=torch.float32)
+            self.sums[layer, :width] += torch.einsum("bth,bt->th", hidden.float(), weights).to("cpu", torch.float64)
+        self.counts[:width] += mask.to(torch.float64).sum(0)
+
+
+def _result(checkpoint: Checkpoint, model: Any, run: _Run, method: str, capture: bool) -> ForwardResult:
+    """Sums over reach, and the notes on what was not captured."""
+    if run.sums is None:
         raise InputError("no sequence to run through the model; check the corpus")
-    reach = counts.numpy()
+    reach = run.counts.numpy()
+    n = run.n
     with np.errstate(invalid="ignore", divide="ignore"):
-        centroids = sums.numpy() / reach[None, :, None]
+        centroids = run.sums.numpy() / reach[None, :, None]
 
         def mean(store: dict[int, Any]) -> dict[int, np.ndarray]:
             return {block: total[:n].cpu().numpy() / reach[:n, None] for block, total in store.items()}
 
-        queries, keys = mean(recorder.queries), mean(recorder.keys)
-    rope_inside = checkpoint.mechanism.kind == "rope"
-    if method == "projections" and rope_inside:
+        queries, keys = mean(run.recorder.queries), mean(run.recorder.keys)
+    notes: list[str] = []
+    if method == "projections" and checkpoint.mechanism.kind == "rope":
         notes.append(
             f"{type(model).__name__} rotates its queries and keys inside its own attention code, which transformers' "
             "attention interface does not reach; query/key rows are left out rather than measured before the rotation"

@@ -242,7 +242,7 @@ def build_skeleton(config: Any, trust_remote_code: bool = False) -> tuple[Any, s
     # proper creates each parameter on the host for a moment before moving it to meta.
     with torch.device("meta"):
         largest = max((p.numel() * p.element_size() for p in build().parameters()), default=0)
-    from .hidden import available_memory
+    from .placement import available_memory
 
     free = available_memory("cpu")
     if largest > free / 2:
