@@ -20,11 +20,11 @@ CORPUS = Path(__file__).resolve().parent.parent / "sample_corpora" / "drift-word
 def main(output: Path) -> None:
     # `geoanalyze stress rope:d=64 --dataset ... --compare sinusoidal,mds,random` (39 null draws by default)
     rope = ga.score("rope:d=64", dataset=str(CORPUS), compare=("sinusoidal", "mds", "random"))
-    print(ga.verdict(rope))
-    document = ga.to_json(rope)
-    scores = document["scores"]["rope:d=64"]
+    print(rope.verdict.sentence)
+    scores = rope.scores["rope:d=64"].observed
     print(f"scaled stress {scores['scaled_stress']:.4f}, violation {scores['monotonicity_violation']:.4f}")
-    print({aspect: document["verdict"][aspect] for aspect in ("shape", "order", "local_order", "lag", "separation")})
+    print(dict(rope.verdict.categories))  # shape, order, local_order, lag, separation
+    # rope.to_json() is what `stress -f json` prints; rope.vectors and rope.geometry are the arrays behind it
 
     # A second target, drawn at the same width, and a page with both (as `geoanalyze report`).
     alibi = ga.score("alibi", dataset=str(CORPUS), compare=("sinusoidal:d=12",))

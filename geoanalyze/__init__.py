@@ -4,6 +4,7 @@ The public Python API (the command line is a thin layer over it)::
 
     from geoanalyze import load_texts, PositionalCounts, hellinger_distances, classical_mds
     from geoanalyze import score, verdict, to_json, to_markdown, write_report  # `stress`, `report`
+    from geoanalyze import StressResult, EncodingScores, LayerRow, Verdict       # what score() returns
 
 See ``examples/score_and_report.py``.
 
@@ -45,6 +46,11 @@ _EXPORTS = {
     "write_report": "geoanalyze.api",
     "score_vectors": "geoanalyze.api",
     "StressOptions": "geoanalyze.analysis",
+    "StressResult": "geoanalyze.results",
+    "EncodingScores": "geoanalyze.results",
+    "LayerRow": "geoanalyze.results",
+    "CheckpointInfo": "geoanalyze.results",
+    "Verdict": "geoanalyze.results",
     "null_calibration": "geoanalyze.geometry.scores",
     "get_encoding": "geoanalyze.encodings",
     "write_figures": "geoanalyze.report.stress",
@@ -52,13 +58,18 @@ _EXPORTS = {
 
 __all__ = [
     "DATASETS",
+    "CheckpointInfo",
+    "EncodingScores",
     "GeoanalyzeError",
+    "LayerRow",
     "LowRankEncoding",
     "MDSResult",
     "PositionGeometry",
     "PositionalCounts",
     "StressOptions",
+    "StressResult",
     "SyntheticCorpus",
+    "Verdict",
     "__version__",
     "classical_mds",
     "compute_counts",
@@ -96,6 +107,7 @@ if TYPE_CHECKING:
     from .geometry.mds import LowRankEncoding, MDSResult, classical_mds, low_rank_encoding, stress_curve
     from .geometry.scores import null_calibration
     from .report.stress import write_figures
+    from .results import CheckpointInfo, EncodingScores, LayerRow, StressResult, Verdict
 
 
 def __getattr__(name: str) -> Any:

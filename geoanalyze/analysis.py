@@ -1,16 +1,27 @@
 """The stress analysis: one target (checkpoint or encoding) against the geometry of a corpus.
 
-corpus -> counts (the target's own tokenizer) -> Hellinger distances D between kept positions
--> scores of the target's position vectors, of the standard encodings and of a random null
--> layer by layer: position vectors through each layer's W_Q and W_K, and hidden-state
-centroids from a forward pass. The result is one plain dict (what ``--format json`` prints).
+::
+
+    resolve_target     the target (an encoding spec or a checkpoint): its tokenizer, width, positions, layers
+ -> target_geometry    the corpus counted with the target's tokenizer -> Hellinger distances D between
+                       the kept positions (N_i >= min-count)
+ -> score_encodings    the target's position vectors, the standard encodings' and a random null, each
+                       scored against D, ranked among random tables of its shape, and per aspect whether
+                       this corpus can rank on it at all
+ -> score_layers       checkpoints, layer by layer: the position table through each layer's W_Q and W_K,
+                       and the centroids of the queries, keys and hidden states of a forward pass
+
+Every option is checked before the corpus is read (bad input fails in a second, not after the
+counting). The result is a frozen :class:`~geoanalyze.results.StressResult`: its ``to_json()``
+is what ``--format json`` prints, and it holds the arrays the figures draw.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -18,7 +29,7 @@ import numpy as np
 from .cache import cache_entry, cache_holds, write_cache
 from .corpus.marginals import DEFAULT_MIN_COUNT, compute_counts
 from .corpus.sources import default_tokenizer, resolve_source
-from .encodings import EncodingContext, get_encoding, is_encoding_spec
+from .encodings import Encoding, EncodingContext, get_encoding, is_encoding_spec
 from .errors import FormatError, InputError
 from .geometry.distances import PositionGeometry, position_geometry
 from .geometry.null import (
@@ -35,6 +46,29 @@ from .geometry.null import (
 from .geometry.scores import all_scores
 from .io import load_arrays, save_arrays
 from .notes import note
+from .results import (
+    AspectDecision,
+    CheckpointInfo,
+    CorpusInfo,
+    Discriminability,
+    EncodingScores,
+    LayerPeak,
+    LayerRow,
+    NullSettings,
+    StressResult,
+)
+
+__all__ = [
+    "CheckpointInfo",
+    "CorpusInfo",
+    "EncodingScores",
+    "LayerRow",
+    "StressOptions",
+    "StressResult",
+    "analyze",
+    "known_distances",
+    "split_specs",
+]
 
 DEFAULT_COMPARE = ("sinusoidal", "rope", "alibi", "mds", "random")
 LAYER_SCORES = (
@@ -88,6 +122,20 @@ class StressOptions:
     default_width: int = DEFAULT_WIDTH
 
 
+def split_specs(text: str) -> tuple[str, ...]:
+    """Split a comma-separated list of encoding specs, keeping each spec's own key=value pairs:
+    'alibi:heads=8,head=2,rope' -> ('alibi:heads=8,head=2', 'rope')."""
+    specs: list[str] = []
+    for piece in (part.strip() for part in text.split(",")):
+        if not piece:
+            continue
+        if specs and "=" in piece and ":" not in piece:
+            specs[-1] += "," + piece
+        else:
+            specs.append(piece)
+    return tuple(specs)
+
+
 def check_not_a_typo(target: str) -> None:
     """A target that is no encoding, no local path and close to an encoding name is a typo, not a hub model."""
     from pathlib import Path
@@ -128,11 +176,10 @@ def parse_layers(spec: str, n_layers: int) -> list[int]:
     return chosen
 
 
-def analyze(target: str, options: StressOptions, progress: ProgressFactory | None = None) -> dict[str, Any]:
-    """Run the stress analysis of ``target`` (a checkpoint name/path or an encoding spec)."""
+def check_options(options: StressOptions) -> None:
+    """The option checks that need no corpus and no checkpoint (each fails naming its option)."""
     if options.distance not in ("naive", "corrected"):
         raise InputError(f"unknown --distance {options.distance!r}; choose naive or corrected")
-    # Every option is checked before the corpus is read: bad input fails in a second, not after the counting.
     if options.bootstrap and options.bootstrap < 2:
         raise InputError(f"--bootstrap needs at least 2 resamples, got {options.bootstrap}")
     from .checkpoints.hidden import DEVICES, DTYPES
@@ -143,37 +190,94 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
         raise InputError(f"unknown --dtype {options.dtype!r}; choose one of {', '.join(DTYPES)}")
     if options.bootstrap and options.distance != "naive":
         raise InputError("--bootstrap resamples the naive Hellinger matrix; use --distance naive")
-    compared = {spec: get_encoding(spec) for spec in options.compare if spec}
-    check_not_a_typo(target)
-    checkpoint = None
-    chosen: list[int] = []
-    if is_encoding_spec(target):
-        encoding = get_encoding(target)
-        if options.layers.strip().lower() not in ("all", "none"):
-            raise InputError(f"--layers {options.layers!r} needs a checkpoint target; {target} is an encoding")
-        tokenizer = options.tokenizer or default_tokenizer(options.dataset)
-        width = options.width or spec_width(target) or options.default_width
-        max_length = options.max_positions or DEFAULT_MAX_POSITIONS
-    else:
-        from .checkpoints import load_checkpoint
 
-        checkpoint = load_checkpoint(target, options.trust_remote_code)
-        if options.tokenizer is not None:
-            _check_tokenizer_fits(options.tokenizer, checkpoint)
-        tokenizer = options.tokenizer or checkpoint.tokenizer_spec()
-        width = options.width or checkpoint.hidden_size
-        model_max = checkpoint.max_positions or DEFAULT_MAX_POSITIONS
-        if options.max_positions is not None and options.max_positions > model_max:
-            raise InputError(
-                f"--max-length {options.max_positions} exceeds the {model_max} positions of {target}; lower it"
-            )
-        max_length = options.max_positions or min(model_max, DEFAULT_MAX_POSITIONS)
-        chosen = parse_layers(options.layers, checkpoint.n_layers)
-    for candidate in [*compared.values(), *([encoding] if checkpoint is None else [])]:
-        candidate.check(width)
+
+@dataclass(frozen=True)
+class Target:
+    """A target resolved before the corpus is read: an encoding spec's ``encoding`` or a loaded
+    ``checkpoint``, the tokenizer its positions are counted with, the width the compared encodings are
+    drawn at, the positions read (``max_length``) and the checkpoint layers to score."""
+
+    name: str
+    tokenizer: str
+    width: int
+    max_length: int
+    encoding: Encoding | None = None
+    checkpoint: Any = None
+    layers: tuple[int, ...] = ()
+
+
+def resolve_target(target: str, options: StressOptions, compared: Mapping[str, Encoding]) -> Target:
+    """``target`` as an encoding spec or a checkpoint, and every compared encoding checked at its width."""
+    check_not_a_typo(target)
+    resolved = encoding_target(target, options) if is_encoding_spec(target) else checkpoint_target(target, options)
+    for candidate in [*compared.values(), *([resolved.encoding] if resolved.encoding is not None else [])]:
+        candidate.check(resolved.width)
+    return resolved
+
+
+def encoding_target(spec: str, options: StressOptions) -> Target:
+    """A spec is drawn at --width, else the width it names, else ``default_width``; the corpus is read with
+    --tokenizer or the dataset's default, up to --max-length (512 positions by default)."""
+    encoding = get_encoding(spec)
+    if options.layers.strip().lower() not in ("all", "none"):
+        raise InputError(f"--layers {options.layers!r} needs a checkpoint target; {spec} is an encoding")
+    return Target(
+        spec,
+        tokenizer=options.tokenizer or default_tokenizer(options.dataset),
+        width=options.width or spec_width(spec) or options.default_width,
+        max_length=options.max_positions or DEFAULT_MAX_POSITIONS,
+        encoding=encoding,
+    )
+
+
+def checkpoint_target(name: str, options: StressOptions) -> Target:
+    """A checkpoint is read with its own tokenizer, compared at its hidden size (or --width), up to its
+    positions (at most 512 unless --max-length asks for more), at the layers --layers chooses."""
+    from .checkpoints import load_checkpoint
+
+    checkpoint = load_checkpoint(name, options.trust_remote_code)
+    if options.tokenizer is not None:
+        _check_tokenizer_fits(options.tokenizer, checkpoint)
+    tokenizer = options.tokenizer or checkpoint.tokenizer_spec()
+    width = options.width or checkpoint.hidden_size
+    model_max = checkpoint.max_positions or DEFAULT_MAX_POSITIONS
+    if options.max_positions is not None and options.max_positions > model_max:
+        raise InputError(f"--max-length {options.max_positions} exceeds the {model_max} positions of {name}; lower it")
+    return Target(
+        name,
+        tokenizer=tokenizer,
+        width=width,
+        max_length=options.max_positions or min(model_max, DEFAULT_MAX_POSITIONS),
+        checkpoint=checkpoint,
+        layers=tuple(parse_layers(options.layers, checkpoint.n_layers)),
+    )
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """The corpus as the target reads it: its source, counts and geometry, and the target distance D."""
+
+    source: Any
+    counts: Any
+    geometry: PositionGeometry
+    distances: np.ndarray
+
+    @property
+    def positions(self) -> np.ndarray:
+        return self.geometry.positions
+
+
+def target_geometry(resolved: Target, options: StressOptions, progress: ProgressFactory | None = None) -> Corpus:
+    """Count the corpus with the target's tokenizer and measure the Hellinger geometry of its kept positions."""
     source = resolve_source(options.dataset, options.split, options.data_dir, options.text_column)
     counts, _ = compute_counts(
-        source, tokenizer=tokenizer, max_length=max_length, limit=options.limit, cache=options.cache, progress=progress
+        source,
+        tokenizer=resolved.tokenizer,
+        max_length=resolved.max_length,
+        limit=options.limit,
+        cache=options.cache,
+        progress=progress,
     )
     if options.max_positions is not None and counts.n_positions < options.max_positions:
         raise InputError(
@@ -188,102 +292,143 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
         else:
             hint = f"lower --min-count to {int(totals[2])} or below"
         raise InputError(f"only {len(geometry.positions)} positions have N_i >= {options.min_count}; {hint}")
-    target_distances = geometry.matrix(options.distance)
-    if not np.all(np.isfinite(target_distances)):
+    distances = geometry.matrix(options.distance)
+    if not np.all(np.isfinite(distances)):
         raise InputError("the corrected distance is undefined for some positions; raise --min-count or use naive")
-    context = EncodingContext(width=width, distances=target_distances, counts=counts.metadata)
-    positions = geometry.positions
+    return Corpus(source, counts, geometry, distances)
 
-    vectors = {}
-    if checkpoint is not None:
-        if checkpoint.mechanism.has_vectors:
-            vectors[target] = checkpoint.position_vectors(positions)
-    else:
-        vectors[target] = encoding.vectors(positions, context)
-        if options.width is None and vectors[target].ndim == 2 and target.split(":")[0] not in ("mds", "alibi"):
-            # Compare at the target's own width (model:, file:, learned: tables say theirs only when read).
-            width = int(vectors[target].shape[1])
-            context = EncodingContext(width=width, distances=target_distances, counts=counts.metadata)
+
+@dataclass(frozen=True)
+class Scored:
+    """The tables scored against D (the target's first), the width they are drawn at, the null draws
+    they share with the layer rows, and per aspect whether this corpus can rank on it."""
+
+    vectors: dict[str, np.ndarray]
+    scores: dict[str, EncodingScores]
+    width: int
+    nulls: NullCache
+    discriminability: Discriminability
+
+
+def position_tables(
+    resolved: Target, compared: Mapping[str, Encoding], corpus: Corpus, options: StressOptions
+) -> tuple[dict[str, np.ndarray], EncodingContext]:
+    """The position vectors of the target (when it has them) and of each compared encoding, and the
+    context they are drawn in: a spec's table without a width of its own (model:, file:, learned:
+    say theirs only when read) sets the compared width."""
+    context = EncodingContext(width=resolved.width, distances=corpus.distances, counts=corpus.counts.metadata)
+    vectors: dict[str, np.ndarray] = {}
+    name, positions = resolved.name, corpus.positions
+    if resolved.checkpoint is not None:
+        if resolved.checkpoint.mechanism.has_vectors:
+            vectors[name] = resolved.checkpoint.position_vectors(positions)
+    elif resolved.encoding is not None:
+        vectors[name] = resolved.encoding.vectors(positions, context)
+        if options.width is None and vectors[name].ndim == 2 and name.split(":")[0] not in ("mds", "alibi"):
+            width = int(vectors[name].shape[1])
+            context = EncodingContext(width=width, distances=corpus.distances, counts=corpus.counts.metadata)
             for candidate in compared.values():
                 candidate.check(width)
-    for spec, compared_encoding in compared.items():
+    for spec, encoding in compared.items():
         if spec not in vectors:
-            vectors[spec] = compared_encoding.vectors(positions, context)
-    nulls = NullCache(target_distances, positions, options.null_draws, options.seed)
-    scores: dict[str, dict[str, Any]] = {}
+            vectors[spec] = encoding.vectors(positions, context)
+    return vectors, context
+
+
+def score_encodings(
+    resolved: Target, compared: Mapping[str, Encoding], corpus: Corpus, options: StressOptions
+) -> Scored:
+    """Every table's scores against D and its rank test among random tables of its shape; the
+    discriminability of each aspect; the target's bootstrap intervals under --bootstrap."""
+    vectors, context = position_tables(resolved, compared, corpus, options)
+    distances, positions = corpus.distances, corpus.positions
+    nulls = NullCache(distances, positions, options.null_draws, options.seed)
+    scores: dict[str, EncodingScores] = {}
     for name, table in vectors.items():
-        scores[name] = score_table(table, target_distances, positions, nulls)
-        note_beyond_range(name, scores[name])
-    discriminates = discriminability(
-        scores, vectors, target_distances, positions, width, context, nulls, geometry.summary, options.distance
+        scores[name] = score_table(table, distances, positions, nulls)
+        note_beyond_range(name, scores[name].observed)
+    decided = discriminability(
+        scores, vectors, distances, positions, context, nulls, corpus.geometry.summary, options.distance
     )
-
+    target = resolved.name
     if options.bootstrap and target in scores:
-        scores[target]["bootstrap"] = bootstrap_intervals(
-            vectors[target], scores[target], source, tokenizer, max_length, positions, options
-        )
+        sampled = (corpus.source, resolved.tokenizer, resolved.max_length, positions, options)
+        intervals = bootstrap_intervals(vectors[target], scores[target].observed, *sampled)
+        scores[target] = replace(scores[target], bootstrap=intervals)
+    return Scored(vectors, scores, context.width, nulls, decided)
 
-    result: dict[str, Any] = {
-        "target": target,
-        "kind": "checkpoint" if checkpoint is not None else "encoding",
-        "dataset": {**source.describe(), "tokenizer": tokenizer, "max_length": max_length, "limit": options.limit},
-        "distance": options.distance,
-        "width": width,
-        "positions": positions,
-        "left_out": geometry.left_out,
-        "noise": geometry.summary,
-        "scores": scores,
-        "null": {"draws": options.null_draws, "min_draws": MIN_DRAWS, "alpha": 0.05, "seed": options.seed},
-        "discriminability": discriminates,
-        "layers": [],
-        "peaks": {},
+
+def score_layers(
+    resolved: Target, scored: Scored, corpus: Corpus, options: StressOptions, progress: ProgressFactory | None
+) -> tuple[CheckpointInfo, tuple[LayerRow, ...], dict[str, LayerPeak]]:
+    """A checkpoint's description, its rows layer by layer (the layers --layers chose), their peaks,
+    and per row kind whether it was measured or why not; the checkpoint's notes go to stderr."""
+    checkpoint, target = resolved.checkpoint, resolved.name
+    mechanism = checkpoint.mechanism
+    rows = {
+        "position": f"measured ({mechanism.kind})"
+        if target in scored.vectors
+        else f"skipped: no absolute position vectors; positions are {mechanism.describe_kind()}"
     }
-    if checkpoint is not None:
-        mechanism = checkpoint.mechanism
-        rows: dict[str, str] = {}
-        result["checkpoint"] = {
-            "path": str(checkpoint.path) if checkpoint.origin == "local folder" else checkpoint.name,
-            "origin": checkpoint.origin,
-            "architecture": mechanism.architecture,
-            "model_type": mechanism.model_type,
-            "position_kind": mechanism.kind,
-            "position_mechanism": mechanism.summary(),
-            "hidden_size": width,
-            "layers": checkpoint.n_layers,
-            "parameters": mechanism.parameters,
-            "rows": rows,
-            "notes": list(mechanism.notes),
-        }
-        rows["position"] = (
-            f"measured ({mechanism.kind})"
-            if target in vectors
-            else f"skipped: no absolute position vectors; positions are {mechanism.describe_kind()}"
+    layers: list[LayerRow] = []
+    if resolved.layers:
+        layers, measured = checkpoint_layers(
+            checkpoint, scored.vectors.get(target), corpus, resolved, options, progress, scored.nulls
         )
-        if chosen:
-            layers, measured = checkpoint_layers(
-                checkpoint,
-                vectors.get(target),
-                positions,
-                source,
-                tokenizer,
-                geometry,
-                target_distances,
-                chosen,
-                max_length,
-                options,
-                progress,
-                nulls,
-            )
-            rows.update(measured)
-            result["layers"] = layers
-            result["peaks"] = layer_peaks(layers)
-        else:
-            rows.update({name: "skipped: --layers none" for name in ("projected", "query_key", "hidden")})
-        for line in result["checkpoint"]["notes"]:
-            note(f"{target}: {line}")
-    result["_geometry"] = geometry  # for figures; dropped from JSON
-    result["_vectors"] = vectors
-    return result
+        rows.update(measured)
+    else:
+        rows.update({name: "skipped: --layers none" for name in ("projected", "query_key", "hidden")})
+    info = CheckpointInfo(
+        path=str(checkpoint.path) if checkpoint.origin == "local folder" else checkpoint.name,
+        origin=checkpoint.origin,
+        architecture=mechanism.architecture,
+        model_type=mechanism.model_type,
+        position_kind=mechanism.kind,
+        position_mechanism=mechanism.summary(),
+        hidden_size=scored.width,
+        layers=checkpoint.n_layers,
+        parameters=mechanism.parameters,
+        rows=rows,
+        notes=tuple(mechanism.notes),
+    )
+    for line in info.notes:
+        note(f"{target}: {line}")
+    return info, tuple(layers), layer_peaks(layers)
+
+
+def analyze(target: str, options: StressOptions, progress: ProgressFactory | None = None) -> StressResult:
+    """Run the stress analysis of ``target`` (a checkpoint name/path or an encoding spec).
+
+    ``progress(label, total)`` returns the callback a long step (counting, the forward pass) reports to.
+    """
+    check_options(options)
+    compared = {spec: get_encoding(spec) for spec in options.compare if spec}
+    resolved = resolve_target(target, options, compared)
+    corpus = target_geometry(resolved, options, progress)
+    scored = score_encodings(resolved, compared, corpus, options)
+    checkpoint, layers, peaks = (
+        score_layers(resolved, scored, corpus, options, progress) if resolved.checkpoint is not None else (None, (), {})
+    )
+    geometry = corpus.geometry
+    return StressResult(
+        target=target,
+        kind="encoding" if checkpoint is None else "checkpoint",
+        dataset=CorpusInfo(corpus.source.describe(), resolved.tokenizer, resolved.max_length, options.limit),
+        distance=options.distance,
+        width=scored.width,
+        positions=geometry.positions,
+        left_out=geometry.left_out,
+        noise=geometry.summary,
+        scores=scored.scores,
+        null=NullSettings(draws=options.null_draws, seed=options.seed),
+        discriminability=scored.discriminability,
+        layers=layers,
+        peaks=peaks,
+        checkpoint=checkpoint,
+        geometry=geometry,
+        vectors=scored.vectors,
+        exact_distances=partial(known_distances, geometry),
+    )
 
 
 class NullCache:
@@ -313,14 +458,12 @@ def score_table(
     nulls: NullCache,
     scale: float = 1.0,
     subset: np.ndarray | None = None,
-) -> dict[str, Any]:
+) -> EncodingScores:
     """Every score of one table, its rank test against the null of its shape (on the rows ``subset`` of
     the kept positions, or all of them), and its category per aspect."""
     observed = all_scores(table, distances, index=positions, scale=scale)
     calibrated = calibrate(observed, nulls.sample(int(table.shape[1]), subset))
-    return dict(
-        observed, dim=int(table.shape[1]), null=calibrated, null_draws=nulls.draws, categories=categories(calibrated)
-    )
+    return EncodingScores(observed, int(table.shape[1]), calibrated, nulls.draws, categories(calibrated))
 
 
 #: the encodings that carry position information without being fitted to D (the discriminability probes)
@@ -328,16 +471,15 @@ PROBE_KINDS = ("sinusoidal", "rope")
 
 
 def discriminability(
-    scores: dict[str, dict[str, Any]],
-    vectors: dict[str, np.ndarray],
+    scores: Mapping[str, EncodingScores],
+    vectors: Mapping[str, np.ndarray],
     distances: np.ndarray,
     positions: np.ndarray,
-    width: int,
     context: EncodingContext,
     nulls: NullCache,
-    noise: dict[str, Any],
+    noise: Mapping[str, Any],
     distance: str,
-) -> dict[str, Any]:
+) -> Discriminability:
     """Per aspect, whether its score can separate encodings on this corpus (docs/scores.md, "Discriminability").
 
     A D-based score (shape, order, local order) cannot when the naive distance is mostly sampling
@@ -345,18 +487,16 @@ def discriminability(
     with position information that is not fitted to D) is indistinguishable from the random
     tables. Lag and separation depend on the vectors alone and always can.
     """
+    width = context.width
     probes = {
         name: scores[name]
         for name, table in vectors.items()
         if name.split(":")[0] in PROBE_KINDS and table.shape[1] == width
     }
     if not probes:
-        even = max(2, 2 * (width // 2))
-        spec = f"sinusoidal:d={even}"
+        spec = f"sinusoidal:d={max(2, 2 * (width // 2))}"
         probes[spec] = score_table(get_encoding(spec).vectors(positions, context), distances, positions, nulls)
-    probe_name, probe = next(iter(probes.items()))
-    decidable = nulls.draws >= MIN_DRAWS
-    equidistant = equidistant_scaled_stress(distances)
+    probe_name = next(iter(probes))
     noise_fraction = noise.get("noise_fraction")
     noisy = (
         distance == "naive"
@@ -364,41 +504,53 @@ def discriminability(
         and noise_fraction == noise_fraction
         and noise_fraction > NOISE_DOMINATED
     )
-    result: dict[str, Any] = {"probe": probe_name, "equidistant_scaled_stress": equidistant, "aspects": {}}
-    for aspect, key in ASPECTS.items():
-        entry: dict[str, Any] = {"discriminates": True, "reason": None}
-        if aspect in D_ASPECTS:
-            categories_seen = {p["categories"].get(aspect) for p in probes.values()}
-            null = probe["null"].get(key)
-            if not decidable:
-                entry = {
-                    "discriminates": None,
-                    "reason": f"{nulls.draws} null draws cannot decide it (the rank test needs {MIN_DRAWS})",
-                }
-            elif noisy:
-                entry = {
-                    "discriminates": False,
-                    "reason": f"the naive distance is mostly sampling noise (noise fraction {noise_fraction:.2f} > "
-                    f"{NOISE_DOMINATED}), so {ASPECT_WORDS[aspect]} ranks encodings against noise",
-                }
-            elif null is not None and categories_seen <= {"indistinguishable"}:
-                reason = (
-                    f"{probe_name} ({probe[key]:.4g}) scores within the random tables' range "
-                    f"({null['low']:.4g} to {null['high']:.4g})"
-                )
-                if aspect == "shape":
-                    reason += (
-                        f"; a table with no position information (every position equidistant) scores "
-                        f"{equidistant:.4g}: D is nearly flat where it counts, so scaled stress rewards any "
-                        "near-isotropic table"
-                    )
-                entry = {"discriminates": False, "reason": reason}
-            entry["probe_category"] = probe["categories"].get(aspect)
-        result["aspects"][aspect] = entry
-    return result
+    equidistant = equidistant_scaled_stress(distances)
+    aspects = {
+        aspect: probed_aspect(aspect, probe_name, probes, nulls.draws, noise_fraction if noisy else None, equidistant)
+        if aspect in D_ASPECTS
+        else AspectDecision(True)
+        for aspect in ASPECTS
+    }
+    return Discriminability(probe_name, equidistant, aspects)
 
 
-def note_beyond_range(name: str, scores: dict[str, Any]) -> None:
+def probed_aspect(
+    aspect: str,
+    probe_name: str,
+    probes: Mapping[str, EncodingScores],
+    draws: int,
+    noise_fraction: float | None,
+    equidistant: float,
+) -> AspectDecision:
+    """Whether a D-based aspect can rank encodings: undecided with too few draws; not when the naive
+    distance is mostly noise (``noise_fraction`` given) or every probe scores like a random table."""
+    key, probe = ASPECTS[aspect], probes[probe_name]
+    category = probe.categories.get(aspect)
+    null = probe.null.get(key)
+    if draws < MIN_DRAWS:
+        return AspectDecision(None, f"{draws} null draws cannot decide it (the rank test needs {MIN_DRAWS})", category)
+    if noise_fraction is not None:
+        reason = (
+            f"the naive distance is mostly sampling noise (noise fraction {noise_fraction:.2f} > "
+            f"{NOISE_DOMINATED}), so {ASPECT_WORDS[aspect]} ranks encodings against noise"
+        )
+        return AspectDecision(False, reason, category)
+    if null is None or not {p.categories.get(aspect) for p in probes.values()} <= {"indistinguishable"}:
+        return AspectDecision(True, None, category)
+    reason = (
+        f"{probe_name} ({probe.observed[key]:.4g}) scores within the random tables' range "
+        f"({null['low']:.4g} to {null['high']:.4g})"
+    )
+    if aspect == "shape":
+        reason += (
+            f"; a table with no position information (every position equidistant) scores "
+            f"{equidistant:.4g}: D is nearly flat where it counts, so scaled stress rewards any "
+            "near-isotropic table"
+        )
+    return AspectDecision(False, reason, category)
+
+
+def note_beyond_range(name: str, scores: Mapping[str, float]) -> None:
     """A raw score whose true value is beyond float64's range is inf (null in JSON): say so, once."""
     for key in ("stress", "separation"):
         value = scores.get(key)
@@ -429,7 +581,7 @@ def _check_tokenizer_fits(tokenizer: str, checkpoint: Any) -> None:
 
 def bootstrap_intervals(
     table: np.ndarray,
-    observed_scores: dict[str, float],
+    observed_scores: Mapping[str, float],
     source: Any,
     tokenizer: str,
     max_length: int,
@@ -483,25 +635,20 @@ def bootstrap_intervals(
 def checkpoint_layers(
     checkpoint: Any,
     table: np.ndarray | None,
-    kept_positions: np.ndarray,
-    source: Any,
-    tokenizer: str,
-    geometry: PositionGeometry,
-    distances: np.ndarray,
-    chosen: list[int],
-    max_length: int,
+    corpus: Corpus,
+    resolved: Target,
     options: StressOptions,
     progress: ProgressFactory | None,
     nulls: NullCache,
-) -> tuple[list[dict[str, Any]], dict[str, str]]:
+) -> tuple[list[LayerRow], dict[str, str]]:
     """Every per-layer row of a checkpoint, and what was measured or skipped (and why) per row kind.
 
     Each row is scored like a table (every scale-free score, its rank test against random tables
     of the row's width on the row's positions, and its categories)."""
     measured: dict[str, str] = {}
-    layers, measured["projected"] = projected_layers(checkpoint, table, distances, chosen, kept_positions, nulls)
-    forward = cached_forward(checkpoint, source, tokenizer, max_length, options, progress)
-    positions = geometry.positions
+    chosen, distances, positions = resolved.layers, corpus.distances, corpus.positions
+    layers, measured["projected"] = projected_layers(checkpoint, table, distances, chosen, positions, nulls)
+    forward = cached_forward(checkpoint, corpus.source, resolved.tokenizer, resolved.max_length, options, progress)
     reach = forward.reach
     usable = (positions < reach.shape[0]) & (reach[np.minimum(positions, reach.shape[0] - 1)] >= MIN_CENTROID_SEQUENCES)
     index = np.flatnonzero(usable)
@@ -509,21 +656,15 @@ def checkpoint_layers(
         reason = f"skipped: fewer than 3 kept positions are reached by {MIN_CENTROID_SEQUENCES} sampled sequences"
         measured["query_key"] = measured["hidden"] = reason
         return layers, measured
-    sub = distances[np.ix_(index, index)]
-    kept = positions[index]
+    sub, kept = distances[np.ix_(index, index)], positions[index]
 
-    def row(layer: int, projection: str, vectors: np.ndarray) -> dict[str, Any]:
+    def row(layer: int, projection: str, vectors: np.ndarray) -> LayerRow:
         if not np.all(np.isfinite(vectors)):
             raise InputError(
                 f"the {projection} vectors of layer {layer} hold NaN or infinity: the forward pass overflowed "
                 "(huge weights, or a low precision); try --dtype float32, or --layers none to score the table only"
             )
-        return {
-            "layer": layer,
-            "projection": projection,
-            "positions_used": int(index.size),
-            **layer_scores(vectors, sub, kept, nulls, subset=index),
-        }
+        return layer_row(layer, projection, vectors, sub, kept, nulls, subset=index, positions_used=int(index.size))
 
     captured = 0
     for layer in chosen:
@@ -541,41 +682,48 @@ def checkpoint_layers(
         if layer < forward.centroids.shape[0]:
             layers.append(row(layer, "hidden", forward.centroids[layer][kept]))
     measured["hidden"] = "measured"
-    layers.sort(key=lambda item: (item["layer"], _PROJECTION_ORDER.get(item["projection"], 9)))
+    layers.sort(key=lambda item: (item.layer, PROJECTION_ORDER.get(item.projection, 9)))
     return layers, measured
 
 
-_PROJECTION_ORDER = {"P·W_Q": 0, "P·W_K": 1, "query": 2, "key": 3, "hidden": 4}
+#: the order of a layer's rows in the layer table
+PROJECTION_ORDER = {"P·W_Q": 0, "P·W_K": 1, "query": 2, "key": 3, "hidden": 4}
 
 
-def layer_scores(
+def layer_row(
+    layer: int,
+    projection: str,
     vectors: np.ndarray,
     distances: np.ndarray,
     positions: np.ndarray,
     nulls: NullCache,
     subset: np.ndarray | None = None,
     scale: float = 1.0,
-) -> dict[str, Any]:
+    positions_used: int | None = None,
+) -> LayerRow:
     """A layer row's scores (:data:`LAYER_SCORES`), their rank tests (``null``) and ``categories``."""
     scored = score_table(vectors, distances, positions, nulls, scale=scale, subset=subset)
-    return {
-        **{k: scored[k] for k in LAYER_SCORES},
-        "null": {k: scored["null"][k] for k in LAYER_SCORES if k in scored["null"]},
-        "categories": scored["categories"],
-    }
+    return LayerRow(
+        layer,
+        projection,
+        observed={k: scored.observed[k] for k in LAYER_SCORES},
+        null={k: scored.null[k] for k in LAYER_SCORES if k in scored.null},
+        categories=scored.categories,
+        positions_used=positions_used,
+    )
 
 
 def projected_layers(
     checkpoint: Any,
     table: np.ndarray | None,
     distances: np.ndarray,
-    chosen: list[int],
-    index: Any,
+    chosen: Sequence[int],
+    positions: np.ndarray,
     nulls: NullCache,
-) -> tuple[list[dict[str, Any]], str]:
+) -> tuple[list[LayerRow], str]:
     """Scores of P W_Q^(l) and P W_K^(l) for the chosen layers (1-based: layer l's attention): the stored
     table pushed through each layer's query and key maps, bias left out."""
-    rows: list[dict[str, Any]] = []
+    rows: list[LayerRow] = []
     if table is None or not checkpoint.mechanism.has_table:
         return rows, "skipped: only an absolute table enters the query/key maps as a vector"
     maps = checkpoint.query_key_maps()
@@ -594,9 +742,9 @@ def projected_layers(
             # At unit scale, so a huge table's product neither overflows nor changes a scale-free score.
             scale = float(np.max(np.abs(table))) if table.size else 0.0
             unit = table / scale if scale > 0 else table
-            scores = layer_scores(unit @ matrix, distances, index, nulls, scale=scale or 1.0)
-            note_beyond_range(f"layer {layer} {projection}", scores)
-            rows.append({"layer": layer, "projection": projection, **scores})
+            scored = layer_row(layer, projection, unit @ matrix, distances, positions, nulls, scale=scale or 1.0)
+            note_beyond_range(f"layer {layer} {projection}", scored.observed)
+            rows.append(scored)
     return rows, "measured"
 
 
@@ -673,38 +821,91 @@ def cached_forward(
     return forward
 
 
-def layer_peaks(layers: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def layer_peaks(layers: Sequence[LayerRow]) -> dict[str, LayerPeak]:
     """Per projection, in table order: the layers of lowest scaled stress and lowest violation, the
     layers whose categories are better than random per aspect, and (JSON only, not a summary: it
     follows the vectors' size) the layer where raw stress peaks."""
 
-    def lowest(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    def lowest(rows: list[LayerRow], key: str) -> LayerRow:
         # an undefined score (NaN) is never the best
-        return min(rows, key=lambda row: (not np.isfinite(row[key]), row[key] if np.isfinite(row[key]) else 0.0))
+        return min(
+            rows,
+            key=lambda row: (
+                not np.isfinite(row.observed[key]),
+                row.observed[key] if np.isfinite(row.observed[key]) else 0.0,
+            ),
+        )
 
-    peaks: dict[str, dict[str, Any]] = {}
-    order = sorted({row["projection"] for row in layers}, key=lambda name: (_PROJECTION_ORDER.get(name, 9), name))
+    peaks: dict[str, LayerPeak] = {}
+    order = sorted({row.projection for row in layers}, key=lambda name: (PROJECTION_ORDER.get(name, 9), name))
     for projection in order:
-        rows = [row for row in layers if row["projection"] == projection]
-        highest = max(rows, key=lambda row: row["stress"] if np.isfinite(row["stress"]) else -np.inf)
-        best = lowest(rows, "scaled_stress")
-        ordered = lowest(rows, "monotonicity_violation")
-        peaks[projection] = {
-            "peak_stress_layer": highest["layer"],
-            "peak_stress": highest["stress"],
-            "best_scaled_stress_layer": best["layer"],
-            "best_scaled_stress": best["scaled_stress"],
-            "best_violation_layer": ordered["layer"],
-            "best_violation": ordered["monotonicity_violation"],
-            "better_layers": {
-                aspect: [row["layer"] for row in rows if row.get("categories", {}).get(aspect) == "better"]
-                for aspect in ASPECTS
+        rows = [row for row in layers if row.projection == projection]
+        highest = max(rows, key=lambda row: row.observed["stress"] if np.isfinite(row.observed["stress"]) else -np.inf)
+        best, ordered = lowest(rows, "scaled_stress"), lowest(rows, "monotonicity_violation")
+        peaks[projection] = LayerPeak(
+            peak_stress_layer=highest.layer,
+            peak_stress=highest.observed["stress"],
+            best_scaled_stress_layer=best.layer,
+            best_scaled_stress=best.observed["scaled_stress"],
+            best_violation_layer=ordered.layer,
+            best_violation=ordered.observed["monotonicity_violation"],
+            better_layers={
+                aspect: [row.layer for row in rows if row.categories.get(aspect) == "better"] for aspect in ASPECTS
             },
-            "layers": [row["layer"] for row in rows],
-        }
+            layers=[row.layer for row in rows],
+        )
     return peaks
 
 
-def public(result: dict[str, Any]) -> dict[str, Any]:
-    """The JSON-ready part of an analysis result (drops private keys such as ``_geometry``)."""
-    return {key: value for key, value in result.items() if not key.startswith("_")}
+def true_marginals(corpus: Mapping[str, Any]) -> np.ndarray | None:
+    """The true per-position marginals (n, V) of one counted corpus, or None when they are not known.
+
+    ``corpus``: an entry of the counts' ``metadata["corpus"]`` (kind, location). A synthetic spec
+    is regenerated (same seed, same marginals); a file ``<name>.<ext>`` has them when
+    ``<name>.marginals.npy`` lies beside it (``geoanalyze datasets synthesize`` writes both).
+    """
+    from pathlib import Path
+
+    location = str(corpus.get("location") or "")
+    if corpus.get("kind") == "synthetic":
+        from .corpus.sources import parse_synthetic_spec
+        from .corpus.synthetic import synthetic_corpus
+
+        kind, options = parse_synthetic_spec(location)
+        return synthetic_corpus(kind, **options).marginals  # type: ignore[arg-type]
+    if corpus.get("kind") != "file" or not location:
+        return None
+    path = Path(location)
+    sibling = path.with_name(path.name.split(".", 1)[0] + ".marginals.npy")
+    if not sibling.is_file():
+        return None
+    marginals = np.load(sibling, allow_pickle=False)
+    return marginals if marginals.ndim == 2 else None
+
+
+def known_distances(geometry: PositionGeometry) -> np.ndarray | None:
+    """The exact distances between ``geometry.positions`` from the corpus's true marginals, or None.
+
+    None unless the counts come from one corpus whose marginals are known (:func:`true_marginals`).
+    Counted position p is marginal row p, or p - 1 when the tokenizer put a [CLS] first (special
+    tokens added, and position 0 one constant token, or left out with --exclude-special); pairs
+    with a position outside the marginals (the [CLS], a [SEP]) are NaN.
+    """
+    from .geometry.distances import fisher_rao_distances, hellinger_distances
+
+    metadata = geometry.metadata or {}
+    corpora = metadata.get("corpus") or []
+    if len(corpora) != 1:
+        return None
+    marginals = true_marginals(corpora[0])
+    if marginals is None:
+        return None
+    exact = fisher_rao_distances(marginals) if geometry.metric == "fisher-rao" else hellinger_distances(marginals)
+    positions = np.asarray(geometry.positions)
+    constant_first = positions.size > 0 and positions[0] == 0 and float(geometry.noise_floor[0]) <= 1e-6
+    shift = int(bool(metadata.get("add_special_tokens")) and (bool(metadata.get("exclude_special")) or constant_first))
+    rows = positions - shift
+    valid = (rows >= 0) & (rows < len(exact))
+    truth = np.full((len(rows), len(rows)), np.nan)
+    truth[np.ix_(valid, valid)] = exact[np.ix_(rows[valid], rows[valid])]
+    return truth

@@ -5,12 +5,16 @@ Each function mirrors a command, with the command's option names as keyword argu
     import geoanalyze as ga
 
     result = ga.score("rope:d=64", dataset="sample_corpora/drift-words.txt", null_draws=4)
-    ga.verdict(result)                  # the one line under the table
-    ga.to_json(result)                  # what `stress -f json` prints (a dict)
-    ga.to_markdown(result)              # what `stress -f markdown` prints
-    ga.write_report([result, other], "page.md")   # what `report -o page.md` writes, with figures
+    result.verdict.sentence             # the one line under the table (ga.verdict(result))
+    result.verdict.shape                # "better", "indistinguishable", "worse" or "undecided"
+    result.scores["rope:d=64"].observed["scaled_stress"]
+    result.to_json()                    # what `stress -f json` prints (a JSON string; ga.to_json(result))
+    result.to_markdown()                # what `stress -f markdown` prints (ga.to_markdown(result))
+    ga.write_report([result, other], "page.md")   # the page `report -o page.md` writes, with figures
 
-and, for vectors you made yourself, ``ga.score_vectors(P, D)`` (every score) with
+The result is a frozen :class:`~geoanalyze.results.StressResult`; its ``geometry`` and
+``vectors`` are the arrays behind the scores (``ga.write_figures(result, folder)`` draws them).
+For vectors you made yourself, ``ga.score_vectors(P, D)`` (every score) with
 ``ga.null_calibration(P, D)`` (where P falls among random encodings of its shape).
 """
 
@@ -21,7 +25,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .analysis import StressOptions, analyze
+from .analysis import StressOptions, analyze, split_specs
+from .results import StressResult
 
 __all__ = ["score", "score_vectors", "to_json", "to_markdown", "verdict", "write_report"]
 
@@ -33,65 +38,48 @@ def score(
     max_length: int | None = None,
     progress: Callable[[str, int], Callable[[int], None]] | None = None,
     **options: Any,
-) -> dict[str, Any]:
+) -> StressResult:
     """Score a checkpoint (hub name or folder) or an encoding spec (``rope:d=64``) against a corpus.
 
     ``dataset`` is what ``--dataset`` takes (a name, a file or folder, ``synthetic:...``); the
     other keywords are the options of ``geoanalyze stress`` with underscores: ``split``,
     ``data_dir``, ``limit``, ``tokenizer``, ``max_length``, ``min_count``, ``distance``,
-    ``layers``, ``compare`` (a sequence of specs), ``width``, ``null_draws``, ``seed``,
-    ``bootstrap``, ``max_sequences``, ``device``, ``dtype``, ``batch_size``, ``cache``.
-    Returns the analysis (pass it to :func:`to_json`, :func:`to_markdown`, :func:`report`).
+    ``layers``, ``compare`` (a sequence of specs, or one comma-separated string), ``width``,
+    ``null_draws``, ``seed``, ``bootstrap``, ``max_sequences``, ``device``, ``dtype``,
+    ``batch_size``, ``cache``. Returns the typed result (``result.to_json()``, ``result.to_markdown()``).
     """
-    if "compare" in options and isinstance(options["compare"], str):
-        from .cli.stress import split_specs
-
+    if isinstance(options.get("compare"), str):
         options["compare"] = split_specs(options["compare"])
     return analyze(target, StressOptions(dataset=dataset, max_positions=max_length, **options), progress=progress)
 
 
-def verdict(result: dict[str, Any]) -> str:
+def verdict(result: StressResult) -> str:
     """The one-line verdict of the stress table (null test and shape against the standard encodings)."""
-    from .report.stress import summarize
-
-    return str(summarize(result)["verdict"])
+    return result.verdict.sentence
 
 
-def to_json(result: dict[str, Any]) -> dict[str, Any]:
-    """The JSON-ready document ``stress -f json`` prints: scores, summary (rows, verdict, warnings, legend)."""
-    from .io import to_jsonable
-    from .report.stress import document
-
-    return dict(to_jsonable(document(result)))
+def to_json(result: StressResult) -> str:
+    """The JSON ``stress -f json`` prints (scores, verdict, summary), as a string: ``result.to_json()``."""
+    return result.to_json()
 
 
-def to_markdown(result: dict[str, Any], legend: bool = True, figures: dict[str, str] | None = None) -> str:
+def to_markdown(result: StressResult, legend: bool = True, figures: dict[str, str] | None = None) -> str:
     """The Markdown section ``stress -f markdown`` prints (GFM tables, verdict, legend)."""
-    from .report.stress import markdown
-
-    return markdown(result, figures, show_legend=legend)
+    return result.to_markdown(figures, show_legend=legend)
 
 
-def write_report(results: Sequence[dict[str, Any]], output: str | os.PathLike[str], title: str | None = None) -> Path:
-    """Write a Markdown page of several analyses with their figures in ``<name>_files/``; return its path."""
+def write_report(results: Sequence[StressResult], output: str | os.PathLike[str], title: str | None = None) -> Path:
+    """Write the page ``geoanalyze report`` writes for ``results``, with their figures in ``<name>_files/``;
+    return its path. ``title``: the page's heading (default: "Positional geometry report: <corpus>")."""
     from .io import write_text
-    from .report.render import markdown_table
-    from .report.stress import markdown, report_header, report_row, summarize, write_figures
+    from .report.page import build_report
 
     page_path = Path(output)
-    folder = page_path.parent / f"{page_path.stem}_files"
-    rows, verdicts, sections = [], [], []
-    for index, result in enumerate(results):
-        summary = summarize(result)
-        rows.append(report_row(result, summary))
-        verdicts.append(f"- {summary['verdict']}")
-        figures = write_figures(result, folder, prefix=f"{index}-")
-        links = {name: f"{folder.name}/{Path(path).name}" for name, path in figures.items()}
-        sections.append(markdown(result, links))
-    dataset = results[0]["dataset"]["name"] if results else "-"
-    heading = f"# {title or f'Positional geometry report: {dataset}'}"
-    text = "\n".join([heading, "", markdown_table(report_header(), rows), "", *verdicts, "", *sections])
-    write_text(page_path, text)
+    name = results[0].dataset.name if results else "-"
+    page = build_report(
+        results, page_path.parent / f"{page_path.stem}_files", title or f"Positional geometry report: {name}"
+    )
+    write_text(page_path, page.text)
     return page_path
 
 

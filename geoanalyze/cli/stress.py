@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import fields
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,6 +16,11 @@ from ..report.render import grid_table, print_json, print_table, stdout_console
 from . import options as opt
 from .common import Folder, Output, all_or_none, check_output_place, check_output_suffix, guard, handles_errors
 
+if TYPE_CHECKING:
+    from ..analysis import StressOptions
+    from ..report.page import NotAnalysed, ReportPage
+    from ..results import Gate, StressResult
+
 encodings_app = typer.Typer(help="The encodings the scores know by name.", no_args_is_help=True)
 
 STRESS_FORMATS = ("table", "json", "markdown")
@@ -22,7 +29,7 @@ FIGURE_NAMES = ("hellinger.png", "mds.png", "shepard.png", "null.png", "layers.p
 
 def threshold_metrics() -> dict[str, str]:
     """Every name --fail-above accepts -> the score it gates: the score keys and the column labels."""
-    from ..report.stress import SCORE_COLUMNS
+    from ..results import SCORE_COLUMNS
 
     names = {column.key: column.key for column in SCORE_COLUMNS}
     names.update({column.label.replace(" ", ""): column.key for column in SCORE_COLUMNS})
@@ -116,29 +123,6 @@ TrustRemoteCode = Annotated[
 ]
 
 
-def _options(**values: Any) -> Any:
-    from ..analysis import StressOptions
-
-    values["compare"] = split_specs(values.pop("compare"))
-    values["data_dir"] = str(values["data_dir"]) if values["data_dir"] is not None else None
-    values["cache"] = not values.pop("no_cache")
-    return StressOptions(**values)
-
-
-def split_specs(text: str) -> tuple[str, ...]:
-    """Split a comma-separated list of encoding specs, keeping each spec's own key=value pairs:
-    'alibi:heads=8,head=2,rope' -> ('alibi:heads=8,head=2', 'rope')."""
-    specs: list[str] = []
-    for piece in (part.strip() for part in text.split(",")):
-        if not piece:
-            continue
-        if specs and "=" in piece and ":" not in piece:
-            specs[-1] += "," + piece
-        else:
-            specs.append(piece)
-    return tuple(specs)
-
-
 def parse_thresholds(items: list[str]) -> dict[str, float]:
     """'scaled=0.5' or 'scaled_stress=0.5' -> {'scaled_stress': 0.5}; unknown metrics fail listing the choices."""
     names = threshold_metrics()
@@ -166,19 +150,10 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
     return thresholds
 
 
-#: what --fail-if CATEGORY matches: a category, or one of two unions
-FAIL_IF_CATEGORIES = {
-    "better": {"better"},
-    "indistinguishable": {"indistinguishable"},
-    "worse": {"worse"},
-    "not-better": {"indistinguishable", "worse"},
-    "not-worse": {"better", "indistinguishable"},
-}
-
-
 def parse_conditions(items: list[str], null_draws: int) -> dict[str, str]:
     """'shape=worse' -> {'shape': 'worse'}; unknown aspects or categories, repeats and too few draws fail."""
     from ..geometry.null import ASPECTS, MIN_DRAWS
+    from ..results import FAIL_IF_CATEGORIES
 
     conditions: dict[str, str] = {}
     for item in items:
@@ -205,65 +180,6 @@ def parse_conditions(items: list[str], null_draws: int) -> dict[str, str]:
     return conditions
 
 
-def matched(result: dict[str, Any], conditions: dict[str, str]) -> list[str]:
-    """The --fail-if conditions the target meets, as readable lines; fails closed (no category: met)."""
-    scores = result.get("scores", {}).get(result.get("target"), {}) or {}
-    categories = scores.get("categories", {}) or {}
-    lines = []
-    for aspect, category in conditions.items():
-        found = categories.get(aspect)
-        if found is None or found == "undecided":
-            why = "no position vectors to score" if not scores else "not decided"
-            lines.append(f"{aspect} has no category ({why}: fails closed)")
-        elif found in FAIL_IF_CATEGORIES[category]:
-            lines.append(
-                f"{aspect} is {found} than random"
-                if found != "indistinguishable"
-                else f"{aspect} is {found} from random"
-            )
-    return lines
-
-
-def crossed(result: dict[str, Any], thresholds: dict[str, float]) -> list[str]:
-    """The thresholds the target crosses, as readable lines.
-
-    Fails closed: a score that is missing, None, NaN or not a number crosses its threshold (a
-    gate that cannot be evaluated never passes), and so does any score against a NaN threshold;
-    an infinite score (raw stress beyond float64's range) crosses every finite one.
-    """
-    import math
-    from numbers import Real
-
-    scores = result.get("scores", {}).get(result.get("target"), {}) or {}
-    lines = []
-    for metric, limit in thresholds.items():
-        source = (result.get("noise") or {}) if metric == "noise_fraction" else scores
-        value = source.get(metric)
-        number = float(value) if isinstance(value, Real) and not isinstance(value, bool) else math.nan
-        if math.isnan(number) or not number <= limit:
-            shown = f"{number:.6g}" if not math.isnan(number) else ("not computed" if value is None else "nan")
-            reason = (
-                " (undefined: fails closed)"
-                if math.isnan(number)
-                else " (beyond float64's range)"
-                if math.isinf(number)
-                else ""
-            )
-            lines.append(f"{metric} {shown} > {limit:g}{reason}")
-    return lines
-
-
-def gate(
-    result: dict[str, Any], thresholds: dict[str, float], conditions: dict[str, str] | None = None
-) -> dict[str, Any] | None:
-    """The --fail-above and --fail-if gate as it is reported in every format (None when neither was given)."""
-    conditions = conditions or {}
-    if not thresholds and not conditions:
-        return None
-    lines = crossed(result, thresholds) + matched(result, conditions)
-    return {"thresholds": thresholds, "conditions": conditions, "crossed": lines, "passed": not lines}
-
-
 def _stress_inputs(
     targets: list[str], dataset: str, data_dir: Path | None, tokenizer: str | None, compare: str
 ) -> list[Any]:
@@ -281,8 +197,127 @@ def _progress_bars() -> Any:
     return ProgressBars()
 
 
+def check_stress_format(format: str) -> None:
+    """--format of `stress` and `report`: table, json or markdown."""
+    if format not in STRESS_FORMATS:
+        raise InputError(f"unknown --format {format!r}; choose one of {', '.join(STRESS_FORMATS)}")
+
+
+def stress_options(params: Mapping[str, Any], **overrides: Any) -> StressOptions:
+    """The analysis options of `stress` or `report` from the command's parsed parameters (``ctx.params``),
+    by the names of :class:`~geoanalyze.analysis.StressOptions`: --compare split into specs, --no-cache
+    stored as what it turns off; the others (--format, --output, the gate) are the command's own."""
+    from ..analysis import StressOptions, split_specs
+
+    values = {**params, **overrides}
+    values["compare"] = split_specs(values["compare"])
+    values["data_dir"] = str(values["data_dir"]) if values["data_dir"] is not None else None
+    values["cache"] = not values.pop("no_cache")
+    names = {field.name for field in fields(StressOptions)}
+    return StressOptions(**{name: value for name, value in values.items() if name in names})
+
+
+def stress_gate(params: Mapping[str, Any]) -> Gate:
+    """The gate of `stress` or `report`: --fail-above's thresholds and --fail-if's conditions, checked."""
+    from ..results import Gate
+
+    thresholds = parse_thresholds(params.get("fail_above") or [])
+    return Gate(thresholds, parse_conditions(params.get("fail_if") or [], params["null_draws"]))
+
+
+def emit_stress(
+    result: StressResult,
+    judged: dict[str, Any] | None,
+    format: str,
+    output: Path | None,
+    plot_dir: Path | None,
+    show_legend: bool,
+    seed: int,
+) -> None:
+    """Write --output's JSON and --plot-dir's figures (both or neither), print the result in --format,
+    and exit 1 when the gate is crossed."""
+    from ..io import write_text
+    from ..report.render import provenance, provenance_line
+    from ..report.stress import print_tables, write_figures
+
+    run = provenance(seed)
+    figures: dict[str, str] = {}
+    extra: dict[str, Any] = {"gate": judged, "run": run}
+    with all_or_none() as stage:
+        if plot_dir is not None:
+            # Drawn into a staged folder; its files join --plot-dir with the JSON, or none does.
+            drawn = write_figures(result, stage(plot_dir, folder=True, replaces=False))
+            figures = {title: stage.final(path) for title, path in drawn.items()}
+            extra["figures"] = figures
+        if output is not None:
+            write_text(stage(output), result.to_json(**extra) + "\n")
+    if format == "json":
+        print(result.to_json(**extra))
+    elif format == "markdown":
+        print(result.to_markdown(figures, show_legend=show_legend, gate=judged) + "\n" + provenance_line(run))
+    else:
+        print_tables(result, show_legend=show_legend, gate=judged)
+    if judged and judged["crossed"]:
+        raise ThresholdError("threshold crossed: " + "; ".join(judged["crossed"]))
+
+
+def analyzed(target: str, options: StressOptions, progress: Any) -> StressResult | NotAnalysed:
+    """One target of a report: its analysis, or why it failed (the page says so and goes on)."""
+    from ..analysis import analyze
+    from ..report.page import NotAnalysed
+
+    try:
+        return analyze(target, options, progress=progress)
+    except GeoanalyzeError as exc:
+        if isinstance(exc, ThresholdError):
+            raise
+        return NotAnalysed(target, first_line(exc, 1000))
+
+
+def write_page(targets: list[str], options: StressOptions, output: Path, title: str, **page: Any) -> ReportPage:
+    """Analyse each target and write the page of them all with its figures in ``<page>_files/``
+    (:func:`~geoanalyze.report.page.build_report`; ``page``: its run, gate and show_legend).
+
+    The page and its figure folder are staged: a new report replaces the page and the whole
+    folder (no figure of a previous report is left), or, on any failure, neither.
+    """
+    from ..io import write_text
+    from ..report.page import build_report
+
+    figure_dir = output.parent / f"{output.stem}_files"
+    with all_or_none() as stage, _progress_bars() as bars:
+        staging = stage(figure_dir, folder=True, replaces=True)
+        outcomes = (analyzed(target, options, bars.track) for target in targets)
+        written = build_report(outcomes, staging, title, link_dir=figure_dir.name, **page)
+        write_text(stage(output), written.text)
+    return written
+
+
+def emit_report(page: ReportPage, format: str, output: Path, figure_dir: Path, run: dict[str, Any], dataset: str) -> None:
+    """Print the report in --format (a summary table, every result's JSON, or the page) and exit 1 when
+    a target could not be analysed or crossed the gate."""
+    from ..report.stress import print_wide_table, short_name
+
+    targets = len(page.rows)
+    if format == "json":
+        print_json({"run": run, "report": str(output), "targets": page.documents, "gate": page.gate})
+    elif format == "markdown":
+        print(page.text)
+    else:
+        short = [[short_name(str(row[0])), *row[1:]] for row in page.rows]
+        print_wide_table(stdout_console, f"report on {dataset}", page.header, short)
+        for line in page.verdicts:
+            stdout_console.print(f"verdict: {line}", highlight=False, soft_wrap=False)
+        print(f"wrote {output} and {targets - len(page.failed)} sets of figures in {figure_dir}")
+    if page.failed:
+        raise ThresholdError(f"{len(page.failed)} of {targets} targets could not be analysed: {', '.join(page.failed)}")
+    if page.crossings:
+        raise ThresholdError("threshold crossed: " + "; ".join(page.crossings))
+
+
 @handles_errors
 def stress(
+    ctx: typer.Context,
     target: Annotated[
         str, typer.Argument(help="A checkpoint (hub name or local folder) or an encoding spec such as rope:d=64.")
     ],
@@ -328,76 +363,25 @@ def stress(
     a --fail-above threshold is crossed.
     """
     from ..analysis import analyze
-    from ..io import write_text
-    from ..report.render import dumps, provenance, provenance_line
-    from ..report.stress import document as result_document
-    from ..report.stress import markdown, print_tables, write_figures
 
-    if format not in STRESS_FORMATS:
-        raise InputError(f"unknown --format {format!r}; choose one of {', '.join(STRESS_FORMATS)}")
+    check_stress_format(format)
     check_output_suffix(output, ".json", "results")
     check_output_place(plot_dir, folder=True, option="--plot-dir")
+    figures = [Output("--plot-dir", plot_dir / name) for name in FIGURE_NAMES] if plot_dir is not None else []
     guard(
         _stress_inputs([target], dataset, data_dir, tokenizer, compare),
-        [
-            Output("--output", output),
-            Folder("--plot-dir", plot_dir),
-            *(Output("--plot-dir", plot_dir / name) for name in FIGURE_NAMES if plot_dir is not None),
-        ],
+        [Output("--output", output), Folder("--plot-dir", plot_dir), *figures],
     )
-    thresholds = parse_thresholds(fail_above or [])
-    conditions = parse_conditions(fail_if or [], null_draws)
-    options = _options(
-        dataset=dataset,
-        split=split,
-        data_dir=data_dir,
-        text_column=text_column,
-        limit=limit,
-        tokenizer=tokenizer,
-        max_positions=max_positions,
-        min_count=min_count,
-        distance=distance,
-        layers=layers,
-        compare=compare,
-        width=width,
-        null_draws=null_draws,
-        max_sequences=max_sequences,
-        seed=seed,
-        no_cache=no_cache,
-        trust_remote_code=trust_remote_code,
-        bootstrap=bootstrap,
-        device=device,
-        dtype=dtype,
-        batch_size=batch_size,
-    )
+    rules = stress_gate(ctx.params)
+    options = stress_options(ctx.params)
     with _progress_bars() as bars:
         result = analyze(target, options, progress=bars.track)
-    verdict_gate = gate(result, thresholds, conditions)
-    run = provenance(seed)
-    document = result_document(result)
-    document["gate"] = verdict_gate
-    document["run"] = run
-    figures: dict[str, str] = {}
-    with all_or_none() as stage:
-        if plot_dir is not None:
-            # Drawn into a staged folder; its files join --plot-dir with the JSON, or none does.
-            drawn = write_figures(result, stage(plot_dir, folder=True, replaces=False))
-            figures = {title: stage.final(path) for title, path in drawn.items()}
-            document["figures"] = figures
-        if output is not None:
-            write_text(stage(output), dumps(document) + "\n")
-    if format == "json":
-        print_json(document)
-    elif format == "markdown":
-        print(markdown(result, figures, show_legend=not no_legend, gate=verdict_gate) + "\n" + provenance_line(run))
-    else:
-        print_tables(result, show_legend=not no_legend, gate=verdict_gate)
-    if verdict_gate and verdict_gate["crossed"]:
-        raise ThresholdError("threshold crossed: " + "; ".join(verdict_gate["crossed"]))
+    emit_stress(result, rules.judge(result), format, output, plot_dir, show_legend=not no_legend, seed=seed)
 
 
 @handles_errors
 def report(
+    ctx: typer.Context,
     checkpoints: Annotated[list[str], typer.Argument(help="Checkpoints (names or folders) or encoding specs.")],
     output: Annotated[Path, opt.path_option("--output", "-o", help="The Markdown page to write (.md).")],
     dataset: Dataset = "sst2",
@@ -445,17 +429,12 @@ def report(
     target that cannot be analysed gets a section saying why, the page is still written, and
     the exit code is 1 (also when a gate is crossed).
     """
-    from ..analysis import DEFAULT_WIDTH, analyze
-    from ..io import write_text
-    from ..report.render import display_path, markdown_table, provenance, provenance_line
-    from ..report.stress import document as result_document
-    from ..report.stress import gate_line, markdown, report_header, report_row, summarize, write_figures
+    from ..analysis import DEFAULT_WIDTH
+    from ..report.render import provenance
 
-    if format not in STRESS_FORMATS:
-        raise InputError(f"unknown --format {format!r}; choose one of {', '.join(STRESS_FORMATS)}")
+    check_stress_format(format)
     check_output_suffix(output, ".md", "reports")
-    thresholds = parse_thresholds(fail_above or [])
-    conditions = parse_conditions(fail_if or [], null_draws)
+    rules = stress_gate(ctx.params)
     figure_dir = output.parent / f"{output.stem}_files"
     check_output_place(figure_dir, folder=True, option="--output")
     guard(
@@ -463,115 +442,12 @@ def report(
         [Output("--output", output), Folder("--output (its figure folder)", figure_dir, replaces=True)],
     )
     first_width = _check_targets(checkpoints, trust_remote_code)
-    # Encoding specs without a width are drawn at the checkpoints' width, so a page compares like with like.
-    spec_width = width or first_width
-    sections: list[str] = []
-    header = report_header()
-    summary_rows: list[list[Any]] = []
-    verdicts: list[str] = []
-    warnings: list[str] = []
-    documents: list[dict[str, Any]] = []
-    failed: list[str] = []
-    crossings: list[str] = []
-    run = provenance(seed)
-    # The page and its figure folder are staged: a new report replaces the page and the whole
-    # folder (no figure of a previous report is left), or, on any failure, neither.
-    with all_or_none() as stage, _progress_bars() as bars:
-        staging = stage(figure_dir, folder=True, replaces=True)
-        for index, target in enumerate(checkpoints):
-            options = _options(
-                dataset=dataset,
-                split=split,
-                data_dir=data_dir,
-                text_column=text_column,
-                limit=limit,
-                tokenizer=tokenizer,
-                max_positions=max_positions,
-                min_count=min_count,
-                distance=distance,
-                layers=layers,
-                compare=compare,
-                width=width,
-                # A spec that names no width (sinusoidal) is drawn at the checkpoints' width; a table
-                # spec (file:, learned:, model:) keeps its own, as `stress` does.
-                default_width=spec_width or DEFAULT_WIDTH,
-                null_draws=null_draws,
-                max_sequences=max_sequences,
-                seed=seed,
-                no_cache=no_cache,
-                trust_remote_code=trust_remote_code,
-                device=device,
-                dtype=dtype,
-                batch_size=batch_size,
-            )
-            try:
-                result = analyze(target, options, progress=bars.track)
-            except GeoanalyzeError as exc:
-                if isinstance(exc, ThresholdError):
-                    raise
-                failed.append(target)
-                reason = first_line(exc, 1000)
-                sections.append(f"## {display_path(target)}\n\nnot analysed: {reason}\n")
-                summary_rows.append([display_path(target), *["-"] * (len(header) - 2), "not analysed"])
-                documents.append({"target": target, "error": reason})
-                continue
-            target_gate = gate(result, thresholds, conditions)
-            crossings += [f"{display_path(target)}: {line}" for line in (target_gate or {}).get("crossed", [])]
-            figures = write_figures(result, staging, prefix=f"{index}-")
-            links = {title: f"{figure_dir.name}/{Path(path).name}" for title, path in figures.items()}
-            sections.append(markdown(result, links, level=2, show_legend=not no_legend, gate=target_gate))
-            summary = summarize(result)
-            verdicts.append(summary["verdict"])
-            warnings += [f"{display_path(target)}: {line}" for line in summary["warnings"]]
-            summary_rows.append(report_row(result, summary))
-            documents.append({**result_document(result), "gate": target_gate})
-        page = [f"# Positional geometry report: {dataset}", "", provenance_line(run), ""]
-        page += [f"> **Warning:** {line}\n" for line in warnings]
-        page += [markdown_table(header, summary_rows), ""]
-        page += [f"- {line}" for line in verdicts]
-        if thresholds or conditions:
-            all_gate = {
-                "thresholds": thresholds,
-                "conditions": conditions,
-                "crossed": crossings,
-                "passed": not crossings,
-            }
-            page += ["", gate_line(all_gate)]
-        page += ["", *sections]
-        text = "\n".join(page)
-        write_text(stage(output), text)
-    message = f"wrote {output} and {len(checkpoints) - len(failed)} sets of figures in {figure_dir}"
-    if format == "json":
-        print_json(
-            {
-                "run": run,
-                "report": str(output),
-                "targets": documents,
-                "gate": gate_document(thresholds, crossings, conditions),
-            }
-        )
-    elif format == "markdown":
-        print(text)
-    else:
-        from ..report.stress import print_wide_table, short_name
-
-        short = [[short_name(str(row[0])), *row[1:]] for row in summary_rows]
-        print_wide_table(stdout_console, f"report on {dataset}", header, short)
-        for line in verdicts:
-            stdout_console.print(f"verdict: {line}", highlight=False, soft_wrap=False)
-        print(message)
-    if failed:
-        raise ThresholdError(f"{len(failed)} of {len(checkpoints)} targets could not be analysed: {', '.join(failed)}")
-    if crossings:
-        raise ThresholdError("threshold crossed: " + "; ".join(crossings))
-
-
-def gate_document(
-    thresholds: dict[str, float], crossings: list[str], conditions: dict[str, str] | None = None
-) -> dict[str, Any] | None:
-    if not thresholds and not conditions:
-        return None
-    return {"thresholds": thresholds, "conditions": conditions or {}, "crossed": crossings, "passed": not crossings}
+    # A spec that names no width (sinusoidal) is drawn at the checkpoints' width, so a page compares like
+    # with like; a table spec (file:, learned:, model:) keeps its own, as `stress` does.
+    options = stress_options(ctx.params, default_width=width or first_width or DEFAULT_WIDTH)
+    run, title = provenance(seed), f"Positional geometry report: {dataset}"
+    page = write_page(checkpoints, options, output, title, run=run, gate=rules, show_legend=not no_legend)
+    emit_report(page, format, output, figure_dir, run, dataset)
 
 
 def _check_targets(targets: list[str], trust_remote_code: bool = False) -> int | None:

@@ -4,9 +4,11 @@ Each function saves its PNG and returns the matplotlib Figure (closed), so a cal
 can read its axes, labels and lines.
 
 When the corpus is synthetic (a ``synthetic:...`` spec, or a file with its true marginals beside
-it, ``<name>.marginals.npy`` as in sample_corpora/), :func:`known_distances` gives the exact
-distances between the counted positions, and the distance, MDS and Shepard figures draw them
-beside the estimates, labelled :data:`TRUE_LABEL`.
+it, ``<name>.marginals.npy`` as in sample_corpora/), the analysis knows the exact distances
+between the counted positions (:func:`geoanalyze.analysis.known_distances`, a stress result's
+``truth``), and the distance, MDS and Shepard figures draw them beside the estimates, labelled
+:data:`TRUE_LABEL`. Every figure draws what it is given; only :func:`distance_heatmap`, called
+without ``truth``, looks the truth up itself.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import plotting as style
+from ..analysis import known_distances
 from ..plotting import pyplot as _pyplot
 from ..plotting import save as _save
 
@@ -27,60 +30,6 @@ if TYPE_CHECKING:
 
 #: the legend label of every curve or point set drawn from a synthetic corpus's true marginals
 TRUE_LABEL = "true (synthetic)"
-
-
-def true_marginals(corpus: dict[str, Any]) -> np.ndarray | None:
-    """The true per-position marginals (n, V) of one counted corpus, or None when they are not known.
-
-    ``corpus``: an entry of the counts' ``metadata["corpus"]`` (kind, location). A synthetic spec
-    is regenerated (same seed, same marginals); a file ``<name>.<ext>`` has them when
-    ``<name>.marginals.npy`` lies beside it (``geoanalyze datasets synthesize`` writes both).
-    """
-    from pathlib import Path
-
-    location = str(corpus.get("location") or "")
-    if corpus.get("kind") == "synthetic":
-        from ..corpus.sources import parse_synthetic_spec
-        from ..corpus.synthetic import synthetic_corpus
-
-        kind, options = parse_synthetic_spec(location)
-        return synthetic_corpus(kind, **options).marginals  # type: ignore[arg-type]
-    if corpus.get("kind") != "file" or not location:
-        return None
-    path = Path(location)
-    sibling = path.with_name(path.name.split(".", 1)[0] + ".marginals.npy")
-    if not sibling.is_file():
-        return None
-    marginals = np.load(sibling, allow_pickle=False)
-    return marginals if marginals.ndim == 2 else None
-
-
-def known_distances(geometry: PositionGeometry) -> np.ndarray | None:
-    """The exact distances between ``geometry.positions`` from the corpus's true marginals, or None.
-
-    None unless the counts come from one corpus whose marginals are known (:func:`true_marginals`).
-    Counted position p is marginal row p, or p - 1 when the tokenizer put a [CLS] first (special
-    tokens added, and position 0 one constant token, or left out with --exclude-special); pairs
-    with a position outside the marginals (the [CLS], a [SEP]) are NaN.
-    """
-    from ..geometry.distances import fisher_rao_distances, hellinger_distances
-
-    metadata = geometry.metadata or {}
-    corpora = metadata.get("corpus") or []
-    if len(corpora) != 1:
-        return None
-    marginals = true_marginals(corpora[0])
-    if marginals is None:
-        return None
-    exact = fisher_rao_distances(marginals) if geometry.metric == "fisher-rao" else hellinger_distances(marginals)
-    positions = np.asarray(geometry.positions)
-    constant_first = positions.size > 0 and positions[0] == 0 and float(geometry.noise_floor[0]) <= 1e-6
-    shift = int(bool(metadata.get("add_special_tokens")) and (bool(metadata.get("exclude_special")) or constant_first))
-    rows = positions - shift
-    valid = (rows >= 0) & (rows < len(exact))
-    truth = np.full((len(rows), len(rows)), np.nan)
-    truth[np.ix_(valid, valid)] = exact[np.ix_(rows[valid], rows[valid])]
-    return truth
 
 
 def corpus_caption(geometry: PositionGeometry) -> str:

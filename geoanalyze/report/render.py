@@ -7,14 +7,11 @@ GFM tables (``--format markdown``: ``|`` escaped, no Rich markup, no ANSI codes)
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shlex
 import sys
-import sysconfig
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -22,6 +19,7 @@ from rich.table import Table
 
 from ..io import markdown_cell, to_jsonable
 from ..io import markdown_table as gfm_table
+from ..results import display_path, fmt
 
 
 def _stdout_width() -> int | None:
@@ -153,28 +151,6 @@ def markdown_table(
     return gfm_table(header, rows, formatter or fmt)
 
 
-def display_path(path: str | os.PathLike[str]) -> str:
-    """A path as a report shows it: never an absolute site-packages or home path.
-
-    Inside an installed package -> ``<site-packages>/pkg/...``; under the working directory ->
-    relative; under the home folder -> ``~/...``; otherwise unchanged.
-    """
-    text = str(path)
-    if not os.path.isabs(text):
-        return text
-    resolved = Path(text)
-    roots = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
-    for root in sorted(roots, key=len, reverse=True):
-        with contextlib.suppress(ValueError):
-            return "<site-packages>/" + resolved.relative_to(root).as_posix()
-    with contextlib.suppress(ValueError):
-        relative = resolved.relative_to(Path.cwd())
-        return relative.as_posix() or "."
-    with contextlib.suppress(ValueError):
-        return "~/" + resolved.relative_to(Path.home()).as_posix()
-    return text
-
-
 def command_line(argv: Sequence[str] | None = None) -> str:
     """The command as the user typed it (program name as ``geoanalyze``), quoted for a shell."""
     words = list(sys.argv if argv is None else argv)
@@ -192,16 +168,3 @@ def provenance_line(run: dict[str, Any]) -> str:
     """The provenance as one Markdown line."""
     seed = "" if run.get("seed") is None else f", seed {run['seed']}"
     return f"geoanalyze {run['version']}{seed}: `{run['command']}`"
-
-
-def fmt(value: Any) -> str:
-    """Numbers to 4 significant digits, ranges [[a, b], ...] as 'a-b, ...', lists joined."""
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, list) and value and all(isinstance(v, list) and len(v) == 2 for v in value):
-        return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in value)
-    if isinstance(value, list):
-        return ", ".join(fmt(v) for v in value) if value else "none"
-    if value is None:
-        return "-"
-    return str(value)

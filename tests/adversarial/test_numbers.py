@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from geoanalyze.cli.stress import crossed, gate
+from geoanalyze.results import crossed, gate
 
 from .harness import Run, Sandbox
 

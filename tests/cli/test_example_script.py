@@ -54,7 +54,7 @@ def test_the_api_says_what_the_cli_says(tmp_path: Path) -> None:
     )
     cli = json.loads(ok(geoanalyze(*args, cwd=tmp_path)).stdout)
     result = ga.score("rope:d=16", dataset=str(DRIFT_WORDS), null_draws=2, compare="sinusoidal,mds")
-    api = ga.to_json(result)
+    api = json.loads(ga.to_json(result))  # a JSON string, as the CLI prints
     assert api == {key: value for key, value in cli.items() if key not in ("run", "gate")}
     assert ga.verdict(result) == cli["summary"]["verdict"]
     assert ga.to_markdown(result).startswith("## rope:d=16 on drift-words.txt")

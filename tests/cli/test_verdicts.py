@@ -199,7 +199,8 @@ def test_the_null_figure_draws_each_score_in_its_category(tmp_path: Path) -> Non
     from geoanalyze.report.figures import CATEGORY_STYLE, null_figure
 
     result = ga.score("rope:d=32", dataset=DRIFT_WORDS, compare=("random",))
-    figure = null_figure(result["scores"], SCORE_OF, tmp_path / "null.png", not_ranked={"shape": "flat"})
+    scores = {name: table.to_dict() for name, table in result.scores.items()}  # as the JSON holds them
+    figure = null_figure(scores, SCORE_OF, tmp_path / "null.png", not_ranked={"shape": "flat"})
     assert (tmp_path / "null.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     axes = figure.axes
     assert [axis.get_title() for axis in axes] == [
@@ -214,10 +215,10 @@ def test_the_null_figure_draws_each_score_in_its_category(tmp_path: Path) -> Non
         points = [line for line in axis.get_lines() if line.get_linestyle() == "None"]
         bars = [line for line in axis.get_lines() if line.get_linestyle() != "None"]
         assert len(points) == len(bars) == 2  # rope:d=32 and random
-        for line, name in zip(points, result["scores"], strict=True):
-            entry = result["scores"][name]
+        for line, name in zip(points, scores, strict=True):
+            entry = scores[name]
             assert line.get_xdata()[0] == entry[key]
             assert line.get_marker() == CATEGORY_STYLE[entry["categories"][aspect]][0]
-        for line, name in zip(bars, result["scores"], strict=True):
-            null = result["scores"][name]["null"][key]
+        for line, name in zip(bars, scores, strict=True):
+            null = scores[name]["null"][key]
             assert list(line.get_xdata()) == [null["low"], null["high"]]

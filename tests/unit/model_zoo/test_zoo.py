@@ -74,17 +74,17 @@ def test_mechanism_matches_the_config(zoo: dict[str, Path], name: str) -> None:
 def test_every_row_is_measured_or_explained(zoo: dict[str, Path], name: str) -> None:
     entry: Entry = BY_NAME[name]
     result = analyze(str(zoo[name]), options())
-    info = result["checkpoint"]
-    assert info["position_mechanism"]["kind"] == entry.kind
-    rows = info["rows"]
+    info = result.checkpoint
+    assert info is not None and info.position_mechanism["kind"] == entry.kind
+    rows = info.rows
     has_vectors = entry.kind in ("learned", "fixed", "rope", "alibi")
     assert rows["position"].startswith("measured") == has_vectors, rows
-    assert (str(zoo[name]) in result["scores"]) == has_vectors
-    hidden = [row for row in result["layers"] if row["projection"] == "hidden"]
-    assert [row["layer"] for row in hidden] == list(range(BLOCKS + 1))
-    for row in result["layers"]:
-        assert np.isfinite(row["scaled_stress"]) and np.isfinite(row["monotonicity_violation"]), row
-    captured = {row["layer"] for row in result["layers"] if row["projection"] in ("query", "key")}
+    assert (str(zoo[name]) in result.scores) == has_vectors
+    hidden = [row for row in result.layers if row.projection == "hidden"]
+    assert [row.layer for row in hidden] == list(range(BLOCKS + 1))
+    for row in result.layers:
+        assert np.isfinite(row.observed["scaled_stress"]) and np.isfinite(row.observed["monotonicity_violation"]), row
+    captured = {row.layer for row in result.layers if row.projection in ("query", "key")}
     if entry.captured:
         assert rows["query_key"].startswith("measured"), rows
         assert captured, rows

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -9,39 +10,39 @@ import pytest
 
 from geoanalyze.analysis import LAYER_SCORES, StressOptions, analyze
 from geoanalyze.geometry.scores import lag_violation
-from geoanalyze.report.stress import layer_rows, markdown, score_rows
+from geoanalyze.results import LayerRow, StressResult, layer_rows, markdown, score_rows
 
 DRIFT_WORDS = Path(__file__).resolve().parents[3] / "sample_corpora" / "drift-words.txt"
 
 
 @pytest.fixture(scope="module")
-def result() -> dict:
+def result() -> StressResult:
     options = StressOptions(dataset=str(DRIFT_WORDS), null_draws=3, compare=("sinusoidal", "mds", "random"))
     return analyze("rope:d=64", options)
 
 
-def test_every_encoding_has_it_with_its_null(result: dict) -> None:
-    positions = np.asarray(result["positions"])
-    for name, scores in result["scores"].items():
-        expected = lag_violation(result["_vectors"][name], positions)
-        assert scores["lag_violation"] == pytest.approx(expected, abs=1e-12), name
-        assert set(scores["null"]["lag_violation"]) == {
+def test_every_encoding_has_it_with_its_null(result: StressResult) -> None:
+    positions = np.asarray(result.positions)
+    for name, scores in result.scores.items():
+        expected = lag_violation(result.vectors[name], positions)
+        assert scores.observed["lag_violation"] == pytest.approx(expected, abs=1e-12), name
+        assert set(scores.null["lag_violation"]) == {
             *("mean", "sd", "low", "high", "z", "beats"),
             *("rank", "p_better", "p_worse", "effect", "category"),
         }
-        assert scores["null"]["lag_violation"]["mean"] == pytest.approx(0.5, abs=0.05)
+        assert scores.null["lag_violation"]["mean"] == pytest.approx(0.5, abs=0.05)
     # a drift corpus moves steadily with position: RoPE's and the MDS's vectors drift with the lag
-    assert result["scores"]["rope:d=64"]["lag_violation"] < 0.1
-    assert result["scores"]["random"]["lag_violation"] == pytest.approx(0.5, abs=0.05)
+    assert result.scores["rope:d=64"].observed["lag_violation"] < 0.1
+    assert result.scores["random"].observed["lag_violation"] == pytest.approx(0.5, abs=0.05)
 
 
-def test_tables_and_markdown_carry_a_column(result: dict) -> None:
+def test_tables_and_markdown_carry_a_column(result: StressResult) -> None:
     header, rows = score_rows(result)
     column = header.index("lag viol.")
-    assert [row[column] for row in rows] == [s["lag_violation"] for s in result["scores"].values()]
+    assert [row[column] for row in rows] == [s.observed["lag_violation"] for s in result.scores.values()]
     assert "lag viol." in markdown(result)
     assert "lag_violation" in LAYER_SCORES
-    layered = dict(result, layers=[{"layer": 1, "projection": "query", **dict.fromkeys(LAYER_SCORES, 0.25)}])
+    layered = replace(result, layers=(LayerRow(1, "query", dict.fromkeys(LAYER_SCORES, 0.25), {}, {}),))
     header, rows = layer_rows(layered)
     assert rows[0][header.index("lag viol.")] == 0.25
 

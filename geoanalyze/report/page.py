@@ -1,0 +1,106 @@
+"""A report page: several stress analyses side by side, with their figures.
+
+The one page ``geoanalyze report`` writes and :func:`geoanalyze.write_report` writes::
+
+    # <title>
+    <the command line and seed>           (when the page records a run)
+    > **Warning:** ...                    per target, what makes its scores untrustworthy
+    | target | d | positions | ... |      one row per target ("not analysed" when it failed)
+    - <verdict>                           per target analysed
+    **Gate passed** / **Gate FAILED**     (with --fail-above / --fail-if)
+    ## <target> on <corpus>               per target: its Markdown section, figures linked from
+                                          <page>_files/, or why it was not analysed
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..results import Gate, StressResult, display_path, gate_line, markdown_table
+from .render import provenance_line
+from .stress import report_header, report_row, write_figures
+
+
+@dataclass(frozen=True)
+class NotAnalysed:
+    """A target the page names without scores: why its analysis failed."""
+
+    target: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ReportPage:
+    """The page's text, its summary table, and what its targets say.
+
+    ``documents``: per target, its JSON document with its gate (or its error); ``crossings``: the
+    gate lines every target crossed, each prefixed with its target; ``failed``: the targets not analysed.
+    """
+
+    text: str
+    header: list[str]
+    rows: list[list[Any]]
+    verdicts: list[str]
+    documents: list[dict[str, Any]]
+    failed: list[str]
+    crossings: list[str]
+    gate: dict[str, Any] | None
+
+
+def build_report(
+    outcomes: Iterable[StressResult | NotAnalysed],
+    figure_dir: Path,
+    title: str,
+    *,
+    link_dir: str | None = None,
+    run: dict[str, Any] | None = None,
+    gate: Gate | None = None,
+    show_legend: bool = True,
+) -> ReportPage:
+    """The page of ``outcomes`` (in order; a generator runs each analysis just before its figures),
+    drawing each result's figures into ``figure_dir`` as ``<index>-<figure>.png``.
+
+    ``link_dir``: the folder the page links its figures from (default: ``figure_dir``'s name, the
+    page's neighbour); ``run``: the provenance the page records (a command's); ``gate``: the rules
+    each target is held to, reported per target and for the page.
+    """
+    gate = gate or Gate()
+    link_dir = link_dir or figure_dir.name
+    header = report_header()
+    rows: list[list[Any]] = []
+    verdicts: list[str] = []
+    warnings: list[str] = []
+    sections: list[str] = []
+    documents: list[dict[str, Any]] = []
+    failed: list[str] = []
+    crossings: list[str] = []
+    for index, outcome in enumerate(outcomes):
+        shown = display_path(outcome.target)
+        if isinstance(outcome, NotAnalysed):
+            failed.append(outcome.target)
+            sections.append(f"## {shown}\n\nnot analysed: {outcome.reason}\n")
+            rows.append([shown, *["-"] * (len(header) - 2), "not analysed"])
+            documents.append({"target": outcome.target, "error": outcome.reason})
+            continue
+        judged = gate.judge(outcome)
+        crossings += [f"{shown}: {line}" for line in (judged or {}).get("crossed", [])]
+        figures = write_figures(outcome, figure_dir, prefix=f"{index}-")
+        links = {name: f"{link_dir}/{Path(path).name}" for name, path in figures.items()}
+        sections.append(outcome.to_markdown(links, level=2, show_legend=show_legend, gate=judged))
+        summary = outcome.summary
+        verdicts.append(summary.verdict)
+        warnings += [f"{shown}: {line}" for line in summary.warnings]
+        rows.append(report_row(outcome))
+        documents.append({**outcome.document(), "gate": judged})
+    page = [f"# {title}", "", *([provenance_line(run), ""] if run is not None else [])]
+    page += [f"> **Warning:** {line}\n" for line in warnings]
+    page += [markdown_table(header, rows), ""]
+    page += [f"- {line}" for line in verdicts]
+    recorded = gate.record(crossings)
+    if recorded is not None:
+        page += ["", gate_line(recorded)]
+    page += ["", *sections]
+    return ReportPage("\n".join(page), header, rows, verdicts, documents, failed, crossings, recorded)

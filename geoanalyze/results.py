@@ -1,0 +1,906 @@
+"""What a stress analysis found, as typed results: its scores, its verdict, its JSON and its Markdown.
+
+::
+
+    StressResult                          one target against the geometry D of one corpus
+     |- dataset: CorpusInfo               the corpus, the tokenizer, max_length, limit
+     |- scores: {name: EncodingScores}    per table: every score, its rank test, a category per aspect
+     |- discriminability                  per aspect, whether this corpus can rank on it
+     |- layers: (LayerRow, ...)           checkpoints: P W_Q, P W_K, query, key, hidden per layer
+     |- peaks: {projection: LayerPeak}
+     |- checkpoint: CheckpointInfo | None
+     |- geometry, vectors, truth          the arrays the figures draw (never in the JSON)
+     |- summary: Summary                  the table's rows, the verdict sentence, warnings, limits, legend
+     '- verdict: Verdict                  one category per aspect, the sentence, what is not ranked
+
+``result.to_json()`` is the document ``geoanalyze stress -f json`` prints; its keys are a stable
+schema (a new key only ever adds). ``result.to_markdown()`` is the section ``-f markdown`` prints.
+A score is ``table.observed[key]`` for the keys of :func:`geoanalyze.geometry.scores.all_scores`;
+``table.null[key]`` its rank test (:func:`geoanalyze.geometry.null.rank_test`). The gate
+(``--fail-above``, ``--fail-if``) is a :class:`Gate`; :meth:`Gate.record` is how every format reports it.
+
+The two text rules every output follows live here too: numbers to 4 significant digits
+(:func:`fmt`) and paths without a site-packages or home prefix (:func:`display_path`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import sysconfig
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from numbers import Real
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .geometry.null import ALPHA, ASPECT_WORDS, ASPECTS, D_ASPECTS, MIN_DRAWS
+from .io import markdown_table as gfm_table
+from .io import to_jsonable
+
+if TYPE_CHECKING:
+    from .geometry.distances import PositionGeometry
+
+#: one score's rank test against its null (mean, sd, low, high, z, beats, rank, p_better, p_worse, effect, category)
+Calibration = Mapping[str, Any]
+
+
+# --- the typed result -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EncodingScores:
+    """Every score of one table of position vectors, held against random tables of its shape.
+
+    ``observed``: score name -> value, in the order of :func:`~geoanalyze.geometry.scores.all_scores`.
+    ``null``: score name -> its rank test among ``null_draws`` random tables. ``categories``:
+    aspect -> better / indistinguishable / worse / undecided (None: its score was not computed).
+    ``bootstrap``: the target's 95% intervals under ``--bootstrap`` (score -> low, high, sd, bias).
+    """
+
+    observed: Mapping[str, float]
+    dim: int
+    null: Mapping[str, Calibration]
+    null_draws: int
+    categories: Mapping[str, str | None]
+    bootstrap: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        record = {**self.observed, "dim": self.dim, "null": dict(self.null), "null_draws": self.null_draws}
+        record["categories"] = dict(self.categories)
+        if self.bootstrap:
+            record["bootstrap"] = dict(self.bootstrap)
+        return record
+
+
+@dataclass(frozen=True)
+class LayerRow:
+    """One row of the layer table: layer ``layer``'s ``projection`` (P·W_Q, P·W_K, query, key, hidden).
+
+    ``positions_used``: the kept positions enough sampled sequences reach (forward-pass rows only).
+    """
+
+    layer: int
+    projection: str
+    observed: Mapping[str, float]
+    null: Mapping[str, Calibration]
+    categories: Mapping[str, str | None]
+    positions_used: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        used = {} if self.positions_used is None else {"positions_used": self.positions_used}
+        head = {"layer": self.layer, "projection": self.projection, **used}
+        return {**head, **self.observed, "null": dict(self.null), "categories": dict(self.categories)}
+
+
+@dataclass(frozen=True)
+class LayerPeak:
+    """Per projection: the layers of lowest scaled stress and violation, of peak raw stress, and the
+    layers better than random per aspect."""
+
+    peak_stress_layer: int
+    peak_stress: float
+    best_scaled_stress_layer: int
+    best_scaled_stress: float
+    best_violation_layer: int
+    best_violation: float
+    better_layers: Mapping[str, list[int]]
+    layers: list[int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """What a checkpoint is (architecture, position mechanism, size) and, per row kind of the
+    tables (position, projected, query_key, hidden), whether it was measured or why not."""
+
+    path: str
+    origin: str
+    architecture: str | None
+    model_type: str | None
+    position_kind: str
+    position_mechanism: Mapping[str, Any]
+    hidden_size: int
+    layers: int
+    parameters: Any
+    rows: Mapping[str, str]
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class AspectDecision:
+    """Whether one aspect's score can separate encodings on this corpus (None: too few draws to say)."""
+
+    discriminates: bool | None
+    reason: str | None = None
+    #: the probe table's category (the D-based aspects only: shape, order, local order)
+    probe_category: str | None = None
+
+    def to_dict(self, aspect: str) -> dict[str, Any]:
+        record: dict[str, Any] = {"discriminates": self.discriminates, "reason": self.reason}
+        if aspect in D_ASPECTS:
+            record["probe_category"] = self.probe_category
+        return record
+
+
+@dataclass(frozen=True)
+class Discriminability:
+    """Per aspect, whether this corpus can rank encodings on it (docs/scores.md, "Discriminability")."""
+
+    probe: str
+    equidistant_scaled_stress: float
+    aspects: Mapping[str, AspectDecision]
+
+    def undecidable(self) -> set[str]:
+        """The aspects whose score cannot separate encodings here (not those too few draws leave open)."""
+        return {aspect for aspect, entry in self.aspects.items() if entry.discriminates is False}
+
+    def to_dict(self) -> dict[str, Any]:
+        aspects = {aspect: entry.to_dict(aspect) for aspect, entry in self.aspects.items()}
+        return {"probe": self.probe, "equidistant_scaled_stress": self.equidistant_scaled_stress, "aspects": aspects}
+
+
+@dataclass(frozen=True)
+class CorpusInfo:
+    """The corpus (its description: name, kind, location, split), the tokenizer and the lengths read."""
+
+    source: Mapping[str, Any]
+    tokenizer: str
+    max_length: int
+    limit: int | None
+
+    @property
+    def name(self) -> str:
+        return str(self.source["name"])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.source, "tokenizer": self.tokenizer, "max_length": self.max_length, "limit": self.limit}
+
+
+@dataclass(frozen=True)
+class NullSettings:
+    """The null every table is held against: ``draws`` random Gaussian tables of its shape."""
+
+    draws: int
+    seed: int
+    min_draws: int = MIN_DRAWS
+    alpha: float = ALPHA
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"draws": self.draws, "min_draws": self.min_draws, "alpha": self.alpha, "seed": self.seed}
+
+
+def _unknown() -> np.ndarray | None:
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class StressResult:
+    """The stress analysis of one target (a checkpoint or an encoding spec) on one corpus.
+
+    ``positions``: the kept positions (N_i >= min-count); ``width``: the width the compared
+    encodings are drawn at; ``scores``: the target first (when it has position vectors), then the
+    compared encodings. ``geometry`` (the distances), ``vectors`` (each table scored) and
+    :attr:`truth` are what the figures draw; they are not in the JSON.
+    """
+
+    target: str
+    kind: str
+    dataset: CorpusInfo
+    distance: str
+    width: int
+    positions: np.ndarray
+    left_out: Mapping[str, Any]
+    noise: Mapping[str, Any]
+    scores: Mapping[str, EncodingScores]
+    null: NullSettings
+    discriminability: Discriminability
+    geometry: PositionGeometry = field(repr=False)
+    layers: tuple[LayerRow, ...] = ()
+    peaks: Mapping[str, LayerPeak] = field(default_factory=dict)
+    checkpoint: CheckpointInfo | None = None
+    vectors: Mapping[str, np.ndarray] = field(default_factory=dict, repr=False)
+    #: computes the exact distances between the kept positions when the corpus's true marginals are
+    #: known (a synthetic corpus, or a sample file with ``<name>.marginals.npy``); see :attr:`truth`
+    exact_distances: Callable[[], np.ndarray | None] = field(default=_unknown, repr=False)
+
+    @property
+    def target_scores(self) -> EncodingScores | None:
+        """The target's own scores (None: it has no absolute position vectors)."""
+        return self.scores.get(self.target)
+
+    @property
+    def distances(self) -> np.ndarray:
+        """The target distance D between the kept positions (naive or corrected)."""
+        return self.geometry.matrix(self.distance)
+
+    @cached_property
+    def truth(self) -> np.ndarray | None:
+        """The exact distances between the kept positions (NaN where unknown), or None; computed once."""
+        return self.exact_distances()
+
+    @property
+    def summary(self) -> Summary:
+        """What the table, the JSON and the Markdown all say (:func:`summarize`; its paths are shown
+        from the working directory of the moment, as every output shows them)."""
+        return summarize(self)
+
+    @property
+    def verdict(self) -> Verdict:
+        """One category per aspect, the verdict sentence and what is not ranked."""
+        mine = self.target_scores
+        categories = {aspect: mine.categories.get(aspect) for aspect in ASPECTS} if mine else dict.fromkeys(ASPECTS)
+        return Verdict(
+            **categories,
+            sentence=self.summary.verdict,
+            not_ranked=tuple(sorted(self.discriminability.undecidable(), key=list(ASPECTS).index)),
+            null_draws=mine.null_draws if mine else None,
+        )
+
+    def document(self) -> dict[str, Any]:
+        """The JSON document as Python values (numpy values left to :func:`geoanalyze.io.to_jsonable`)."""
+        record: dict[str, Any] = {
+            "target": self.target,
+            "kind": self.kind,
+            "dataset": self.dataset.to_dict(),
+            "distance": self.distance,
+            "width": self.width,
+            "positions": self.positions,
+            "left_out": dict(self.left_out),
+            "noise": dict(self.noise),
+            "scores": {name: scores.to_dict() for name, scores in self.scores.items()},
+            "null": self.null.to_dict(),
+            "discriminability": self.discriminability.to_dict(),
+            "layers": [row.to_dict() for row in self.layers],
+            "peaks": {name: peak.to_dict() for name, peak in self.peaks.items()},
+        }
+        if self.checkpoint is not None:
+            record["checkpoint"] = self.checkpoint.to_dict()
+        return {**record, "verdict": self.verdict.to_dict(), "summary": self.summary.to_dict()}
+
+    def to_json(self, **extra: Any) -> str:
+        """The JSON ``geoanalyze stress -f json`` prints (non-finite numbers as null); ``extra`` keys
+        follow the document's own (the command adds ``gate``, ``run`` and, with --plot-dir, ``figures``)."""
+        return json.dumps(to_jsonable({**self.document(), **extra}), indent=2, allow_nan=False)
+
+    def to_markdown(
+        self,
+        figures: Mapping[str, str] | None = None,
+        level: int = 2,
+        show_legend: bool = True,
+        gate: Mapping[str, Any] | None = None,
+    ) -> str:
+        """The Markdown section ``geoanalyze stress -f markdown`` prints (:func:`markdown`)."""
+        return markdown(self, figures, level=level, show_legend=show_legend, gate=gate)
+
+
+# --- what the result says: rows, verdict, warnings, limits, legend ----------------------------------
+
+
+@dataclass(frozen=True)
+class ScoreColumn:
+    """One score of the encodings table: its key in the scores, its label, and its legend line."""
+
+    key: str
+    label: str
+    legend: str
+
+
+#: The encodings table, scale-free scores first. A new score is one entry here (the table, the
+#: Markdown, the legend and the --fail-above names all follow this list).
+SCORE_COLUMNS: list[ScoreColumn] = [
+    ScoreColumn(
+        "scaled_stress",
+        "scaled",
+        "scaled stress: stress after the best rescaling of the vectors (0 = the shape of D up to a factor; "
+        "scale-free, lower is better)",
+    ),
+    ScoreColumn(
+        "monotonicity_violation",
+        "violation",
+        "share of position pairs the vectors order against D (0 = same order, 0.5 = chance; lower is better)",
+    ),
+    ScoreColumn(
+        "anchored_monotonicity_violation",
+        "anchored",
+        "violation among pairs that share a position (local order; lower is better)",
+    ),
+    ScoreColumn(
+        "lag_violation",
+        "lag viol.",
+        "monotonicity in position lag: per anchor, share of pairs where the farther position (in |i - j|) "
+        "sits closer (0 = monotone in lag, 0.5 = chance; lower is better)",
+    ),
+    ScoreColumn(
+        "relative_separation",
+        "rel. sep.",
+        "closest two positions' distance / the median distance (0 = two positions collide; higher keeps them apart)",
+    ),
+    ScoreColumn(
+        "stress",
+        "stress",
+        "raw stress: grows with the vectors' size, so it ranks widths and norms, not shapes; compare scaled",
+    ),
+]
+#: above this share of sampling noise in the naive distance, the scores rank encodings against noise
+NOISE_WARNING = 0.5
+#: each aspect's score, as the table labels it
+ASPECT_LABELS = {
+    "shape": "scaled",
+    "order": "violation",
+    "local_order": "anchored",
+    "lag": "lag viol.",
+    "separation": "rel. sep.",
+}
+#: encodings that are references rather than competitors in the verdict
+REFERENCES = ("mds", "random")
+#: how a category is written in the tables' "null" column
+SYMBOLS = {"better": "+", "indistinguishable": "=", "worse": "-", "undecided": "?", None: " "}
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One row of the encodings table: the scores of :data:`SCORE_COLUMNS` (None: not computed), how
+    many null draws it beats, its categories, and the earlier row it equals (identical scores)."""
+
+    encoding: str
+    dim: int
+    values: Mapping[str, float | None]
+    null_beaten: int
+    null_draws: int
+    categories: Mapping[str, str | None]
+    same_as: str | None = None
+
+    @property
+    def beats_null(self) -> bool:
+        return self.null_draws > 0 and self.null_beaten == self.null_draws
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "encoding": self.encoding,
+            "dim": self.dim,
+            **self.values,
+            "null_beaten": self.null_beaten,
+            "null_draws": self.null_draws,
+            "beats_null": self.beats_null,
+            "categories": dict(self.categories),
+            "same_as": self.same_as,
+        }
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What every format says: the table's rows, the verdict sentence, warnings (what makes the scores
+    untrustworthy and what to do), limits (one line per aspect this corpus cannot rank on), legend."""
+
+    rows: tuple[SummaryRow, ...]
+    verdict: str
+    warnings: tuple[str, ...]
+    limits: tuple[str, ...]
+    legend: tuple[str, ...]
+
+    def row(self, name: str) -> SummaryRow | None:
+        return next((row for row in self.rows if row.encoding == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        rows = [row.to_dict() for row in self.rows]
+        lists = {"warnings": list(self.warnings), "limits": list(self.limits), "legend": list(self.legend)}
+        return {"rows": rows, "verdict": self.verdict, **lists}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The target's verdict: its category against random per aspect (better, indistinguishable, worse,
+    undecided; None without position vectors), the sentence, and the aspects this corpus cannot rank."""
+
+    shape: str | None
+    order: str | None
+    local_order: str | None
+    lag: str | None
+    separation: str | None
+    sentence: str
+    not_ranked: tuple[str, ...]
+    null_draws: int | None
+    alpha: float = ALPHA
+
+    @property
+    def categories(self) -> dict[str, str | None]:
+        """aspect -> category, in the order of :data:`geoanalyze.geometry.null.ASPECTS`."""
+        return {aspect: getattr(self, aspect) for aspect in ASPECTS}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "not_ranked": list(self.not_ranked)}
+
+
+def beaten(scores: EncodingScores) -> tuple[int, int]:
+    """(null draws with a higher violation than this table, draws): the rank-based null test."""
+    draws = int(scores.null_draws)
+    return round(scores.null["monotonicity_violation"]["beats"] * draws), draws
+
+
+def category_code(categories: Mapping[str, Any]) -> str:
+    """The five aspects' categories as one compact cell: "++++-" (shape, order, local order, lag, separation)."""
+    return "".join(SYMBOLS.get(categories.get(aspect), "?") for aspect in ASPECTS)
+
+
+def summary_rows(result: StressResult) -> tuple[SummaryRow, ...]:
+    """One row per table, in the order scored; a row with the same scores as an earlier one says so."""
+    rows = []
+    seen: dict[tuple[Any, ...], str] = {}
+    for name, scores in result.scores.items():
+        wins, draws = beaten(scores)
+        values = {c.key: scores.observed.get(c.key) for c in SCORE_COLUMNS}
+        key = tuple(None if value is None else round(float(value), 12) for value in values.values())
+        same = seen.setdefault(key, name)
+        rows.append(
+            SummaryRow(name, scores.dim, values, wins, draws, dict(scores.categories), same if same != name else None)
+        )
+    return tuple(rows)
+
+
+def warnings(result: StressResult) -> tuple[str, ...]:
+    """What makes the scores untrustworthy, and what to do: a naive distance that is mostly noise."""
+    noise = result.noise.get("noise_fraction")
+    if noise is None or noise != noise or noise <= NOISE_WARNING:
+        return ()
+    fix = (
+        "use --distance corrected (it removes the expected noise), or more text (a larger corpus, no --limit), "
+        "or a higher --min-count"
+        if result.distance == "naive"
+        else "use more text (a larger corpus, no --limit) or a higher --min-count"
+    )
+    return (
+        f"noise fraction {noise:.2f} (above {NOISE_WARNING}): most of the {result.distance} distance between "
+        f"positions is sampling noise, so these scores rank encodings against noise; {fix}",
+    )
+
+
+def summarize(result: StressResult) -> Summary:
+    """What the table, the JSON and the Markdown all say: rows, verdict, warnings, limits, legend."""
+    rows = summary_rows(result)
+    sentence = verdict_sentence(result, rows)
+    return Summary(rows, sentence, warnings(result), limits(result), legend(result, rows))
+
+
+def limits(result: StressResult) -> tuple[str, ...]:
+    """One line per aspect that cannot separate encodings on this corpus, saying why."""
+    return tuple(
+        f"{ASPECT_WORDS[aspect]} ({ASPECT_LABELS[aspect]}) cannot separate encodings on this corpus: "
+        f"{entry.reason}; the verdict does not rank on it"
+        for aspect, entry in result.discriminability.aspects.items()
+        if entry.discriminates is False
+    )
+
+
+def _join(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def against_random(categories: Mapping[str, Any], draws: int) -> str:
+    """The verdict's last clause: which aspects are better than random, which are not."""
+    if draws < MIN_DRAWS:
+        return (
+            f"with {draws} null draws no aspect can be told from random (the rank test needs at least {MIN_DRAWS}: "
+            f"--null-draws {MIN_DRAWS})"
+        )
+    better = [ASPECT_WORDS[a] for a in ASPECTS if categories.get(a) == "better"]
+    other = [
+        f"{ASPECT_WORDS[a]} ({categories.get(a) or 'not computed'})" for a in ASPECTS if categories.get(a) != "better"
+    ]
+    parts = []
+    if better:
+        parts.append(f"better than random in {_join(better)}")
+    if other:
+        parts.append(f"no better than random in {_join(other)}")
+    return f"against {draws} random tables of its shape, it is " + ", and ".join(parts)
+
+
+def shape_clause(mine: SummaryRow, rows: Sequence[SummaryRow]) -> str | None:
+    """The target's scaled stress beside the best standard encoding's (None: nothing to compare with)."""
+    references = [
+        row
+        for row in rows
+        if row.encoding != mine.encoding
+        and row.encoding.split(":")[0] not in REFERENCES
+        and row.values["scaled_stress"] is not None
+    ]
+    if not references:
+        return None
+    best = min(references, key=lambda row: row.values["scaled_stress"])  # type: ignore[arg-type, return-value]
+    mine_scaled, best_scaled = mine.values["scaled_stress"], best.values["scaled_stress"]
+    assert best_scaled is not None
+    if mine_scaled is not None and mine_scaled <= best_scaled * (1 + 1e-9):
+        return (
+            f"no standard encoding has a better shape (scaled {fmt(mine_scaled)}; "
+            f"best other {best.encoding} {fmt(best_scaled)})"
+        )
+    ratio = mine_scaled / best_scaled if mine_scaled is not None and best_scaled > 0 else float("inf")
+    return (
+        f"its shape is {ratio:.2g}x the scaled stress of the best standard encoding "
+        f"({best.encoding} {fmt(best_scaled)}; this target {fmt(mine_scaled)})"
+    )
+
+
+def verdict_sentence(result: StressResult, rows: Sequence[SummaryRow]) -> str:
+    """One line on the target: its shape beside the standard encodings (only where this corpus can tell
+    shapes apart), the MDS floor, then in plain words which aspects are better than random and which are not."""
+    target = result.target
+    by_name = {row.encoding: row for row in rows}
+    mine = by_name.get(target)
+    if mine is None:
+        return f"{target}: no absolute position vectors to score; read the layer-by-layer rows"
+    parts: list[str] = []
+    shapes_differ = "shape" not in result.discriminability.undecidable()
+    if not shapes_differ:
+        parts.append("shape not ranked (this corpus cannot separate shapes)")
+    elif (clause := shape_clause(mine, rows)) is not None:
+        parts.append(clause)
+    mds = by_name.get("mds")
+    if mds is not None and target != "mds" and shapes_differ:
+        parts.append(f"MDS floor {fmt(mds.values['scaled_stress'])}")
+    parts.append(against_random(mine.categories, mine.null_draws))
+    return f"{display_path(target)}: " + "; ".join(parts)
+
+
+def legend(result: StressResult, rows: Sequence[SummaryRow]) -> tuple[str, ...]:
+    """The lines printed under the table (what each column and each special row means)."""
+    draws = max((row.null_draws for row in rows), default=result.null.draws)
+    lines = [f"{c.label}: {c.legend}" for c in SCORE_COLUMNS]
+    lines.append(vs_random_legend(draws))
+    names = {row.encoding.split(":")[0] for row in rows}
+    if "mds" in names:
+        lines.append("mds: classical MDS of D itself, the best fit any encoding can reach (a floor, not a rival)")
+    if "random" in names:
+        lines.append("random: one i.i.d. Gaussian encoding (what no position information scores)")
+    for row in rows:
+        if row.same_as:
+            kinds = {row.encoding.split(":")[0], row.same_as.split(":")[0]}
+            if kinds == {"rope", "sinusoidal"}:
+                why = ": RoPE's (cos, sin) coordinates are the sinusoidal table's, reordered, so distances are equal"
+            elif len(kinds) == 1:
+                why = ": the same encoding at the same width"
+            else:
+                why = ": their vectors have the same distances between positions"
+            lines.append(f"{row.encoding} has the same scores as {row.same_as}{why}")
+    lines.append(width_legend(result, rows))
+    return tuple(lines)
+
+
+def vs_random_legend(draws: int) -> str:
+    """What the "null" column says."""
+    return (
+        f"null: shape, order, local order, lag and separation (the scaled, violation, anchored, lag viol. and "
+        f"rel. sep. columns, in that order) against {draws} random Gaussian tables of the row's shape, by a "
+        f"two-sided rank test at {ALPHA:.0%} (p <= {ALPHA / 2:g} on one side): + better than random, - worse, "
+        f"= indistinguishable, ? undecided (fewer than {MIN_DRAWS} draws)"
+    )
+
+
+def width_legend(result: StressResult, rows: Sequence[SummaryRow]) -> str:
+    """The d column: the width each compared encoding is drawn at, as the table shows it."""
+    others = []
+    names = {row.encoding.split(":")[0]: row.dim for row in rows if row.encoding != result.target}
+    if "alibi" in names:
+        others.append(f"alibi has one coordinate per head ({names['alibi']})")
+    if "mds" in names:
+        others.append(f"mds one per positive eigenvalue of D ({names['mds']})")
+    tail = f"; {'; '.join(others)}" if others else ""
+    return f"d: vector width; sinusoidal, rope and random are drawn at the compared width ({result.width}){tail}"
+
+
+# --- the tables every format shows ------------------------------------------------------------------
+
+
+def header_rows(result: StressResult) -> list[tuple[str, Any]]:
+    """The corpus, tokenizer, positions, target distance and noise above the scores."""
+    source, noise = result.dataset.source, result.noise
+    return [
+        ("corpus", f"{display_path(source['location'])} (split {source['split'] or '-'})"),
+        ("tokenizer", display_path(result.dataset.tokenizer)),
+        ("positions kept", f"{len(result.positions)} (min-count {result.left_out.get('min_count')})"),
+        ("left out", fmt(result.left_out.get("positions"))),
+        ("target distance", f"{result.distance} Hellinger"),
+        ("noise fraction / snr", f"{fmt(noise['noise_fraction'])} / {fmt(noise['snr'])}"),
+    ]
+
+
+def score_rows(result: StressResult) -> tuple[list[str], list[list[Any]]]:
+    """Header and rows of the encodings table: scale-free scores first, then raw stress and the categories."""
+    header = ["encoding", "d", *[c.label for c in SCORE_COLUMNS], "null"]
+    rows = [
+        [row.encoding, row.dim, *[row.values[c.key] for c in SCORE_COLUMNS], category_code(row.categories)]
+        for row in summary_rows(result)
+    ]
+    return header, rows
+
+
+#: the layer table's score columns (raw stress is in the JSON: it follows the vectors' size, not their shape)
+LAYER_COLUMNS = [c for c in SCORE_COLUMNS if c.key != "stress"]
+
+
+def layer_rows(result: StressResult) -> tuple[list[str], list[list[Any]]]:
+    """Header and rows of the layer table."""
+    header = ["layer", "projection", *[c.label for c in LAYER_COLUMNS], "null"]
+    rows = [
+        [row.layer, row.projection, *[row.observed.get(c.key) for c in LAYER_COLUMNS], category_code(row.categories)]
+        for row in result.layers
+    ]
+    return header, rows
+
+
+#: what each row of the layer table is
+PROJECTION_LEGEND = {
+    "P·W_Q": "P·W_Q, P·W_K: the position table through layer l's query and key maps (bias left out)",
+    "query": "query, key: the centroids of the queries and keys layer l's attention receives (after RoPE, if any)",
+    "hidden": "hidden: the centroids of layer l's hidden states (0 = the embedding output)",
+}
+
+
+def _ranges(layers: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2, 5"."""
+    runs: list[list[int]] = []
+    for layer in layers:
+        if runs and layer == runs[-1][-1] + 1:
+            runs[-1].append(layer)
+        else:
+            runs.append([layer])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
+
+
+def peak_lines(result: StressResult) -> list[str]:
+    """The layer summaries, by scale-free scores and categories only (raw stress follows the vectors' size)."""
+    lines = []
+    not_ranked = result.discriminability.undecidable()
+    for projection, peak in result.peaks.items():
+        words = [
+            f"{projection}: lowest scaled stress at layer {peak.best_scaled_stress_layer} "
+            f"({fmt(peak.best_scaled_stress)}), lowest violation at layer {peak.best_violation_layer} "
+            f"({fmt(peak.best_violation)})"
+        ]
+        shown = []
+        for aspect in ASPECTS:
+            chosen = peak.better_layers.get(aspect, [])
+            where = "no layer" if not chosen else "every layer" if chosen == peak.layers else f"layers {_ranges(chosen)}"
+            mark = " (not ranked here)" if aspect in not_ranked else ""
+            shown.append(f"{ASPECT_WORDS[aspect]} {where}{mark}")
+        words.append("better than random: " + ", ".join(shown))
+        lines.append("; ".join(words))
+    return lines
+
+
+def interval_rows(result: StressResult) -> tuple[str, list[str], list[list[Any]]] | None:
+    """The target's bootstrap intervals as (title, header, rows); None without --bootstrap."""
+    mine = result.target_scores
+    intervals = mine.bootstrap if mine else None
+    if not intervals or mine is None:
+        return None
+    labels = {c.key: c.label for c in SCORE_COLUMNS}
+    rows = [
+        [labels.get(name, name), mine.observed.get(name), v["low"], v["high"], v["bias"]]
+        for name, v in intervals.items()
+        if name != "samples"
+    ]
+    samples = intervals["samples"]
+    title = f"{display_path(result.target)}: 95% basic-bootstrap intervals over {samples['count']} resamples of the sequences"
+    return title, ["score", "value", "low", "high", "bias"], rows
+
+
+def markdown(
+    result: StressResult,
+    figures: Mapping[str, str] | None = None,
+    level: int = 2,
+    show_legend: bool = True,
+    gate: Mapping[str, Any] | None = None,
+) -> str:
+    """A Markdown section for one analysis (tables, verdict, legend, then figure links)."""
+    summary = summarize(result)
+    parts = [f"{'#' * level} {display_path(result.target)} on {result.dataset.name}", ""]
+    parts += [f"- {label}: {value}" for label, value in header_rows(result)]
+    parts += ["", *(f"> **Warning:** {line}\n" for line in summary.warnings)]
+    header, rows = score_rows(result)
+    rows = [[display_path(str(row[0])), *row[1:]] for row in rows]
+    parts += [markdown_table(header, rows), "", f"**Verdict:** {summary.verdict}"]
+    parts += [f"\n**Cannot decide:** {line}" for line in summary.limits]
+    intervals = interval_rows(result)
+    if intervals:
+        title, header, rows = intervals
+        parts += ["", f"{title}:", "", markdown_table(header, rows)]
+    if gate is not None:
+        parts += ["", gate_line(gate)]
+    if show_legend:
+        parts += ["", "<details><summary>What the columns mean</summary>", ""]
+        parts += [f"- {line}" for line in summary.legend]
+        parts += ["", "</details>"]
+    if result.layers:
+        parts += ["", markdown_table(*layer_rows(result)), ""]
+        parts += [f"- {line}" for line in peak_lines(result)]
+        shown = {row.projection for row in result.layers}
+        parts += [f"- {line}" for key, line in PROJECTION_LEGEND.items() if key in shown]
+    for title, link in (figures or {}).items():
+        parts += ["", f"![{title}]({link})"]
+    return "\n".join(parts) + "\n"
+
+
+# --- the gate: --fail-above thresholds and --fail-if conditions ---------------------------------------
+
+#: what --fail-if CATEGORY matches: a category, or one of two unions
+FAIL_IF_CATEGORIES = {
+    "better": {"better"},
+    "indistinguishable": {"indistinguishable"},
+    "worse": {"worse"},
+    "not-better": {"indistinguishable", "worse"},
+    "not-worse": {"better", "indistinguishable"},
+}
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The rules a target must pass: score -> the limit it may not exceed, aspect -> a --fail-if category."""
+
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    conditions: Mapping[str, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.thresholds or self.conditions)
+
+    def crossed(self, result: StressResult | Mapping[str, Any]) -> list[str]:
+        """The rules the target breaks, as readable lines (failing closed: see :func:`crossed`)."""
+        return crossed(result, self.thresholds) + matched(result, self.conditions)
+
+    def record(self, crossed: Sequence[str]) -> dict[str, Any] | None:
+        """The gate as every format reports it, given the lines crossed (None when no rule is given)."""
+        if not self:
+            return None
+        rules = {"thresholds": dict(self.thresholds), "conditions": dict(self.conditions)}
+        return {**rules, "crossed": list(crossed), "passed": not crossed}
+
+    def judge(self, result: StressResult | Mapping[str, Any]) -> dict[str, Any] | None:
+        """:meth:`record` of one target."""
+        return self.record(self.crossed(result))
+
+
+def gate(
+    result: StressResult | Mapping[str, Any], thresholds: Mapping[str, float], conditions: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
+    """The --fail-above and --fail-if gate of one target as it is reported in every format (None when neither)."""
+    return Gate(thresholds, conditions or {}).judge(result)
+
+
+def _gated(result: StressResult | Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """(the target's scores, the noise summary) as JSON values: a gate reads a result or its JSON document."""
+    if isinstance(result, StressResult):
+        return (result.target_scores.to_dict() if result.target_scores else {}), result.noise
+    return (result.get("scores", {}).get(result.get("target"), {}) or {}), (result.get("noise") or {})
+
+
+def matched(result: StressResult | Mapping[str, Any], conditions: Mapping[str, str]) -> list[str]:
+    """The --fail-if conditions the target meets, as readable lines; fails closed (no category: met)."""
+    scores, _ = _gated(result)
+    categories = scores.get("categories", {}) or {}
+    lines = []
+    for aspect, category in conditions.items():
+        found = categories.get(aspect)
+        if found is None or found == "undecided":
+            why = "no position vectors to score" if not scores else "not decided"
+            lines.append(f"{aspect} has no category ({why}: fails closed)")
+        elif found in FAIL_IF_CATEGORIES[category]:
+            lines.append(
+                f"{aspect} is {found} than random"
+                if found != "indistinguishable"
+                else f"{aspect} is {found} from random"
+            )
+    return lines
+
+
+def crossed(result: StressResult | Mapping[str, Any], thresholds: Mapping[str, float]) -> list[str]:
+    """The thresholds the target crosses, as readable lines.
+
+    Fails closed: a score that is missing, None, NaN or not a number crosses its threshold (a
+    gate that cannot be evaluated never passes), and so does any score against a NaN threshold;
+    an infinite score (raw stress beyond float64's range) crosses every finite one.
+    """
+    scores, noise = _gated(result)
+    lines = []
+    for metric, limit in thresholds.items():
+        value = (noise if metric == "noise_fraction" else scores).get(metric)
+        number = float(value) if isinstance(value, Real) and not isinstance(value, bool) else math.nan
+        if math.isnan(number) or not number <= limit:
+            shown = f"{number:.6g}" if not math.isnan(number) else ("not computed" if value is None else "nan")
+            reason = (
+                " (undefined: fails closed)"
+                if math.isnan(number)
+                else " (beyond float64's range)"
+                if math.isinf(number)
+                else ""
+            )
+            lines.append(f"{metric} {shown} > {limit:g}{reason}")
+    return lines
+
+
+def gate_rules(gate: Mapping[str, Any]) -> str:
+    """The gate's rules in words: "fail above scaled_stress > 0.5", "fail if shape not-better", or both."""
+    rules = [f"{name} > {limit:g}" for name, limit in gate["thresholds"].items()]
+    rules += [f"{aspect} {category}" for aspect, category in (gate.get("conditions") or {}).items()]
+    kinds = "/".join(word for word, given in (("above", gate["thresholds"]), ("if", gate.get("conditions"))) if given)
+    return f"fail {kinds} " + ", ".join(rules)
+
+
+def gate_line(gate: Mapping[str, Any]) -> str:
+    """The --fail-above / --fail-if gate as one Markdown line."""
+    what = gate_rules(gate)
+    if gate["crossed"]:
+        return f"**Gate FAILED** ({what}): " + "; ".join(gate["crossed"])
+    return f"**Gate passed** ({what})"
+
+
+# --- how every output writes numbers and paths ----------------------------------------------------------
+
+
+def fmt(value: Any) -> str:
+    """Numbers to 4 significant digits, ranges [[a, b], ...] as 'a-b, ...', lists joined."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list) and value and all(isinstance(v, list) and len(v) == 2 for v in value):
+        return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in value)
+    if isinstance(value, list):
+        return ", ".join(fmt(v) for v in value) if value else "none"
+    if value is None:
+        return "-"
+    return str(value)
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub (GFM) table (:func:`geoanalyze.io.markdown_table`), numbers through :func:`fmt`."""
+    return gfm_table(header, rows, fmt)
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """A path as a report shows it: never an absolute site-packages or home path.
+
+    Inside an installed package -> ``<site-packages>/pkg/...``; under the working directory ->
+    relative; under the home folder -> ``~/...``; otherwise unchanged.
+    """
+    text = str(path)
+    if not os.path.isabs(text):
+        return text
+    resolved = Path(text)
+    roots = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
+    for root in sorted(roots, key=len, reverse=True):
+        with contextlib.suppress(ValueError):
+            return "<site-packages>/" + resolved.relative_to(root).as_posix()
+    with contextlib.suppress(ValueError):
+        relative = resolved.relative_to(Path.cwd())
+        return relative.as_posix() or "."
+    with contextlib.suppress(ValueError):
+        return "~/" + resolved.relative_to(Path.home()).as_posix()
+    return text
