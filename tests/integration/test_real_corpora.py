@@ -8,38 +8,24 @@ brute force.
 from __future__ import annotations
 
 import json
-import math
-import shutil
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import helpers
 import numpy as np
 import pytest
+from helpers import hellinger
 
 pytestmark = pytest.mark.integration
 
 MAX_LENGTH = 64
 MIN_COUNT = 100  # the default --min-count
-SCRIPT = shutil.which("geoanalyze", path=str(Path(sys.executable).parent)) or shutil.which("geoanalyze")
 
 
-def geoanalyze(*args: Any, cwd: Path) -> subprocess.CompletedProcess[str]:
-    assert SCRIPT is not None, "the geoanalyze console script is not installed; run pip install -e ."
-    result = subprocess.run(
-        [SCRIPT, *(str(a) for a in args)], cwd=cwd, capture_output=True, text=True, timeout=600, check=False
-    )
-    assert result.returncode == 0, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
-    return result
-
-
-def hellinger(p: Counter[int], q: Counter[int]) -> float:
-    """sqrt(1 - sum_t sqrt(p_t q_t)) of two count tables, by brute force."""
-    n_p, n_q = sum(p.values()), sum(q.values())
-    bc = sum(math.sqrt(p[t] / n_p * q[t] / n_q) for t in p.keys() & q.keys())
-    return math.sqrt(max(0.0, 1.0 - bc))
+def geoanalyze(*args: Any, cwd: Path) -> helpers.Run:
+    """The command in this process, as the console script runs it; it must succeed."""
+    return helpers.ok(helpers.invoke(args, cwd))
 
 
 @pytest.fixture(scope="module")

@@ -10,17 +10,14 @@ every pair of position-pairs, not through Kendall's tau).
 from __future__ import annotations
 
 import json
-import math
 import os
-import shutil
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from helpers import PNG_SIGNATURE, Run, geoanalyze, hellinger
 
 pytestmark = pytest.mark.integration
 
@@ -28,22 +25,12 @@ MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_LENGTH = 512  # the checkpoint's own limit: what the command uses by default
 MIN_COUNT = 50
 TRAIN_LIMIT = 5000
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-SCRIPT = shutil.which("geoanalyze", path=str(Path(sys.executable).parent)) or shutil.which("geoanalyze")
 REL = 1e-8
 TIE_RTOL = 1e-9  # distances closer than this, relative to the largest, are ties
 
 
-def geoanalyze(*args: Any, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The console script, run as a shell would, in ``cwd``."""
-    assert SCRIPT is not None, "the geoanalyze console script is not installed; run pip install -e ."
-    return subprocess.run(
-        [SCRIPT, *(str(a) for a in args)], cwd=cwd, capture_output=True, text=True, timeout=600, check=False
-    )
-
-
-def explain(result: subprocess.CompletedProcess[str]) -> str:
-    return f"exit {result.returncode}\nstdout:\n{result.stdout[-3000:]}\nstderr:\n{result.stderr}"
+def explain(result: Run) -> str:
+    return f"exit {result.code}\nstdout:\n{result.stdout[-3000:]}\nstderr:\n{result.stderr}"
 
 
 # --- the reference computation (no geoanalyze code) ------------------------------------------
@@ -69,13 +56,6 @@ def position_counters(texts: list[str], minilm_path: Path) -> list[Counter[int]]
                 counters.append(Counter())
             counters[i][token] += 1
     return counters
-
-
-def hellinger(p: Counter[int], q: Counter[int]) -> float:
-    """sqrt(1 - sum_t sqrt(p_t q_t)) of two count tables, by brute force."""
-    n_p, n_q = sum(p.values()), sum(q.values())
-    bc = sum(math.sqrt(p[t] / n_p * q[t] / n_q) for t in p.keys() & q.keys())
-    return math.sqrt(max(0.0, 1.0 - bc))
 
 
 def hellinger_matrix(counters: list[Counter[int]], kept: list[int]) -> np.ndarray:
@@ -227,7 +207,7 @@ def validation_run(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) 
         "figs",
         cwd=folder,
     )
-    assert result.returncode == 0, explain(result)
+    assert result.code == 0, explain(result)
     assert "Traceback" not in result.stderr
     return folder, json.loads(result.stdout), result.stderr
 
@@ -359,7 +339,7 @@ def test_fail_above_exits_1_and_still_prints_the_json(
     _, document, _ = validation_run
     common = ("stress", MODEL, *VALIDATION_ARGS, "--data-dir", shared_data, "-f", "json")
     crossed = geoanalyze(*common, "--fail-above", "stress=0.0001", "-o", "crossed.json", cwd=tmp_path)
-    assert crossed.returncode == 1, explain(crossed)
+    assert crossed.code == 1, explain(crossed)
     assert "Traceback" not in crossed.stderr
     errors = [line for line in crossed.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "stress" in errors[0], crossed.stderr
@@ -370,7 +350,7 @@ def test_fail_above_exits_1_and_still_prints_the_json(
     assert printed["layers"] == document["layers"]
 
     passed = geoanalyze(*common, "--fail-above", "stress=1e9", cwd=tmp_path)
-    assert passed.returncode == 0, explain(passed)
+    assert passed.code == 0, explain(passed)
     assert json.loads(passed.stdout)["scores"][MODEL]["stress"] == document["scores"][MODEL]["stress"]
 
 
@@ -399,7 +379,7 @@ def test_train_with_limit_and_no_layers(shared_data: Path, minilm_path: Path, tm
         "json",
         cwd=tmp_path,
     )
-    assert result.returncode == 0, explain(result)
+    assert result.code == 0, explain(result)
     document = json.loads(result.stdout)
     texts = sst2_sentences(shared_data, "train")[:TRAIN_LIMIT]
     ref = Reference(texts, minilm_path)

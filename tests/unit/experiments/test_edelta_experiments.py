@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import REPO_ROOT, invoke, run_process
 
 from geoanalyze.errors import InputError
 from geoanalyze.experiments import ExperimentOptions, run_experiment, write_result
 from geoanalyze.experiments.edelta_settings import resolve_settings
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 DOC = REPO_ROOT / "docs" / "edelta.md"
 
 
@@ -158,30 +158,22 @@ def test_docs_show_both_protocols_and_the_gpu_script() -> None:
 @pytest.mark.parametrize("command", _doc_commands())
 def test_every_command_in_the_docs_runs(command: str, tmp_path: Path) -> None:
     """Each command of docs/edelta.md at the smoke preset (the ci and paper presets take minutes to hours)."""
-    import os
-    import subprocess
     import sys
 
     words = command.split()
     if words[0] == "bash":  # the GPU script, on the CPU at the smoke preset
-        env = dict(
-            os.environ, PRESET="smoke", DEVICE="cpu", OUT=str(tmp_path / "gpu"), PYTHON=sys.executable, WORKERS="1"
-        )
-        done = subprocess.run(["bash", str(REPO_ROOT / words[1])], env=env, capture_output=True, text=True, check=False)
+        env = dict(PRESET="smoke", DEVICE="cpu", OUT=str(tmp_path / "gpu"), PYTHON=sys.executable, WORKERS="1")
+        done = run_process(["bash", REPO_ROOT / words[1]], env=env, timeout=None)
         assert done.returncode in (0, 1), done.stderr
         assert (tmp_path / "gpu" / "reference" / "edelta-benchmarks.json").is_file()
         return
-    from typer.testing import CliRunner
-
-    from geoanalyze.cli.app import app
-
     args = words[1:]
     if "--preset" in args:
         args[args.index("--preset") + 1] = (
             "smoke" if args[1] == "edelta-benchmarks" else args[args.index("--preset") + 1]
         )
-    result = CliRunner().invoke(app, [*args, "-o", str(tmp_path / "out"), "--device", "cpu"])
-    assert result.exit_code in (0, 1), result.output  # 1: a verdict failed, as it may at the smoke preset
+    result = invoke([*args, "-o", str(tmp_path / "out"), "--device", "cpu"], cwd=tmp_path)
+    assert result.code in (0, 1), str(result)  # 1: a verdict failed, as it may at the smoke preset
 
 
 @pytest.mark.slow

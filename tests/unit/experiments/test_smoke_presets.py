@@ -8,22 +8,81 @@ that lists the valid ones.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
+import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from helpers import invoke
 
-from geoanalyze.cli.app import app
+import geoanalyze.experiments
 from geoanalyze.errors import InputError
-from geoanalyze.experiments import EXPERIMENTS, ExperimentOptions, markdown, run_experiment, write_result
+from geoanalyze.experiments import (
+    EXPERIMENTS,
+    ExperimentOptions,
+    ExperimentResult,
+    markdown,
+    run_experiment,
+    write_result,
+)
 from geoanalyze.experiments.record import PRESET_NOTES
 
 #: a smoke run takes seconds (1-7 s each on an idle 2-core machine); generous for a loaded CI machine
 SMOKE_SECONDS = 60.0
+
+
+class RunOnce:
+    """run_experiment, each experiment computed once per module and options: a later call with the
+    same options gets a copy of the first result and of the first run's work dir (figures, runs).
+
+    CPU training is bit-identical per seed (docs/determinism.md), so a second run would compute the
+    same numbers; the commands below render the one result as table, JSON and Markdown."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.runs: dict[tuple[Any, ...], tuple[ExperimentResult, float, Path]] = {}
+
+    def __call__(self, name: str, options: ExperimentOptions) -> ExperimentResult:
+        return self.timed(name, options)[0]
+
+    def timed(self, name: str, options: ExperimentOptions) -> tuple[ExperimentResult, float]:
+        """(the result, the seconds its one real run took)."""
+        key = self.key(name, options)
+        if key not in self.runs:
+            began = time.perf_counter()
+            result = run_experiment(name, options)
+            seconds = time.perf_counter() - began
+            kept = self.root / f"{len(self.runs):02d}-{name}"
+            shutil.copytree(options.work_dir, kept)
+            self.runs[key] = (result, seconds, kept)
+        else:
+            shutil.copytree(self.runs[key][2], options.work_dir, dirs_exist_ok=True)
+        result, seconds, _ = self.runs[key]
+        return copy.deepcopy(result), seconds
+
+    @staticmethod
+    def key(name: str, options: ExperimentOptions) -> tuple[Any, ...]:
+        """What the numbers depend on (not the work dir, not the progress bars); auto is the device it picks."""
+        import torch
+
+        device = ("cuda" if torch.cuda.is_available() else "cpu") if options.device == "auto" else options.device
+        data_dir = options.data_dir or os.environ.get("GEOANALYZE_DATA_DIR")
+        return (name, options.preset, options.seed, device, tuple(options.overrides), data_dir)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunOnce]:
+    """The module's experiments, each run once; the commands (`verify`) get the same runs."""
+    once = RunOnce(tmp_path_factory.mktemp("smoke-runs"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(geoanalyze.experiments, "run_experiment", once)
+        yield once
 
 
 def test_every_experiment_lists_the_smoke_preset_first() -> None:
@@ -33,11 +92,11 @@ def test_every_experiment_lists_the_smoke_preset_first() -> None:
 
 
 @pytest.mark.parametrize("name", list(EXPERIMENTS))
-def test_the_smoke_preset_runs_in_seconds_and_passes_its_own_thresholds(name: str, tmp_path: Path) -> None:
-    began = time.perf_counter()
+def test_the_smoke_preset_runs_in_seconds_and_passes_its_own_thresholds(
+    name: str, tmp_path: Path, smoke: RunOnce
+) -> None:
     options = ExperimentOptions(preset="smoke", work_dir=tmp_path, device="cpu", progress=False)
-    result = run_experiment(name, options)
-    seconds = time.perf_counter() - began
+    result, seconds = smoke.timed(name, options)
     assert seconds < SMOKE_SECONDS, f"{name} took {seconds:.1f} s at the smoke preset"
     assert result.preset == "smoke" and result.checks
     # a test over seeds cannot decide on smoke's one seed: undecided (said so), never a pass, never a failure
@@ -71,22 +130,19 @@ def test_ci_thresholds_are_not_the_smoke_ones() -> None:
 
 # --- the command ---------------------------------------------------------------------------------
 
-runner = CliRunner()
-
 
 @pytest.fixture
-def in_tmp(tmp_path: Path) -> Path:
-    before = Path.cwd()
-    os.chdir(tmp_path)
-    yield tmp_path
-    os.chdir(before)
+def in_tmp(tmp_path: Path, smoke: RunOnce) -> Path:
+    """An empty folder to run the command in; its experiments are the module's runs."""
+    return tmp_path
 
 
 @pytest.mark.parametrize("args", [["verify", "journey", "--preset", "quick"], ["verify", "all", "-p", "fast"]])
 def test_an_unknown_preset_is_one_line_listing_the_valid_ones(args: list[str], in_tmp: Path) -> None:
-    result = runner.invoke(app, args)
-    assert result.exit_code == 2
-    lines = [line for line in result.output.splitlines() if line.strip()]
+    result = invoke(args, cwd=in_tmp)
+    assert result.code == 2
+    assert result.stdout == ""
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: unknown preset")
     assert "choose one of smoke, ci, paper" in lines[0]
     assert list(in_tmp.iterdir()) == []
@@ -95,12 +151,12 @@ def test_an_unknown_preset_is_one_line_listing_the_valid_ones(args: list[str], i
 
 
 def test_verify_says_which_preset_ran_and_that_smoke_is_looser(in_tmp: Path) -> None:
-    table = runner.invoke(app, ["verify", "edelta", "--preset", "smoke", "-o", "t"])
-    assert table.exit_code == 0, table.output
-    assert "edelta (smoke," in table.output and PRESET_NOTES["smoke"] in " ".join(table.output.split())
-    document = json.loads(runner.invoke(app, ["verify", "edelta", "-p", "smoke", "-o", "j", "-f", "json"]).output)
+    table = invoke(["verify", "edelta", "--preset", "smoke", "-o", "t"], cwd=in_tmp)
+    assert table.code == 0, str(table)
+    assert "edelta (smoke," in table.stdout and PRESET_NOTES["smoke"] in " ".join(table.stdout.split())
+    document = json.loads(invoke(["verify", "edelta", "-p", "smoke", "-o", "j", "-f", "json"], cwd=in_tmp).stdout)
     assert document["preset"] == "smoke" and document["preset_note"] == PRESET_NOTES["smoke"]
-    page = runner.invoke(app, ["verify", "edelta", "-p", "smoke", "-o", "m", "-f", "markdown"]).output
+    page = invoke(["verify", "edelta", "-p", "smoke", "-o", "m", "-f", "markdown"], cwd=in_tmp).stdout
     assert "Preset `smoke`" in page and PRESET_NOTES["smoke"] in page
     assert PRESET_NOTES["smoke"] in (in_tmp / "m" / "edelta.md").read_text(encoding="utf-8")
 
@@ -111,8 +167,8 @@ def test_verify_all_runs_every_experiment_into_its_own_folder(in_tmp: Path, monk
 
     quick = {name: EXPERIMENTS[name] for name in ("journey", "edelta")}
     monkeypatch.setattr(experiments, "EXPERIMENTS", quick)
-    result = runner.invoke(app, ["verify", "all", "--preset", "smoke", "-o", "all", "-f", "json"])
-    assert result.exit_code == 0, result.output
+    result = invoke(["verify", "all", "--preset", "smoke", "-o", "all", "-f", "json"], cwd=in_tmp)
+    assert result.code == 0, str(result)
     document = json.loads(result.stdout)
     assert document["preset"] == "smoke" and document["passed"] is True
     assert [e["experiment"] for e in document["experiments"]] == ["journey", "edelta"]
@@ -124,8 +180,7 @@ def test_verify_all_runs_every_experiment_into_its_own_folder(in_tmp: Path, monk
     assert "| journey | PASS |" in summary and PRESET_NOTES["smoke"] in summary
     assert json.loads((in_tmp / "all" / "summary.json").read_text(encoding="utf-8"))["passed"] is True
     typed = ["verify", "all", "-p", "smoke", "-o", "md", "-f", "markdown"]
-    monkeypatch.setattr("sys.argv", ["/usr/bin/geoanalyze", *typed])  # as the console script sees it
-    page = runner.invoke(app, typed).stdout
+    page = invoke(typed, cwd=in_tmp, program="/usr/bin/geoanalyze").stdout  # argv as the console script sees it
     from markdown_it import MarkdownIt
 
     tokens = MarkdownIt("commonmark").enable("table").parse(page)
@@ -133,5 +188,5 @@ def test_verify_all_runs_every_experiment_into_its_own_folder(in_tmp: Path, monk
     cells = [t for t in tokens if t.type in ("th_open", "td_open")]
     assert len(rows) == 3 and len(cells) == 3 * 5  # header and two experiments, five cells each
     assert "seed 0: `geoanalyze verify all -p smoke -o md -f markdown`" in page  # version, command line, seed
-    refused = runner.invoke(app, ["verify", "all", "-p", "smoke", "-o", "other", "--set", "steps=3"])
-    assert refused.exit_code == 2 and "error: --set applies to one experiment" in refused.output
+    refused = invoke(["verify", "all", "-p", "smoke", "-o", "other", "--set", "steps=3"], cwd=in_tmp)
+    assert refused.code == 2 and "error: --set applies to one experiment" in refused.stderr

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import DRIFT_WORDS
 
 from .zoo import ZOO, build_checkpoint, corpus_tokenizer
 
-CORPUS = Path(__file__).resolve().parents[3] / "sample_corpora" / "drift-words.txt"
+CORPUS = DRIFT_WORDS
 
 
 @pytest.fixture(scope="session")

@@ -11,36 +11,26 @@ import pickle
 import shutil
 import struct
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import Run, invoke
 
 from .conftest import CORPUS
 
 
-@dataclass
-class Run:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 def geoanalyze(*args: Any, cwd: Path) -> Run:
-    """The command in this process (typer's runner): a subprocess per case would spend minutes importing torch."""
-    from typer.testing import CliRunner
-
+    """The command in this process (a subprocess per case would spend minutes importing torch), with
+    load_checkpoint's per-process cache empty, as in a new process."""
     from geoanalyze.checkpoints import load_checkpoint
-    from geoanalyze.cli.app import app
 
     load_checkpoint.cache_clear()
-    result = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
-    return Run(result.exit_code, result.stdout, result.stderr)
+    return invoke(args, cwd)
 
 
 def refused(result: Run, *words: str) -> None:
-    assert result.returncode == 2, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    assert result.code == 2, str(result)
     lines = [line for line in result.stderr.strip().splitlines() if not line.startswith("note:")]
     assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
     for word in words:
@@ -143,7 +133,7 @@ def test_a_malicious_bin_beside_safetensors_is_never_unpickled(zoo: dict[str, Pa
     result = geoanalyze(
         "stress", folder, "--dataset", CORPUS, "--max-sequences", "64", "--max-length", "16", "-f", "json", cwd=tmp_path
     )
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr
     assert not marker.exists()
     assert json.loads(result.stdout)["checkpoint"]["rows"]["query_key"].startswith("measured")
 
@@ -199,6 +189,8 @@ def test_report_writes_the_page_past_an_unanalysable_target(zoo: dict[str, Path]
     """One broken target gets its own section; the page and the others' figures are written; exit 1."""
     broken = copy_with(zoo["Llama"], tmp_path / "broken", rope_theta="abc")
     page = tmp_path / "out" / "report.md"
+    work = tmp_path / "work"  # run outside the folder of the targets: the page shows their paths as given
+    work.mkdir()
     result = geoanalyze(
         "report",
         zoo["Qwen3"],
@@ -213,9 +205,9 @@ def test_report_writes_the_page_past_an_unanalysable_target(zoo: dict[str, Path]
         "sinusoidal",
         "-o",
         page,
-        cwd=tmp_path,
+        cwd=work,
     )
-    assert result.returncode == 1, result.stderr
+    assert result.code == 1, result.stderr
     assert "1 of 2 targets could not be analysed" in result.stderr
     text = page.read_text()
     assert f"## {broken}\n\nnot analysed: " in text and "rope_theta" in text

@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from helpers import REPO_ROOT, SAMPLES, invoke, run_process
+
 from .zoo import markdown_table
 
-DOC = Path(__file__).resolve().parents[3] / "docs" / "checkpoints.md"
+DOC = REPO_ROOT / "docs" / "checkpoints.md"
 BEGIN, END = "<!-- zoo:begin -->", "<!-- zoo:end -->"
 
 
@@ -32,27 +34,17 @@ def test_the_docs_commands_run(tmp_path: Path) -> None:
     """The page's Python block builds the tiny Llama; its shell block scores it; the JSON says what the page says."""
     import json
     import shlex
-    import subprocess
     import sys
 
-    from typer.testing import CliRunner
-
-    from geoanalyze.cli.app import app
-
-    (tmp_path / "sample_corpora").symlink_to(DOC.parents[1] / "sample_corpora")
+    (tmp_path / "sample_corpora").symlink_to(SAMPLES)
     (python,) = _blocks("python")
-    built = subprocess.run([sys.executable, "-c", python], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    built = run_process([sys.executable, "-c", python], cwd=tmp_path)  # the block as a user runs it
     assert built.returncode == 0, built.stderr
     (shell,) = _blocks("bash")
     words = shlex.split(shell.strip())
     assert words[0] == "geoanalyze"
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        result = CliRunner().invoke(app, words[1:], catch_exceptions=False)
-    finally:
-        os.chdir(cwd)
-    assert result.exit_code == 0, result.stderr
+    result = invoke(words[1:], cwd=tmp_path)
+    assert result.code == 0, result.stderr
     document = json.loads((tmp_path / "tiny-llama.json").read_text())
     mechanism = document["checkpoint"]["position_mechanism"]
     assert mechanism["kind"] == "rope"
