@@ -7,12 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import DRIFT_WORDS, invoke
 
 from geoanalyze.analysis import LAYER_SCORES, StressOptions, analyze
 from geoanalyze.geometry.scores import lag_violation
 from geoanalyze.results import LayerRow, StressResult, layer_rows, markdown, score_rows
-
-DRIFT_WORDS = Path(__file__).resolve().parents[3] / "sample_corpora" / "drift-words.txt"
 
 
 @pytest.fixture(scope="module")
@@ -52,15 +51,11 @@ def test_tables_and_markdown_carry_a_column(result: StressResult) -> None:
 def test_the_results_page_numbers_on_sst2(shared_data: Path, tmp_path: Path) -> None:
     """docs/results.md, "the paper's 22% and 25.4% in two readings": the command and its figures."""
     import json
-    import subprocess
-    import sys
 
-    script = Path(sys.executable).parent / "geoanalyze"
-    assert script.is_file(), "the geoanalyze console script is not installed; run pip install -e ."
-    command = [str(script), "stress", "sentence-transformers/all-MiniLM-L6-v2", "--dataset", "sst2"]
+    command = ["stress", "sentence-transformers/all-MiniLM-L6-v2", "--dataset", "sst2"]
     command += ["--data-dir", str(shared_data), "--layers", "none", "-f", "json"]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=900, check=False)
-    assert done.returncode == 0, done.stderr
+    done = invoke(command, cwd=tmp_path)
+    assert done.code == 0, done.stderr
     scores = json.loads(done.stdout)["scores"]
     assert scores["mds"]["lag_violation"] == pytest.approx(0.2410, abs=5e-4)
     assert scores["sentence-transformers/all-MiniLM-L6-v2"]["lag_violation"] == pytest.approx(0.2738, abs=5e-4)
