@@ -150,16 +150,22 @@ def refused(run: Run, *words: str, code: int = 2) -> str:
 def run_process(
     argv: Sequence[Any],
     cwd: Path | None = None,
-    env: dict[str, str] | None = None,
+    env: dict[str, str | None] | None = None,
     timeout: float | None = 300,
     stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """A real process (``argv``, e.g. ``[*GEOANALYZE, "stress", ...]`` or ``[sys.executable, "-c", code]``),
-    its output captured as text; its environment is os.environ plus ``env``."""
+    its output captured as text; its environment is os.environ with ``env`` on top (None: unset)."""
+    environment = dict(os.environ)
+    for key, value in (env or {}).items():
+        if value is None:
+            environment.pop(key, None)
+        else:
+            environment[key] = value
     return subprocess.run(
         [str(a) for a in argv],
         cwd=cwd,
-        env={**os.environ, **(env or {})},
+        env=environment,
         input=stdin,
         capture_output=True,
         text=True,
@@ -168,7 +174,7 @@ def run_process(
     )
 
 
-def geoanalyze_process(*args: Any, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300) -> Run:
+def geoanalyze_process(*args: Any, cwd: Path, env: dict[str, str | None] | None = None, timeout: float = 300) -> Run:
     """``geoanalyze *args`` as a real process (the console script), for what is read at import time,
     e.g. ``COLUMNS``, the width of the result tables."""
     done = run_process([*GEOANALYZE, *args], cwd=cwd, env=env, timeout=timeout)

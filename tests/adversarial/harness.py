@@ -17,13 +17,25 @@ import contextlib
 import hashlib
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from helpers import REPO_ROOT, SAMPLES, Run, invoke
+from helpers import REPO_ROOT, SAMPLES, Run, invoke, run_process
 
-__all__ = ["REPO_ROOT", "SAMPLES", "Run", "Sandbox", "invoke", "read_only", "running_as_root", "tree"]
+__all__ = [
+    "REPO_ROOT",
+    "SAMPLES",
+    "Run",
+    "Sandbox",
+    "invoke",
+    "python_process",
+    "read_only",
+    "running_as_root",
+    "tree",
+]
 
 
 def tree(root: Path) -> dict[str, str]:
@@ -113,6 +125,15 @@ def read_only(path: Path) -> Iterator[Path]:
         yield path
     finally:
         path.chmod(mode)
+
+
+def python_process(
+    sandbox: Sandbox, code: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -c code *args`` in the sandbox as a real process (for a signal, an rlimit), importing
+    this checkout's geoanalyze."""
+    extra: dict[str, str | None] = {"PYTHONPATH": str(REPO_ROOT), "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
+    return run_process([sys.executable, "-c", code, *args], cwd=sandbox.root, env=extra)
 
 
 def running_as_root() -> bool:

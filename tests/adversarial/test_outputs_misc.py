@@ -9,13 +9,12 @@ import json
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .harness import REPO_ROOT, Sandbox, invoke, running_as_root, tree
+from .harness import Sandbox, invoke, python_process, running_as_root, tree
 from .outputs_inputs import CORPUS, QUICK, full_disk, populate, read_only_folder
 from .test_outputs_writes import TRAIN_TINY
 
@@ -190,9 +189,7 @@ main()
 
 
 def _train_killed(sandbox: Sandbox, signal_name: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-c", _KILLED, signal_name, "train", "-o", "run", *TRAIN_TINY]
-    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run(command, cwd=sandbox.root, capture_output=True, text=True, env=environment, timeout=300)
+    return python_process(sandbox, _KILLED, signal_name, "train", "-o", "run", *TRAIN_TINY)
 
 
 @pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGTERM"])

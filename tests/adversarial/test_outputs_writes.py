@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import typer
 
-from .harness import REPO_ROOT, Sandbox, tree
+from .harness import Sandbox, python_process, tree
 from .outputs_inputs import CORPUS, QUICK, full_disk, populate, read_only_folder
 
 STRESS = ["stress", "rope:d=16", "--dataset", "drift.txt", *QUICK]
@@ -231,9 +229,7 @@ LIMITED = {
 
 
 def _subprocess(sandbox: Sandbox, *args: str, limit: int | None = None, env: dict[str, str] | None = None) -> Any:
-    command = [sys.executable, "-c", _LIMITED, str(limit or 2**40), *args]
-    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
-    return subprocess.run(command, cwd=sandbox.root, capture_output=True, text=True, env=environment, timeout=300)
+    return python_process(sandbox, _LIMITED, str(limit or 2**40), *args, env=env)
 
 
 @pytest.mark.parametrize("case", list(LIMITED))
@@ -276,9 +272,7 @@ main()
 def test_sigterm_mid_write_leaves_no_partial_output(sandbox: Sandbox, args: list[str]) -> None:
     _with_previous(sandbox)
     before = tree(sandbox.root)
-    command = [sys.executable, "-c", _TERMINATED, *args]
-    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
-    done = subprocess.run(command, cwd=sandbox.root, capture_output=True, text=True, env=environment, timeout=300)
+    done = python_process(sandbox, _TERMINATED, *args)
     assert done.returncode == 130, done.stderr
     assert done.stderr.strip().splitlines() == ["error: interrupted"], done.stderr
     assert tree(sandbox.root) == before

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+
+from helpers import run_process
 
 HERE = Path(__file__).resolve().parent
 PAGE = HERE.parents[1] / "docs" / "reliability.md"
@@ -17,13 +18,11 @@ def test_the_reliability_page_counts_the_cases_of_every_file() -> None:
         name: int(count)
         for name, count in re.findall(r"^\| `(test_\w+\.py)` \| (\d+) \|", PAGE.read_text(encoding="utf-8"), re.M)
     }
-    collected = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "", "-p", "no:cacheprovider", str(HERE)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=HERE.parents[1],
-    ).stdout
+    # pytest's own collection (in one process: -n 0, whatever the addopts say), every mark included
+    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "", "-n", "0", "-p", "no:cacheprovider"]
+    done = run_process([*command, HERE], cwd=HERE.parents[1])
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    collected = done.stdout
     counts = Counter(
         Path(line.split("::")[0]).name for line in collected.splitlines() if "::" in line and "tests/adversarial" in line
     )

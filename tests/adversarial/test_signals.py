@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import GEOANALYZE, run_process
 
 from .harness import REPO_ROOT, SAMPLES, tree
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and pipes")
 
-PROGRAM = Path(sys.executable).with_name("geoanalyze")
 LONG_COUNT = ["marginals", "synthetic:drift,n=700000,length=64", "--no-cache", "--workers", "1"]
 
 
@@ -30,12 +30,6 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def _command() -> list[str]:
-    if PROGRAM.exists():
-        return [str(PROGRAM)]
-    return [sys.executable, "-m", "geoanalyze"]
-
-
 def _default_sigint() -> None:
     # a test runner started in the background may ignore SIGINT; a user's terminal does not
     signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -43,7 +37,7 @@ def _default_sigint() -> None:
 
 def _started(args: list[str], tmp_path: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [*_command(), *args],
+        [*GEOANALYZE, *args],
         cwd=tmp_path,
         env=_env(tmp_path),
         stdout=subprocess.PIPE,
@@ -75,12 +69,10 @@ def test_a_signal_while_importing_says_interrupted(tmp_path: Path) -> None:
         "time.sleep(10)\n"
         "print('not interrupted')\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=_env(tmp_path), capture_output=True, timeout=60
-    )
+    result = run_process([sys.executable, "-c", code], cwd=tmp_path, env=_env(tmp_path), timeout=60)
     assert result.returncode == 130, result
-    assert result.stderr.decode().strip() == "error: interrupted"
-    assert b"not interrupted" not in result.stdout
+    assert result.stderr.strip() == "error: interrupted"
+    assert "not interrupted" not in result.stdout
 
 
 PIPED = [
@@ -122,12 +114,11 @@ def test_a_closed_stdout_ends_quietly_with_141(tmp_path: Path, args: list[str]) 
 
 def test_output_a_reader_took_whole_exits_0(tmp_path: Path) -> None:
     shutil.copy(SAMPLES / "drift.txt", tmp_path / "drift.txt")
-    result = subprocess.run(
-        [*_command(), "marginals", "drift.txt", "-t", "whitespace", "-f", "json"],
+    result = run_process(
+        [*GEOANALYZE, "marginals", "drift.txt", "-t", "whitespace", "-f", "json"],
         cwd=tmp_path,
         env=_env(tmp_path),
-        capture_output=True,
         timeout=60,
     )
     assert result.returncode == 0, result
-    assert result.stdout.lstrip().startswith(b"{") and not result.stderr.strip()
+    assert result.stdout.lstrip().startswith("{") and not result.stderr.strip()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
-from geoanalyze.experiments import claims
+from helpers import REPO_ROOT, run_process
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from geoanalyze.experiments import claims
 
 
 def test_the_claims_page_is_the_generators_output() -> None:
@@ -48,4 +47,5 @@ def test_a_changed_verdict_is_refused(tmp_path: Path) -> None:
 
 def test_the_module_runs_without_torch() -> None:
     code = "import sys, geoanalyze.experiments.claims; assert 'torch' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True)
+    done = run_process([sys.executable, "-c", code])  # a fresh process: this one has imported torch
+    assert done.returncode == 0, done.stderr

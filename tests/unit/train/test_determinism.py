@@ -10,13 +10,12 @@ one partial sum per thread, so without a fixed thread count 1 and 2 threads give
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import run_process
 
 #: (OMP threads, PYTHONHASHSEED) of the two runs of every case
 ENVIRONMENTS = (("1", "0"), ("2", "12345"))
@@ -81,18 +80,16 @@ print(json.dumps(strip(to_jsonable({"checks": [c.to_dict() for c in result.check
 
 
 def _run(script: str, args: list[str], threads: str, hash_seed: str, **extra: str) -> Any:
-    env = {
-        **os.environ,
+    env: dict[str, str | None] = {
         "OMP_NUM_THREADS": threads,
         "MKL_NUM_THREADS": threads,
         "PYTHONHASHSEED": hash_seed,
         "GEOANALYZE_PROGRESS_SECONDS": "1000",
+        "GEOANALYZE_CPU_THREADS": None,
     }
-    env.pop("GEOANALYZE_CPU_THREADS", None)
     env.update(extra)
-    done = subprocess.run(
-        [sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, timeout=300, check=False
-    )
+    # a fresh process each: the thread count and the hash seed are read as Python and torch start
+    done = run_process([sys.executable, "-c", script, *args], env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
