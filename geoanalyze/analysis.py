@@ -29,7 +29,7 @@ import numpy as np
 from .cache import cache_entry, cache_holds, write_cache
 from .corpus.marginals import DEFAULT_MIN_COUNT, compute_counts
 from .corpus.sources import default_tokenizer, resolve_source
-from .encodings import Encoding, EncodingContext, get_encoding, is_encoding_spec
+from .encodings import Encoding, EncodingContext, get_encoding, is_encoding_spec, takes_model_width
 from .errors import FormatError, InputError
 from .geometry.distances import PositionGeometry, position_geometry
 from .geometry.null import (
@@ -324,7 +324,7 @@ def position_tables(
             vectors[name] = resolved.checkpoint.position_vectors(positions)
     elif resolved.encoding is not None:
         vectors[name] = resolved.encoding.vectors(positions, context)
-        if options.width is None and vectors[name].ndim == 2 and name.split(":")[0] not in ("mds", "alibi"):
+        if options.width is None and vectors[name].ndim == 2 and takes_model_width(name):
             width = int(vectors[name].shape[1])
             context = EncodingContext(width=width, distances=corpus.distances, counts=corpus.counts.metadata)
             for candidate in compared.values():

@@ -16,6 +16,7 @@ from .registry import (
     is_encoding_spec,
     list_encodings,
     spec_width,
+    takes_model_width,
 )
 
 __all__ = [
@@ -32,4 +33,5 @@ __all__ = [
     "mds",
     "spec_width",
     "standard",
+    "takes_model_width",
 ]

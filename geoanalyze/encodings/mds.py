@@ -25,6 +25,7 @@ RANK = Parameter("rank", int)
     "classical MDS of the target distances (mds, mds:rank=R), or rows of a PE file: mds:<file>",
     takes_path=True,
     order=50,
+    model_width=False,
 )
 def mds_encoding(spec: str, args: str) -> Encoding:
     """``mds`` / ``mds:rank=R`` (checked now: rank a positive integer), else ``mds:<file>``."""

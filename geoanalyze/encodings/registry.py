@@ -142,6 +142,9 @@ class EncodingFamily:
     width: str | None = None
     #: where the family stands in listings and in the choices of an error (lowest first)
     order: int = 100
+    #: a target's table is as wide as a model's (its width is the one compared encodings take);
+    #: False where the width is the family's own dimension (an MDS rank, ALiBi's heads)
+    model_width: bool = True
 
     def named_width(self, args: str) -> int | None:
         """The width ARGS give (``d=64`` -> 64), or None; a bad value is get_encoding's to report."""
@@ -221,18 +224,20 @@ def encoding(
     width: str | None = None,
     takes_path: bool = False,
     order: int = 100,
+    model_width: bool = True,
 ) -> Callable[[Function], Function]:
     """Register the decorated function as the encoding family ``name`` (returned unchanged).
 
     For a ``key=value`` family the function is the table, ``f(positions, **values) -> (n, k)``,
     called with every parameter of ``params`` (the spec's value, else its default). With
     ``takes_path`` the function reads ARGS itself, ``f(spec, args) -> Encoding``. ``width``
-    names the parameter that sets the table's width (:func:`spec_width`).
+    names the parameter that sets the table's width (:func:`spec_width`); ``model_width=False``
+    says the table's width is not a model's (:func:`takes_model_width`).
     """
 
     def register(function: Function) -> Function:
         resolve = function if takes_path else parameter_resolver(name, params, function)
-        REGISTRY.add(EncodingFamily(name, summary, resolve, params, takes_path, width, order))
+        REGISTRY.add(EncodingFamily(name, summary, resolve, params, takes_path, width, order, model_width))
         return function
 
     return register
@@ -297,6 +302,13 @@ def spec_width(spec: str) -> int | None:
     name, _, args = spec.partition(":")
     family = REGISTRY.get(name)
     return None if family is None else family.named_width(args)
+
+
+def takes_model_width(spec: str) -> bool:
+    """Whether a target's table width is a model width, the one its compared encodings take (a
+    callable or another table of no registered family: yes)."""
+    family = REGISTRY.get(spec.partition(":")[0])
+    return family is None or family.model_width
 
 
 def is_encoding_spec(text: str) -> bool:

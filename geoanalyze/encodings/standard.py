@@ -80,6 +80,7 @@ def alibi_slopes(heads: int) -> np.ndarray:
     "ALiBi's implied vectors m_h i (all heads, or one head)",
     params=(Parameter("heads", int, 12, "12"), Parameter("head", int, shown="all (1..H)")),
     order=30,
+    model_width=False,
 )
 def alibi(positions: np.ndarray, heads: int = 12, head: int | None = None) -> np.ndarray:
     """ALiBi's implied position vectors: (n, H) for all heads, (n, 1) for ``head`` (1-based)."""

@@ -123,3 +123,13 @@ def test_the_encodings_package_imports_no_layer_above_it() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_which_target_tables_set_the_compared_width() -> None:
+    """A target's table sets the width its compared encodings take, unless that width is the family's
+    own dimension (an MDS rank, ALiBi's heads)."""
+    from geoanalyze.encodings import takes_model_width
+
+    assert takes_model_width("sinusoidal:d=64") and takes_model_width("rope") and takes_model_width("file:p.npy")
+    assert not takes_model_width("mds:rank=4") and not takes_model_width("alibi:heads=8")
+    assert takes_model_width("<function>")  # a callable's table: a model width, as before
