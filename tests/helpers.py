@@ -5,7 +5,9 @@ A command runs in-process (:func:`invoke`, :func:`geoanalyze`) through the conso
 entry point :func:`geoanalyze.cli.app.main`, so usage errors and internal errors are mapped as a
 user sees them; stdout and stderr are captured apart (``Run.stdout``, ``Run.stderr``), as a shell's
 ``2>`` separates them, and a warning the command raises is printed on its stderr, as Python prints it
-in a fresh process. This costs no interpreter start and no torch import per command.
+in a fresh process. Each command starts with the package's per-process caches empty (loaded
+checkpoints, tokenizers), as a new process does. This costs no interpreter start and no torch
+import per command.
 
 A real process (:func:`run_process`) is kept for what only a process shows: signals, start-up
 (the environment at import time, imports before ``main``), a real exit status or a closed stdout,
@@ -68,7 +70,8 @@ def invoke(
 ) -> Run:
     """Run ``geoanalyze *args`` in-process in ``cwd``, as the console script does (``env`` on top of
     os.environ for the run; ``program``: the ``sys.argv[0]`` it sees, e.g. the script's full path).
-    Process state the run changes (cwd, argv, streams, SIGTERM handler, env, notes) is restored after it."""
+    The package's caches start empty; the process state the run changes (cwd, argv, streams, SIGTERM
+    handler, env, notes) is restored after it."""
     from geoanalyze import notes
     from geoanalyze.cli.app import main
 
@@ -76,6 +79,7 @@ def invoke(
     out = io.TextIOWrapper(out_bytes, encoding="utf-8", write_through=True)
     err = io.TextIOWrapper(err_bytes, encoding="utf-8", write_through=True)
     code = 0
+    _empty_caches()
     with _process_state(env):
         os.chdir(cwd)
         sys.argv = [program, *(str(a) for a in args)]
@@ -92,6 +96,19 @@ def invoke(
 def geoanalyze(*args: Any, cwd: Path, env: dict[str, str] | None = None, stdin: str = "") -> Run:
     """:func:`invoke` with the words as positional arguments (each passed through ``str``)."""
     return invoke(list(args), cwd, env, stdin)
+
+
+def _empty_caches() -> None:
+    """The package's per-process caches (``functools`` caches of its module-level functions: loaded
+    checkpoints, tokenizers) emptied, so a command starts as in a new process: what it reads from
+    disk and writes to the counts cache does not depend on the commands run before it."""
+    for name, module in list(sys.modules.items()):
+        if name != "geoanalyze" and not name.startswith("geoanalyze."):
+            continue
+        for value in list(vars(module).values()):
+            clear = getattr(value, "cache_clear", None)
+            if callable(clear) and getattr(value, "__module__", None) == name:
+                clear()
 
 
 @contextmanager
