@@ -1,4 +1,8 @@
-"""Shared fixtures. Tests never reach a hub: HF_HUB_OFFLINE is set for the whole session."""
+"""Shared fixtures. Tests never reach a hub: HF_HUB_OFFLINE is set for the whole session.
+
+Under pytest-xdist (the default run, pyproject's addopts) each worker is a process with its own
+session: its own environment, working directory and counts cache (``_isolated_cache``), so the
+workers share no file and no state. Helpers for running commands are in tests/helpers.py."""
 
 from __future__ import annotations
 
@@ -6,20 +10,19 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import REPO_ROOT
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
-SAMPLE_CORPORA = REPO_ROOT / "sample_corpora"
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Counts cache and data dir per test session, never the user's."""
+    """Counts cache and data dir per test session (per xdist worker), never the user's."""
     os.environ["GEOANALYZE_CACHE_DIR"] = str(tmp_path_factory.mktemp("geoanalyze-cache"))
     os.environ.pop("GEOANALYZE_DATA_DIR", None)
 
