@@ -27,7 +27,7 @@ The correction is Spearman's correction for attenuation: sampling shrinks every
 \hat{\sqrt{\mu_i}} towards zero by a position-specific factor, which the cross-half BC suffers
 once per side and the self-half BC measures. Cross-half products pair independent samples,
 so no position is compared with itself. It is validated on synthetic corpora with known
-marginals (tests/unit/geometry/test_correction.py): at N_i = 1000 and V = 5000 its mean
+marginals (tests/unit/geometry/test_distances_correction.py): at N_i = 1000 and V = 5000 its mean
 absolute error is a third or less of the naive one. The corrected matrix is symmetric with
 zero diagonal but, unlike the naive one, need not be exactly Euclidean.
 """

@@ -20,7 +20,7 @@ QUICK = ("--null-draws", "2")
 
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    spec = importlib.util.spec_from_file_location("_zoo_for_targets", REPO_ROOT / "tests/unit/model_zoo/zoo.py")
+    spec = importlib.util.spec_from_file_location("_zoo_for_targets", REPO_ROOT / "tests/unit/checkpoints/model_zoo/zoo.py")
     assert spec is not None and spec.loader is not None
     zoo = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = zoo

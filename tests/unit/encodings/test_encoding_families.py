@@ -1,6 +1,6 @@
 """The encodings registry: families registered with @encoding carry builder, parameters and width.
 
-The tables and error messages of every spec are pinned in tests/unit/scores/test_encoding_registry.py;
+The tables and error messages of every spec are pinned in tests/unit/encodings/test_encoding_registry.py;
 this file checks the registry's own contract: the decorator, typed parameters, width rules,
 listing order, and that learned: / model: come from the checkpoints layer by the entry point
 group, so the encodings package never imports a layer above it.

@@ -21,7 +21,7 @@ def test_the_docs_table_is_the_zoo() -> None:
     if os.environ.get("GEOANALYZE_REGENERATE_DOCS") == "1":
         DOC.write_text(expected, encoding="utf-8")
     assert text == expected, (
-        "docs/checkpoints.md is stale: run GEOANALYZE_REGENERATE_DOCS=1 pytest tests/unit/model_zoo"
+        "docs/checkpoints.md is stale: run GEOANALYZE_REGENERATE_DOCS=1 pytest tests/unit/checkpoints/model_zoo"
     )
 
 
