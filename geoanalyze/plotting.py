@@ -10,7 +10,10 @@ figures), so a reader can follow `sinusoidal` from one PNG to the next.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from .io import atomic_path
 
@@ -75,3 +78,43 @@ def save(figure: Any, path: str | os.PathLike[str]) -> None:
     with atomic_path(path) as tmp:
         figure.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
     pyplot().close(figure)
+
+
+def shepard_diagram(
+    target: np.ndarray,
+    fitted: Mapping[str, np.ndarray],
+    path: str | os.PathLike[str],
+    subtitle: str = "",
+    exact: np.ndarray | None = None,
+    exact_label: str = "",
+) -> Any:
+    """Embedding distance against target distance (both condensed), one scatter per encoding.
+
+    ``fitted``: each encoding's distances at the best global scale. Encodings with the same
+    distances (sinusoidal and RoPE at one width) are drawn once, labelled with every name, so none
+    hides behind another; each keeps its family's colour. ``exact``: known true distances (NaN or
+    negative where unknown), drawn as the points (estimated, true) labelled ``exact_label``. The
+    diagonal is where an exact encoding lies.
+    """
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(6.4, 5.2), layout="constrained")
+    groups: list[tuple[list[str], np.ndarray]] = []
+    for name, distances in fitted.items():
+        same = next((group for group in groups if np.allclose(group[1], distances, rtol=1e-9, atol=1e-12)), None)
+        if same is not None:
+            same[0].append(name)
+        else:
+            groups.append(([name], distances))
+    for index, (names, distances) in enumerate(groups):
+        axis.scatter(target, distances, s=2, alpha=0.35, color=colour(names[0], index), label=" = ".join(names))
+    if exact is not None:
+        known = exact >= 0
+        axis.scatter(target[known], exact[known], s=4, marker="x", color="black", alpha=0.6, label=exact_label)
+    top = float(target.max()) if target.size else 1.0
+    axis.plot([0, top], [0, top], color="black", linewidth=0.8)
+    axis.set_xlabel("Hellinger distance between positions")
+    axis.set_ylabel("embedding distance (best global scale)")
+    axis.set_title(f"Shepard diagram{': ' + subtitle if subtitle else ''}")
+    axis.legend(markerscale=4)
+    save(figure, path)
+    return figure

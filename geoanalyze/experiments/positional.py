@@ -862,27 +862,8 @@ def shepard_figure(tables: dict[str, np.ndarray], distances: np.ndarray, path: P
     """
     from scipy.spatial.distance import squareform
 
-    from ..geometry.scores import unit_distances
-    from ..plotting import colour, pyplot, save
+    from ..geometry.scores import fitted_distances
+    from ..plotting import shepard_diagram
 
-    plt = pyplot()
-    figure, axis = plt.subplots(figsize=(6.4, 5.2), layout="constrained")
     target = squareform(distances, checks=False)
-    groups: list[tuple[list[str], np.ndarray]] = []
-    for name, table in tables.items():
-        e = unit_distances(table)[0]  # at unit scale: the fitted scale below makes the drawing scale-free
-        fitted = (float(e @ target / (e @ e)) if float(e @ e) > 0 else 1.0) * e
-        same = next((group for group in groups if np.allclose(group[1], fitted, rtol=1e-9, atol=1e-12)), None)
-        if same is not None:
-            same[0].append(name)
-        else:
-            groups.append(([name], fitted))
-    for index, (names, fitted) in enumerate(groups):
-        axis.scatter(target, fitted, s=2, alpha=0.35, color=colour(names[0], index), label=" = ".join(names))
-    top = float(target.max()) if target.size else 1.0
-    axis.plot([0, top], [0, top], color="black", linewidth=0.8)
-    axis.set_xlabel("Hellinger distance between positions")
-    axis.set_ylabel("embedding distance (best global scale)")
-    axis.set_title(f"Shepard diagram{': ' + subtitle if subtitle else ''}")
-    axis.legend(markerscale=4)
-    save(figure, path)
+    shepard_diagram(target, {name: fitted_distances(table, target) for name, table in tables.items()}, path, subtitle)

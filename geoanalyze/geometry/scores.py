@@ -166,6 +166,14 @@ def scaled_stress(positions: Any, distances: Any) -> float:
     return condensed_scaled_stress(unit_distances(p)[0], d)
 
 
+def fitted_distances(table: Any, target: np.ndarray) -> np.ndarray:
+    """A table's pairwise distances at the best global scale against ``target`` (condensed D):
+    s E with s = <E, D> / <E, E>, E taken at unit scale first (entries near 1e300 stay finite)."""
+    e = unit_distances(table)[0]
+    scale = float(e @ target / (e @ e)) if float(e @ e) > 0 else 1.0
+    return scale * e
+
+
 def condensed_scaled_stress(e: np.ndarray, d: np.ndarray) -> float:
     """Scaled stress of two condensed distance vectors (E of the encoding, D of the corpus).
 

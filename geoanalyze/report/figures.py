@@ -203,37 +203,12 @@ def shepard_diagram(
     """
     from scipy.spatial.distance import squareform
 
-    from ..geometry.scores import unit_distances
+    from ..geometry.scores import fitted_distances
 
-    plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(6.4, 5.2), layout="constrained")
     target = squareform(distances, checks=False)
-    groups: list[tuple[list[str], np.ndarray]] = []
-    for name, table in tables.items():
-        # At unit scale (the best global scale below makes the drawing scale-free): a table of
-        # entries near 1e300 would otherwise overflow to inf and draw NaN.
-        e = unit_distances(table)[0]
-        scale = float(e @ target / (e @ e)) if float(e @ e) > 0 else 1.0
-        fitted = scale * e
-        same = next((group for group in groups if np.allclose(group[1], fitted, rtol=1e-9, atol=1e-12)), None)
-        if same is not None:
-            same[0].append(name)
-        else:
-            groups.append(([name], fitted))
-    for index, (names, fitted) in enumerate(groups):
-        axis.scatter(target, fitted, s=2, alpha=0.35, color=style.colour(names[0], index), label=" = ".join(names))
-    if truth is not None:
-        exact = squareform(np.nan_to_num(truth, nan=-1.0), checks=False)
-        known = exact >= 0
-        axis.scatter(target[known], exact[known], s=4, marker="x", color="black", alpha=0.6, label=TRUE_LABEL)
-    top = float(target.max()) if target.size else 1.0
-    axis.plot([0, top], [0, top], color="black", linewidth=0.8)
-    axis.set_xlabel("Hellinger distance between positions")
-    axis.set_ylabel("embedding distance (best global scale)")
-    axis.set_title(f"Shepard diagram{': ' + subtitle if subtitle else ''}")
-    axis.legend(markerscale=4)
-    _save(figure, path)
-    return figure
+    fitted = {name: fitted_distances(table, target) for name, table in tables.items()}
+    exact = None if truth is None else squareform(np.nan_to_num(truth, nan=-1.0), checks=False)
+    return style.shepard_diagram(target, fitted, path, subtitle, exact, TRUE_LABEL)
 
 
 def layer_figure(
