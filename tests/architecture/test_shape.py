@@ -94,3 +94,15 @@ def test_the_architecture_page_recipe_for_an_encoding_works() -> None:
         np.testing.assert_allclose(table[0], 1.0)
     finally:
         REGISTRY.families.pop("cosine", None)
+
+
+def test_the_architecture_page_stress_command_runs(tmp_path: Path) -> None:
+    """The command whose data flow docs/architecture.md follows runs as written (from the repository)."""
+    import shlex
+
+    from helpers import geoanalyze, ok
+
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    line = next(line for line in page.splitlines() if line.startswith("geoanalyze stress "))
+    run = ok(geoanalyze(*shlex.split(line)[1:], cwd=PACKAGE.parent))
+    assert "sinusoidal" in run.stdout and "layer" in run.stdout.lower()
