@@ -80,6 +80,7 @@ def invoke(
     err = io.TextIOWrapper(err_bytes, encoding="utf-8", write_through=True)
     code = 0
     _empty_caches()
+    notes.take()  # a new process has none: a note an earlier test left pending is not this run's
     with _process_state(env):
         os.chdir(cwd)
         sys.argv = [program, *(str(a) for a in args)]
