@@ -215,8 +215,7 @@ def _refuse_repeated_sources(sources: list[str]) -> None:
     """The same corpus or counts file given twice (``a.txt ./a.txt``) would be counted twice: refused."""
     seen: dict[str, str] = {}
     for source in sources:
-        path = Path(source)
-        key = os.path.realpath(path) if path.exists() else source
+        key = file_identity(source)
         if key in seen:
             same = (
                 f"the source {source!r} is given twice"
@@ -233,15 +232,28 @@ def _refuse_overlapping_sources(corpora: list[str], resolve: Callable[[str], Any
         return
     from ..corpus.sources import files_read
 
-    owner: dict[str, str] = {}
+    owner: dict[str, tuple[str, str]] = {}  # file identity -> (the source reading it, its path)
     for source in corpora:
         for file in sorted(files_read(resolve(source))):
-            if file in owner and owner[file] != source:
+            identity = file_identity(file)
+            if identity in owner and owner[identity][0] != source:
+                first, path = owner[identity]
+                same = _short_path(file) if path == file else f"{_short_path(path)} (the same file as {_short_path(file)})"
                 raise InputError(
-                    f"{_short_path(file)} is read by both {owner[file]!r} and {source!r}: its texts would be counted "
+                    f"{same} is read by both {first!r} and {source!r}: its texts would be counted "
                     "twice and every N_i doubled; give each file once (narrow the folder or the pattern)"
                 )
-            owner[file] = source
+            owner[identity] = (source, file)
+
+
+def file_identity(source: str) -> str:
+    """What makes two names one file: its device and inode (a hard link, a symlink and ``./a.txt``
+    all name the same file; ``a.txt/`` too, as a path), or the name itself for what is not a local path."""
+    try:
+        stat = Path(source).stat()
+    except (OSError, ValueError):
+        return source
+    return f"inode:{stat.st_dev}:{stat.st_ino}"
 
 
 def _short_path(path: str) -> str:

@@ -236,7 +236,7 @@ class FolderSource(CorpusSource):
     members: tuple[str, ...] = ()
 
     def _files(self) -> list[Path]:
-        files = [Path(m) for m in self.members] if self.members else sorted(Path(self.location).rglob("*.txt"))
+        files = [Path(m) for m in self.members] if self.members else visible_files(Path(self.location), "*.txt")
         if not files:
             raise InputError(
                 f"{self.location} holds no .txt files; pass a folder of .txt files (one text each) or a file"
@@ -262,7 +262,7 @@ class FolderSource(CorpusSource):
     def files_read(self) -> set[str]:
         if self.members:
             return {os.path.realpath(file) for file in self.members}
-        return {os.path.realpath(file) for file in Path(self.location).rglob("*.txt") if file.is_file()}
+        return {os.path.realpath(file) for file in visible_files(Path(self.location), "*.txt") if file.is_file()}
 
     def stream_fingerprint(self) -> str:
         return stream_fingerprint("files", self.location, self.members)
@@ -533,14 +533,22 @@ def load_texts(
     return resolve_source(source, split, data_dir, text_column).read(limit)
 
 
+def visible_files(folder: Path, pattern: str) -> list[Path]:
+    """The paths under ``folder`` matching ``pattern``, in sorted order, none hidden: a file or folder
+    whose name starts with '.' (``.git/``, ``.ipynb_checkpoints/``, ``.DS_Store``) is not the corpus."""
+    return sorted(
+        path for path in folder.rglob(pattern) if not any(part.startswith(".") for part in path.relative_to(folder).parts)
+    )
+
+
 def _shard_files_in(folder: Path) -> list[Path]:
     """The shard files of a folder, or [] for a folder of .txt files (one text a file, as before).
 
     A folder holding .jsonl / .parquet / .tsv / ... files (and no .txt) is a set of shards read in
     sorted order; for .txt shards with one text a line, pass a glob (``'corpus/*.txt'``).
     """
-    files = sorted(f for f in folder.rglob("*") if f.is_file() and is_shard_file(f) and f.suffix.lower() != ".txt")
-    if files and any(folder.rglob("*.txt")):
+    files = [f for f in visible_files(folder, "*") if f.is_file() and is_shard_file(f) and f.suffix.lower() != ".txt"]
+    if files and visible_files(folder, "*.txt"):
         raise InputError(
             f"{folder} mixes .txt files (one text a file) with {files[0].name}-like shards; "
             "pass a glob that picks one kind, e.g. "
@@ -609,7 +617,7 @@ def _looks_like_path(source: str) -> bool:
 
 def _stat_fingerprint(path: Path) -> str:
     if path.is_dir():
-        files = sorted(path.rglob("*.txt"))
+        files = visible_files(path, "*.txt")
         digest = hashlib.sha256()
         for f in files:
             stat = f.stat()
