@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+import numpy as np
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = REPO_ROOT / "sample_corpora"
 DRIFT = SAMPLES / "drift.txt"
@@ -214,3 +216,15 @@ def hellinger(p: Counter[Any], q: Counter[Any]) -> float:
     n_p, n_q = sum(p.values()), sum(q.values())
     bc = sum(math.sqrt(p[t] / n_p * q[t] / n_q) for t in p.keys() & q.keys())
     return math.sqrt(max(0.0, 1.0 - bc))
+
+
+def rope_reference(positions: list[int], d: int, base: float = 10000.0) -> np.ndarray:
+    """r_i = (cos(i theta_k), sin(i theta_k))_{k < d/2}, theta_k = base^(-2k/d), a (cos, sin) pair per k:
+    RoPE's unit-circle vectors by a loop over positions and frequencies (GEOMETRY.md)."""
+    table = np.zeros((len(positions), d))
+    for row, i in enumerate(positions):
+        for k in range(d // 2):
+            theta = base ** (-2 * k / d)
+            table[row, 2 * k] = math.cos(i * theta)
+            table[row, 2 * k + 1] = math.sin(i * theta)
+    return table

@@ -358,7 +358,8 @@ def _embeddable(geometry: Any, distance: str) -> np.ndarray:
 
 
 def _plot_mds(fitted: Any, curve: dict[int, float], geometry: Any, path: Path, rank: int, sources: list[str]) -> None:
-    from ..report.figures import known_distances, mds_figure
+    from ..analysis import known_distances
+    from ..report.figures import mds_figure
 
     truth = known_distances(geometry)  # a synthetic corpus's exact distances, drawn beside the estimate
     mds_figure(fitted, curve, geometry.positions, path, rank=rank, subtitle=", ".join(sources), truth=truth)

@@ -8,13 +8,13 @@ from small configs and saved with ``save_pretrained`` (conftest.py).
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
+from helpers import rope_reference
 from safetensors import safe_open
 from safetensors.torch import save_file as save_torch_file
 
@@ -29,17 +29,6 @@ def read_tensor(folder: Path, name: str) -> np.ndarray:
     """One tensor straight from model.safetensors, independently of geoanalyze."""
     with safe_open(str(folder / "model.safetensors"), framework="numpy") as handle:
         return handle.get_tensor(name).astype(np.float64)
-
-
-def rope_reference(positions: list[int], d: int, base: float) -> np.ndarray:
-    """(cos(i theta_k), sin(i theta_k)) per k < d/2, theta_k = base^(-2k/d) (GEOMETRY.md)."""
-    table = np.zeros((len(positions), d))
-    for row, i in enumerate(positions):
-        for k in range(d // 2):
-            theta = base ** (-2 * k / d)
-            table[row, 2 * k] = math.cos(i * theta)
-            table[row, 2 * k + 1] = math.sin(i * theta)
-    return table
 
 
 def write_config(folder: Path, config: dict[str, Any]) -> Path:

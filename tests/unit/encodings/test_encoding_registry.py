@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import rope_reference
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
@@ -37,17 +38,6 @@ def sinusoidal_reference(n: int, d: int, base: float = 10000.0) -> np.ndarray:
             angle = i / base ** (2 * k / d)
             table[i, 2 * k] = math.sin(angle)
             table[i, 2 * k + 1] = math.cos(angle)
-    return table
-
-
-def rope_reference(positions: list[int], d: int, base: float = 10000.0) -> np.ndarray:
-    """r_i = (cos(i theta_k), sin(i theta_k))_{k < d/2}, theta_k = base^(-2k/d), a (cos, sin) pair per k."""
-    table = np.zeros((len(positions), d))
-    for row, i in enumerate(positions):
-        for k in range(d // 2):
-            theta = base ** (-2 * k / d)
-            table[row, 2 * k] = math.cos(i * theta)
-            table[row, 2 * k + 1] = math.sin(i * theta)
     return table
 
 
