@@ -43,7 +43,7 @@ from typing import Annotated  # noqa: E402
 import typer  # noqa: E402
 
 from .. import __version__  # noqa: E402
-from . import datasets, pipeline, stress, training  # noqa: E402
+from . import datasets, pipeline, stress, track, training  # noqa: E402
 from .options import Command, Group  # noqa: E402
 
 app = typer.Typer(
@@ -61,6 +61,7 @@ app.command(cls=Command)(pipeline.distances)
 app.command(cls=Command)(pipeline.mds)
 app.command(cls=Command)(training.train)
 app.command(cls=Command)(training.verify)
+app.command(cls=Command)(track.track)
 app.add_typer(datasets.app, name="datasets", cls=Group)
 app.add_typer(stress.encodings_app, name="encodings", cls=Group)
 

@@ -1,0 +1,194 @@
+"""`geoanalyze track`: the geometry of a series of checkpoints, step by step, and a checkpoint against a baseline."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ..corpus.marginals import DEFAULT_MIN_COUNT
+from ..errors import InputError, ThresholdError
+from ..report.render import grid_table, stdout_console
+from . import options as opt
+from .common import Output, all_or_none, check_output_suffix, guard, handles_errors
+from .stress import (
+    BatchSize,
+    Dataset,
+    Device,
+    Distance,
+    DType,
+    MaxPositions,
+    MaxSequences,
+    NullDraws,
+    Tokenizer,
+    TrustRemoteCode,
+    check_stress_format,
+)
+
+if TYPE_CHECKING:
+    from ..analysis import StressOptions
+    from ..tracking import TrackResult
+
+
+def track_options(params: Mapping[str, Any]) -> StressOptions:
+    """The analysis options of `track` from its parsed parameters (nothing compared beside the checkpoints)."""
+    from ..analysis import StressOptions
+
+    values = {**params, "compare": (), "cache": not params["no_cache"]}
+    values["data_dir"] = str(params["data_dir"]) if params["data_dir"] is not None else None
+    names = {field.name for field in fields(StressOptions)}
+    return StressOptions(**{name: value for name, value in values.items() if name in names})
+
+
+def split_revisions(text: str | None) -> list[str] | None:
+    """'step1000,step2000' -> ['step1000', 'step2000']; an empty item is refused."""
+    if text is None:
+        return None
+    revisions = [part.strip() for part in text.split(",")]
+    if not all(revisions):
+        raise InputError(f"--revisions {text!r} has an empty item; write revisions separated by commas")
+    return revisions
+
+
+def series_sources(checkpoints: list[str], baseline: str | None, rules: Mapping[str, Any]) -> list[str]:
+    """The sources in order: with --baseline A, A then the one checkpoint B it is compared with."""
+    if rules and baseline is None:
+        raise InputError("--fail-if-worse compares with a baseline; pass --baseline A (track --baseline A B)")
+    if baseline is None:
+        return checkpoints
+    if len(checkpoints) != 1:
+        raise InputError(f"--baseline A compares one checkpoint B with A, got {len(checkpoints)}; track --baseline A B")
+    return [baseline, *checkpoints]
+
+
+def print_result(result: TrackResult) -> None:
+    """The terminal tables: the position rows, the layer rows, the comparison."""
+    from ..tracking.track import layer_rows, legend, position_rows
+
+    stdout_console.print(
+        grid_table(f"geometry over training on {result.dataset.name}", *position_rows(result), whole=("checkpoint",))
+    )
+    header, rows = layer_rows(result)
+    if rows:
+        stdout_console.print(grid_table("layers", header, rows))
+    if result.comparison is not None:
+        stdout_console.print(grid_table("against the baseline", *result.comparison.rows()))
+        for line in result.comparison.lines():
+            stdout_console.print(line, highlight=False, soft_wrap=True)
+    stdout_console.print(legend(result.null.draws), highlight=False, soft_wrap=True)
+
+
+def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path | None, seed: int) -> None:
+    """Write -o's JSON and --plot's figure (both or neither), print in --format, and exit 1 when a
+    checkpoint could not be scored or the baseline gate is crossed."""
+    from ..io import write_text
+    from ..report.render import provenance, provenance_line
+    from ..tracking.figures import draw_track
+
+    extra: dict[str, Any] = {"run": provenance(seed)}
+    if plot is not None:
+        extra["figure"] = str(plot)
+    with all_or_none() as stage:
+        if plot is not None:
+            draw_track(result, stage(plot))
+        if output is not None:
+            write_text(stage(output), result.to_json(**extra) + "\n")
+    if format == "json":
+        print(result.to_json(**extra))
+    elif format == "markdown":
+        print(result.to_markdown(str(plot) if plot else None) + "\n" + provenance_line(extra["run"]))
+    else:
+        print_result(result)
+    failed = result.failed
+    if failed:
+        names = ", ".join(f"{r.checkpoint} ({r.error})" for r in failed)
+        raise ThresholdError(f"{len(failed)} of {len(result.records)} checkpoints could not be scored: {names}")
+    if result.comparison is not None and result.comparison.crossed:
+        worse = "; ".join(result.comparison.lines()[1:])
+        raise ThresholdError(f"worse than the baseline {result.comparison.baseline}: {worse}")
+
+
+@handles_errors
+def track(
+    ctx: typer.Context,
+    checkpoints: Annotated[
+        list[str],
+        typer.Argument(
+            help="Checkpoints in a series: a run folder of `geoanalyze train`, a folder of Trainer checkpoint-* "
+            "folders, checkpoint folders, a glob, or one hub model with --revisions.",
+            show_default=False,
+        ),
+    ],
+    dataset: Dataset = "sst2",
+    split: opt.Split = None,
+    data_dir: opt.DataDir = None,
+    text_column: opt.TextColumn = None,
+    limit: opt.Limit = None,
+    tokenizer: Tokenizer = None,
+    max_positions: MaxPositions = None,
+    min_count: opt.MinCount = DEFAULT_MIN_COUNT,
+    distance: Distance = "naive",
+    layers: Annotated[
+        str, opt.text_option("--layers", help="none (default), all, or a list such as 0,3,6 (Hugging Face models).")
+    ] = "none",
+    null_draws: NullDraws = 39,
+    max_sequences: MaxSequences = 1024,
+    seed: Annotated[int, opt.seed_option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
+    no_cache: opt.NoCache = False,
+    trust_remote_code: TrustRemoteCode = False,
+    device: Device = "auto",
+    dtype: DType = "auto",
+    batch_size: BatchSize = 32,
+    revisions: Annotated[
+        str | None,
+        opt.text_option("--revisions", help="Hub revisions of the one model given, e.g. step1000,step2000."),
+    ] = None,
+    order: Annotated[
+        str,
+        opt.text_option("--order", help="steps (sort by the step of each name or trainer state) or given."),
+    ] = "steps",
+    baseline: Annotated[
+        str | None,
+        opt.text_option("--baseline", help="A checkpoint A to compare the one checkpoint given (B) with."),
+    ] = None,
+    fail_if_worse: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-if-worse",
+            help="SCORE[=TOL]: exit 1 when B is worse than the baseline by more than TOL (default: the null's "
+            "spread). SCORE: shape, order, local_order, lag, separation (or scaled, violation, ...). Repeatable.",
+        ),
+    ] = None,
+    format: Annotated[str, opt.text_option("--format", "-f", help="table, json or markdown.")] = "table",
+    output: Annotated[Path | None, opt.path_option("--output", "-o", help="Also write the JSON here.")] = None,
+    plot: Annotated[Path | None, opt.path_option("--plot", help="Draw every score against step into this PNG.")] = None,
+) -> None:
+    """Score a series of checkpoints step by step, or a checkpoint against a baseline (for CI).
+
+    The corpus is counted once and every checkpoint is held against the same random tables; each
+    checkpoint's forward pass (--layers) is cached. A checkpoint that cannot be read is a row saying
+    why (exit 1); checkpoints of different models in one series are refused (exit 2).
+    """
+    from ..tracking import compare, find_series, parse_fail_if_worse
+    from ..tracking import track as score_series
+
+    check_stress_format(format)
+    check_output_suffix(output, ".json", "results")
+    check_output_suffix(plot, ".png", "figures", option="--plot")
+    rules = parse_fail_if_worse(fail_if_worse or [])
+    sources = series_sources(checkpoints, baseline, rules)
+    guard([*sources, dataset, tokenizer], [Output("--output", output), Output("--plot", plot)])
+    members = find_series(sources, split_revisions(revisions), "given" if baseline else order)
+    if baseline is not None and len(members) != 2:
+        raise InputError(f"--baseline compares two checkpoints, but {' and '.join(sources)} hold {len(members)}")
+    options = track_options(ctx.params)
+    from ..progress import ProgressBars
+
+    with ProgressBars() as bars:
+        result = score_series(members, options, progress=bars.track)
+    if baseline is not None:
+        result = replace(result, comparison=compare(result.records[0], result.records[1], rules))
+    emit_track(result, format, output, plot, seed)

@@ -1,0 +1,174 @@
+"""A checkpoint against a baseline: did a fine-tune damage the position geometry?
+
+For each scale-free score of the position row, B's value beside A's, the change B - A, and the
+null's spread: the standard deviation of that score over the random tables both are held
+against (one null for both: same shape, same positions). A change larger than the spread is
+one random tables would rarely show.
+
+``--fail-if-worse SCORE[=TOL]`` fails when B is worse than A by more than TOL in the score's own
+units (worse: higher for the violations and scaled stress, lower for relative separation); TOL
+defaults to the null's spread.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError
+from ..geometry.null import ASPECTS, LOWER_IS_BETTER
+from ..results import fmt
+from .track import LABELS, TRACKED, StepRecord
+
+
+def score_names() -> dict[str, str]:
+    """Every name --fail-if-worse accepts -> the score: the aspects, the score keys, the column labels."""
+    names = {aspect: score for aspect, score in ASPECTS.items()}
+    names.update({score: score for score in TRACKED})
+    names.update({label.replace(" ", "").rstrip("."): score for score, label in LABELS.items()})
+    return names
+
+
+def parse_fail_if_worse(items: Sequence[str]) -> dict[str, float | None]:
+    """'order' -> {monotonicity_violation: None} (the null's spread); 'order=0.01' -> 0.01."""
+    names = score_names()
+    rules: dict[str, float | None] = {}
+    for item in items:
+        name, sep, value = (part.strip() for part in item.partition("="))
+        key = name.lower().replace("-", "_").replace(" ", "")
+        if key not in names:
+            raise InputError(f"--fail-if-worse: unknown score {name!r}; choose one of {', '.join(names)}")
+        tolerance: float | None = None
+        if sep:
+            try:
+                tolerance = float(value)
+            except ValueError as exc:
+                raise InputError(f"--fail-if-worse {item!r}: {value!r} is not a number") from exc
+            if not math.isfinite(tolerance) or tolerance < 0:
+                raise InputError(f"--fail-if-worse {item!r}: the tolerance must be a finite number >= 0")
+        if names[key] in rules:
+            raise InputError(f"--fail-if-worse {names[key]} is given twice; give each score once")
+        rules[names[key]] = tolerance
+    return rules
+
+
+@dataclass(frozen=True)
+class Change:
+    """One score of B against A: the values, the change B - A, the null's spread, and how much worse B is."""
+
+    score: str
+    baseline: float
+    candidate: float
+    spread: float
+    tolerance: float | None = None
+
+    @property
+    def change(self) -> float:
+        return self.candidate - self.baseline
+
+    @property
+    def worse_by(self) -> float:
+        """How much worse B is than A (negative: better), in the score's units."""
+        return self.change if LOWER_IS_BETTER.get(self.score, True) else -self.change
+
+    @property
+    def beyond_spread(self) -> bool:
+        return math.isfinite(self.spread) and abs(self.change) > self.spread
+
+    @property
+    def limit(self) -> float:
+        return self.spread if self.tolerance is None else self.tolerance
+
+    @property
+    def failed(self) -> bool:
+        """Worse beyond the tolerance; an undefined score fails closed."""
+        if not (math.isfinite(self.baseline) and math.isfinite(self.candidate)):
+            return True
+        return self.worse_by > self.limit
+
+    def to_dict(self, gated: bool) -> dict[str, Any]:
+        record = {
+            "score": self.score,
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "change": self.change,
+            "null_spread": self.spread,
+            "beyond_null_spread": self.beyond_spread,
+            "worse_by": self.worse_by,
+        }
+        if gated:
+            record.update({"tolerance": self.limit, "failed": self.failed})
+        return record
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """B (``candidate``) against A (``baseline``): one :class:`Change` per score, the gated ones' rules."""
+
+    baseline: str
+    candidate: str
+    changes: tuple[Change, ...]
+    gated: tuple[str, ...] = ()
+
+    @property
+    def crossed(self) -> list[Change]:
+        return [change for change in self.changes if change.score in self.gated and change.failed]
+
+    def rows(self) -> tuple[list[str], list[list[Any]]]:
+        header = ["score", "baseline", "candidate", "change", "null sd", "beyond null", "gate"]
+        rows = [
+            [
+                LABELS[c.score],
+                fmt(c.baseline),
+                fmt(c.candidate),
+                fmt(c.change),
+                fmt(c.spread),
+                "yes" if c.beyond_spread else "no",
+                ("FAIL" if c.failed else "pass") if c.score in self.gated else "-",
+            ]
+            for c in self.changes
+        ]
+        return header, rows
+
+    def lines(self) -> list[str]:
+        lines = [f"baseline {self.baseline}; candidate {self.candidate}"]
+        for c in self.crossed:
+            lines.append(
+                f"{LABELS[c.score]} is worse by {fmt(c.worse_by)} (limit {fmt(c.limit)}"
+                f"{', the null spread' if c.tolerance is None else ''})"
+            )
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "scores": [c.to_dict(c.score in self.gated) for c in self.changes],
+            "crossed": [c.score for c in self.crossed],
+        }
+
+
+def compare(baseline: StepRecord, candidate: StepRecord, rules: Mapping[str, float | None]) -> Comparison:
+    """B's position scores against A's; ``rules``: score -> tolerance (None: the null's spread)."""
+    for record in (baseline, candidate):
+        if record.error is not None:
+            raise InputError(f"--baseline: {record.checkpoint} could not be scored ({record.error})")
+        if record.position is None:
+            raise InputError(
+                f"--baseline compares position tables, and {record.checkpoint} has no position vectors; "
+                "compare its layers with track --layers instead"
+            )
+    assert baseline.position is not None and candidate.position is not None
+    changes = tuple(
+        Change(
+            score,
+            float(baseline.position.observed[score]),
+            float(candidate.position.observed[score]),
+            float(baseline.position.null[score]["sd"]),
+            rules.get(score),
+        )
+        for score in TRACKED
+    )
+    return Comparison(baseline.checkpoint, candidate.checkpoint, changes, tuple(rules))

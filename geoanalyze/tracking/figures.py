@@ -1,0 +1,85 @@
+"""Scores against step: the figure of ``geoanalyze track`` and the geometry panel of training.png.
+
+One panel per scale-free score; the position row in black, each layer row in its projection's
+colour; the random tables' range of the position row shaded (one null for every step). The x axis
+is logarithmic when the steps span two decades or more.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..plotting import colour, pyplot, save
+from .track import LABELS, TRACKED, TrackResult
+
+#: steps spanning this ratio or more are drawn on a log axis
+LOG_SPAN = 100
+
+
+def log_steps(steps: Sequence[int]) -> str | None:
+    """'log' when positive steps span two decades, 'symlog' when they start at 0 and reach 100, else None."""
+    if len(steps) < 2:
+        return None
+    low, high = min(steps), max(steps)
+    if low > 0 and high / low >= LOG_SPAN:
+        return "log"
+    if low == 0 and high >= LOG_SPAN:
+        return "symlog"
+    return None
+
+
+def _lines(result: TrackResult, score: str) -> dict[str, list[tuple[int, float]]]:
+    """label -> (step, value) points of ``score``: the position row, then each layer row."""
+    lines: dict[str, list[tuple[int, float]]] = {}
+    for record in result.records:
+        if record.position is not None:
+            lines.setdefault("position", []).append((record.x, float(record.position.observed[score])))
+        for row in record.layers:
+            lines.setdefault(f"L{row.layer} {row.projection}", []).append((record.x, float(row.observed[score])))
+    return lines
+
+
+def draw_track(result: TrackResult, path: str | os.PathLike[str], title: str = "") -> Any:
+    """Every tracked score against step into ``path`` (PNG); returns the figure."""
+    plt = pyplot()
+    figure, axes = plt.subplots(1, len(TRACKED), figsize=(3.2 * len(TRACKED), 3.4), layout="constrained")
+    scale = log_steps([record.x for record in result.records])
+    for axis, score in zip(axes, TRACKED, strict=True):
+        band = result.band(score)
+        if band is not None:
+            axis.axhspan(*band, color=colour("null"), alpha=0.2, label=f"{result.null.draws} random tables")
+        for index, (label, points) in enumerate(_lines(result, score).items()):
+            xs, ys = zip(*points, strict=True)
+            projection = label.split(" ", 1)[-1]
+            tint = colour("target") if label == "position" else colour(projection, index)
+            axis.plot(
+                xs, ys, marker="o", markersize=3, label=label, color=tint, alpha=1.0 if label == "position" else 0.6
+            )
+        if scale is not None:
+            axis.set_xscale(scale)
+        axis.set_xlabel("step")
+        axis.set_title(LABELS[score])
+    axes[0].legend(loc="best")
+    figure.suptitle(title or f"scores against step on {result.dataset.name}")
+    save(figure, path)
+    return figure
+
+
+def geometry_axis(axis: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+    """The geometry panel of training.png: each logged scale-free score of the position row against step."""
+    logged = [row for row in rows if isinstance(row.get("geometry"), Mapping)]
+    for score in TRACKED:
+        points = [
+            (row["step"], row["geometry"]["position"][score])
+            for row in logged
+            if isinstance(row["geometry"].get("position"), Mapping)
+            and isinstance(row["geometry"]["position"].get(score), int | float)
+        ]
+        if points:
+            axis.plot(*zip(*points, strict=True), marker="o", markersize=3, label=LABELS[score])
+    axis.set_xlabel("step")
+    axis.set_title("position geometry (held-out batch)")
+    if axis.lines:
+        axis.legend(loc="best")

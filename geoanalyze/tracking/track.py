@@ -1,0 +1,414 @@
+"""Geometry over training: every checkpoint of a series scored against one corpus geometry.
+
+::
+
+    load_members      each checkpoint read (a failure is that member's row, not the series' end);
+                      every one checked against the first for architecture and tokenizer
+ -> target_geometry   the corpus counted ONCE with the series' tokenizer -> D (analysis.target_geometry)
+ -> NullCache         the random tables drawn ONCE per shape: every step is held against the same ones,
+                      so a change of category is the checkpoint's, not the draws'
+ -> score_member      per checkpoint: its position row (and with --layers its layer rows, each from
+                      a forward pass cached as stress's) scored with its categories
+
+The result is a frozen :class:`TrackResult`: ``to_json()`` is what ``track -f json`` prints (one
+record per step), ``to_markdown()`` the section ``-f markdown`` prints.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..analysis import (
+    Corpus,
+    NullCache,
+    ProgressFactory,
+    StressOptions,
+    Target,
+    check_options,
+    checkpoint_layers,
+    checkpoint_target,
+    discriminability,
+    score_table,
+    target_geometry,
+)
+from ..corpus.sources import default_tokenizer
+from ..encodings import EncodingContext
+from ..errors import DataNotFoundError, GeoanalyzeError, IncompatibleError, InputError, first_line
+from ..geometry.null import ASPECTS
+from ..io import to_jsonable
+from ..results import (
+    CorpusInfo,
+    Discriminability,
+    EncodingScores,
+    LayerRow,
+    NullSettings,
+    category_code,
+    fmt,
+    markdown_table,
+)
+from .series import Member
+
+#: the scale-free scores a series is followed by, in the order of the aspects they are read for
+TRACKED = tuple(ASPECTS.values())
+#: their column labels
+LABELS = {
+    "scaled_stress": "scaled",
+    "monotonicity_violation": "violation",
+    "anchored_monotonicity_violation": "anchored",
+    "lag_violation": "lag viol.",
+    "relative_separation": "rel. sep.",
+}
+DEFAULT_MAX_POSITIONS = 512
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A member as read before the corpus: its checkpoint (HF), its identity, or why it could not be read."""
+
+    member: Member
+    checkpoint: Any = None
+    identity: Mapping[str, Any] | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One checkpoint's scores: its position row (None: it has no position vectors, or failed) and its
+    layer rows, or the error that kept it from being scored."""
+
+    index: int
+    step: int | None
+    checkpoint: str
+    position: EncodingScores | None
+    layers: tuple[LayerRow, ...] = ()
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def x(self) -> int:
+        """Where the step sits on the figure's x axis (its index when the step is unknown)."""
+        return self.step if self.step is not None else self.index
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "checkpoint": self.checkpoint,
+            "position": None if self.position is None else self.position.to_dict(),
+            "layers": [row.to_dict() for row in self.layers],
+            "error": self.error,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True)
+class TrackResult:
+    """A series of checkpoints scored against one corpus geometry, one record per step."""
+
+    dataset: CorpusInfo
+    distance: str
+    positions: np.ndarray
+    width: int
+    null: NullSettings
+    discriminability: Discriminability
+    records: tuple[StepRecord, ...]
+    comparison: Any = None
+
+    @property
+    def failed(self) -> list[StepRecord]:
+        return [record for record in self.records if record.error is not None]
+
+    def band(self, score: str) -> tuple[float, float] | None:
+        """The random tables' range (low, high) of ``score`` for the position rows (one null for all)."""
+        for record in self.records:
+            if record.position is not None and score in record.position.null:
+                null = record.position.null[score]
+                return float(null["low"]), float(null["high"])
+        return None
+
+    def document(self) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "dataset": self.dataset.to_dict(),
+            "distance": self.distance,
+            "positions": [int(p) for p in self.positions],
+            "width": self.width,
+            "null": self.null.to_dict(),
+            "discriminability": self.discriminability.to_dict(),
+            "records": [record.to_dict() for record in self.records],
+        }
+        if self.comparison is not None:
+            document["comparison"] = self.comparison.to_dict()
+        return document
+
+    def to_json(self, **extra: Any) -> str:
+        """The JSON document ``track -f json`` prints (``extra``: run, figure, gate)."""
+        return json.dumps(to_jsonable({**self.document(), **extra}), indent=2, allow_nan=False)
+
+    def to_markdown(self, figure: str | None = None) -> str:
+        """The section ``track -f markdown`` prints: the position table, the layer table, the comparison."""
+        parts = [f"## Geometry over training: {len(self.records)} checkpoints on {self.dataset.name}"]
+        parts.append(markdown_table(*position_rows(self)))
+        header, rows = layer_rows(self)
+        if rows:
+            parts.append("### Layers\n\n" + markdown_table(header, rows))
+        if self.comparison is not None:
+            parts.append("### Against the baseline\n\n" + markdown_table(*self.comparison.rows()))
+            parts.extend(f"- {line}" for line in self.comparison.lines())
+        parts.append(legend(self.null.draws))
+        if figure:
+            parts.append(f"![scores against step]({figure})")
+        return "\n\n".join(parts) + "\n"
+
+
+def legend(draws: int) -> str:
+    return (
+        f"null: shape, order, local order, lag and separation against {draws} random Gaussian tables of the "
+        "row's shape (+ better, = indistinguishable, - worse, ? undecided); the same tables for every step"
+    )
+
+
+def _cells(scores: EncodingScores | LayerRow | None) -> list[Any]:
+    if scores is None:
+        return ["-"] * (len(TRACKED) + 1)
+    return [fmt(scores.observed.get(key)) for key in TRACKED] + [category_code(scores.categories)]
+
+
+def position_rows(result: TrackResult) -> tuple[list[str], list[list[Any]]]:
+    """The position table: one row per step (an error row says why a checkpoint was not scored)."""
+    header = ["step", "checkpoint", *(LABELS[key] for key in TRACKED), "null"]
+    rows = []
+    for record in result.records:
+        step = "-" if record.step is None else record.step
+        if record.error is not None:
+            rows.append([step, record.checkpoint, f"not scored: {record.error}", *[""] * len(TRACKED)])
+        else:
+            rows.append([step, record.checkpoint, *_cells(record.position)])
+    return header, rows
+
+
+def layer_rows(result: TrackResult) -> tuple[list[str], list[list[Any]]]:
+    """The layer table: per step, every layer row."""
+    header = ["step", "layer", "row", *(LABELS[key] for key in TRACKED), "null"]
+    rows = [
+        ["-" if record.step is None else record.step, row.layer, row.projection, *_cells(row)]
+        for record in result.records
+        for row in record.layers
+    ]
+    return header, rows
+
+
+# --- reading the members -----------------------------------------------------------------------------
+
+
+def revision_folder(name: str, revision: str) -> Path:
+    """The local snapshot of ``name`` at ``revision``: the HF cache first, then the hub unless offline."""
+    from huggingface_hub import snapshot_download
+
+    from ..hub import hub_offline
+
+    try:
+        return Path(snapshot_download(name, revision=revision, local_files_only=True))
+    except Exception as exc:
+        cached = first_line(exc)
+    if hub_offline():
+        raise DataNotFoundError(
+            f"{name} at revision {revision} is not in the Hugging Face cache ({cached}) and the hub is out of "
+            "reach; run once with network access"
+        )
+    patterns = ["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]
+    try:
+        return Path(snapshot_download(name, revision=revision, allow_patterns=patterns))
+    except Exception as exc:
+        raise DataNotFoundError(f"cannot download {name} at revision {revision} ({first_line(exc)})") from exc
+
+
+def hf_identity(checkpoint: Any) -> dict[str, Any]:
+    """What two checkpoints of one series share: the architecture, its sizes and the tokenizer's vocabulary."""
+    from ..corpus.tokenize import HFTokenizer
+
+    mechanism = checkpoint.mechanism
+    return {
+        "architecture": mechanism.architecture,
+        "model_type": mechanism.model_type,
+        "position kind": mechanism.kind,
+        "hidden size": checkpoint.hidden_size,
+        "layers": checkpoint.n_layers,
+        "positions": checkpoint.max_positions,
+        "tokenizer vocabulary": HFTokenizer(checkpoint.tokenizer_spec()).identity().get("vocab_sha256"),
+    }
+
+
+def run_identity(folder: Path) -> dict[str, Any]:
+    """A ``geoanalyze train`` model's identity: its model config (every size and the encoding)."""
+    from ..checkpoints.load import check_trained_config
+
+    return dict(check_trained_config(folder))
+
+
+def load_member(member: Member, trust_remote_code: bool = False) -> Loaded:
+    """Read one member's config (and a HF checkpoint's tensor index); an unreadable one is its error."""
+    from ..checkpoints import load_checkpoint
+
+    try:
+        if member.kind == "run":
+            return Loaded(member, identity=run_identity(Path(member.location)))
+        location = member.location
+        if member.revision is not None:
+            location = str(revision_folder(member.location, member.revision))
+        checkpoint = load_checkpoint(location, trust_remote_code)
+        return Loaded(member, checkpoint, hf_identity(checkpoint))
+    except DataNotFoundError:
+        raise  # a typo in a name: the series is not what the user meant
+    except GeoanalyzeError as exc:
+        return Loaded(member, error=first_line(exc, 500))
+
+
+def check_same_model(loaded: Sequence[Loaded]) -> Loaded:
+    """The first readable member, after checking every other has its architecture and tokenizer."""
+    readable = [entry for entry in loaded if entry.error is None]
+    if not readable:
+        raise InputError(f"no checkpoint of the series could be read; the first: {loaded[0].error}")
+    first = readable[0]
+    for entry in readable[1:]:
+        if entry.member.kind != first.member.kind:
+            raise IncompatibleError(
+                f"{entry.member.name} is a {_kind_word(entry.member.kind)}, {first.member.name} a "
+                f"{_kind_word(first.member.kind)}; track one model's checkpoints"
+            )
+        assert entry.identity is not None and first.identity is not None
+        for key, value in first.identity.items():
+            if entry.identity.get(key) != value:
+                raise IncompatibleError(
+                    f"{entry.member.name} differs from {first.member.name} in its {key} "
+                    f"({entry.identity.get(key)!r}, not {value!r}); a series is the checkpoints of one model "
+                    "(another tokenizer would change the corpus geometry): track it separately"
+                )
+    return first
+
+
+def _kind_word(kind: str) -> str:
+    return "model of `geoanalyze train`" if kind == "run" else "Hugging Face checkpoint"
+
+
+def series_target(first: Loaded, options: StressOptions) -> Target:
+    """How the series reads the corpus: the first checkpoint's tokenizer, positions and layers."""
+    if first.member.kind == "hf":
+        resolved = checkpoint_target(first.checkpoint.tokenizer_spec(), options)
+        return replace(resolved, name=first.member.name)
+    if options.layers.strip().lower() != "none":
+        raise InputError(
+            "--layers scores the layers of Hugging Face checkpoints; a model of `geoanalyze train` has its "
+            "query/key rows scored while it trains (train --geometry-every); drop --layers"
+        )
+    assert first.identity is not None
+    model_positions = int(first.identity.get("n_positions") or DEFAULT_MAX_POSITIONS)
+    if options.max_positions is not None and options.max_positions > model_positions:
+        raise InputError(
+            f"--max-length {options.max_positions} exceeds the {model_positions} positions of {first.member.name}; "
+            "lower it"
+        )
+    return Target(
+        first.member.name,
+        tokenizer=options.tokenizer or default_tokenizer(options.dataset),
+        width=int(first.identity.get("d_model") or 1),
+        max_length=options.max_positions or min(model_positions, DEFAULT_MAX_POSITIONS),
+    )
+
+
+# --- scoring ---------------------------------------------------------------------------------------------
+
+
+def member_table(entry: Loaded, positions: np.ndarray) -> np.ndarray | None:
+    """The member's position vectors at the kept positions (None: its positions are not vectors)."""
+    if entry.member.kind == "run":
+        from ..checkpoints.encodings import trained_model_vectors
+
+        return trained_model_vectors(entry.member.location, positions)
+    checkpoint = entry.checkpoint
+    return checkpoint.position_vectors(positions) if checkpoint.mechanism.has_vectors else None
+
+
+def score_member(
+    index: int,
+    entry: Loaded,
+    resolved: Target,
+    corpus: Corpus,
+    nulls: NullCache,
+    options: StressOptions,
+    progress: ProgressFactory | None,
+) -> StepRecord:
+    """One checkpoint's position row and (HF, with --layers) layer rows; an error is its row's."""
+    member, began = entry.member, time.perf_counter()
+    if entry.error is not None:
+        return StepRecord(index, member.step, member.name, None, error=entry.error)
+    try:
+        table = member_table(entry, corpus.positions)
+        position = None if table is None else score_table(table, corpus.distances, corpus.positions, nulls)
+        layers: tuple[LayerRow, ...] = ()
+        if entry.checkpoint is not None and resolved.layers:
+            target = replace(resolved, name=member.name, checkpoint=entry.checkpoint)
+            rows, _ = checkpoint_layers(entry.checkpoint, table, corpus, target, options, progress, nulls)
+            layers = tuple(rows)
+    except GeoanalyzeError as exc:
+        return StepRecord(index, member.step, member.name, None, error=first_line(exc, 500))
+    return StepRecord(index, member.step, member.name, position, layers, seconds=time.perf_counter() - began)
+
+
+def series_discriminability(corpus: Corpus, width: int, nulls: NullCache, options: StressOptions) -> Discriminability:
+    """Per aspect, whether this corpus can rank tables on it (decided once, with a sinusoidal probe)."""
+    context = EncodingContext(width=width, distances=corpus.distances, counts=corpus.counts.metadata)
+    return discriminability(
+        {}, {}, corpus.distances, corpus.positions, context, nulls, corpus.geometry.summary, options.distance
+    )
+
+
+def track(
+    members: Sequence[Member],
+    options: StressOptions,
+    progress: ProgressFactory | None = None,
+    on_record: Callable[[StepRecord], None] | None = None,
+) -> TrackResult:
+    """Score every member of a series (in the order given) against the geometry of ``options.dataset``.
+
+    The corpus is counted and its distances computed once; the null draws are made once per shape;
+    each checkpoint's forward pass (``--layers``) is cached as stress's, so re-running after one more
+    checkpoint costs one pass. ``on_record`` is called with each record as it is done.
+
+    Raises InputError before any corpus work when the members are of different models (architecture,
+    sizes, tokenizer), none can be read, or an option is bad.
+    """
+    check_options(options)
+    loaded = [load_member(member, options.trust_remote_code) for member in members]
+    first = check_same_model(loaded)
+    resolved = series_target(first, options)
+    corpus = target_geometry(resolved, options, progress)
+    nulls = NullCache(corpus.distances, corpus.positions, options.null_draws, options.seed)
+    records = []
+    for index, entry in enumerate(loaded):
+        record = score_member(index, entry, resolved, corpus, nulls, options, progress)
+        records.append(record)
+        if on_record is not None:
+            on_record(record)
+    widths = [r.position.dim for r in records if r.position is not None]
+    width = widths[0] if widths else resolved.width
+    geometry = corpus.geometry
+    return TrackResult(
+        dataset=CorpusInfo(corpus.source.describe(), resolved.tokenizer, resolved.max_length, options.limit),
+        distance=options.distance,
+        positions=geometry.positions,
+        width=width,
+        null=NullSettings(draws=options.null_draws, seed=options.seed),
+        discriminability=series_discriminability(corpus, width, nulls, options),
+        records=tuple(records),
+    )
+
+
+def finite(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
