@@ -28,6 +28,17 @@ Sets = Annotated[
 ]
 Device = Annotated[str | None, opt.text_option("--device", help="auto (cuda when present), cpu or cuda.")]
 Seed = Annotated[int | None, opt.seed_option("--seed", help="Seed of the initialisation, batches and dropout.")]
+GeometryEvery = Annotated[
+    int,
+    typer.Option(
+        "--geometry-every",
+        min=0,
+        help="Score the position encoding and the q/k rows on held-out batches every N steps (0: never).",
+    ),
+]
+KeepCheckpoints = Annotated[
+    int, typer.Option("--keep-checkpoints", min=0, help="Keep the last K evaluation checkpoints for `track`.")
+]
 
 
 @handles_errors
@@ -57,6 +68,8 @@ def train(
         bool, typer.Option("--resume", help="Continue the run in --output-dir from its checkpoint.")
     ] = False,
     list_keys: Annotated[bool, typer.Option("--list-keys", help="Print every setting --set accepts and exit.")] = False,
+    geometry_every: GeometryEvery = 0,
+    keep_checkpoints: KeepCheckpoints = 0,
     format: opt.Format = "table",
 ) -> None:
     """Train a small BERT or GPT with any positional encoding; CUDA when present, the CPU otherwise.
@@ -89,10 +102,21 @@ def train(
         if value is not None
     ]
     config = resolve_config(preset, [*shortcuts, *(sets or [])], toml_path=config_file)
-    metrics = run_training(config, output_dir, resume=resume, progress=True)
+    metrics = run_training(config, output_dir, resume, True, extras=_extras(geometry_every, keep_checkpoints, config))
     if int(os.environ.get("RANK", "0")) != 0:
         return  # under torchrun, rank 0 reports for all
     _print_training(config, output_dir, metrics, format)
+
+
+def _extras(geometry_every: int, keep_checkpoints: int, config: Any) -> Any:
+    """--geometry-every's probe (docs/tracking.md) and --keep-checkpoints, for the runner."""
+    from ..tracking.probe import GeometryProbe
+    from ..train.loop import RunExtras
+
+    def probe(task: Any) -> Any:
+        return GeometryProbe(task, seed=config.seed)
+
+    return RunExtras(geometry_every, probe if geometry_every else None, keep_checkpoints)
 
 
 def _check_training_outputs(output_dir: Path, inputs: list[Any]) -> None:
@@ -146,7 +170,12 @@ def _draw_training_curves(output_dir: Path, subtitle: str) -> Path:
     metrics = output_dir / "metrics.jsonl"
     rows = [json.loads(line) for line in metrics.read_text(encoding="utf-8").splitlines() if line.strip()]
     path = output_dir / "training.png"
-    training_curves(rows, path, subtitle=f"{subtitle} ({output_dir})")
+    if any("geometry" in row for row in rows):
+        from ..tracking.figures import training_figure
+
+        training_figure(rows, path, subtitle=f"{subtitle} ({output_dir})")
+    else:
+        training_curves(rows, path, subtitle=f"{subtitle} ({output_dir})")
     return path
 
 

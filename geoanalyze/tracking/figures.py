@@ -83,3 +83,27 @@ def geometry_axis(axis: Any, rows: Sequence[Mapping[str, Any]]) -> None:
     axis.set_title("position geometry (held-out batch)")
     if axis.lines:
         axis.legend(loc="best")
+
+
+def training_figure(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str], subtitle: str = "") -> Any:
+    """training.png of a run with ``--geometry-every``: loss and accuracy (train, eval) and the geometry panel."""
+    plt = pyplot()
+    figure, axes = plt.subplots(1, 3, figsize=(15, 4), layout="constrained")
+    evaluated = [row for row in rows if "geometry" not in row]
+    for axis, kind in ((axes[0], "loss"), (axes[1], "accuracy")):
+        for split, tint in (("train", "tab:blue"), ("eval", "tab:orange")):
+            points = [
+                (row["step"], row[f"{split}_{kind}"])
+                for row in evaluated
+                if isinstance(row.get(f"{split}_{kind}"), int | float)
+            ]
+            if points:
+                axis.plot(*zip(*points, strict=True), marker="o", label=split, color=tint)
+        axis.set_xlabel("step")
+        axis.set_title(f"{kind} during training")
+        axis.legend(loc="best")
+    geometry_axis(axes[2], rows)
+    if subtitle:
+        figure.suptitle(subtitle)
+    save(figure, path)
+    return figure

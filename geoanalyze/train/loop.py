@@ -54,7 +54,7 @@ from ..models.config import TABLE_KINDS
 from ..models.positional import PositionalEncoding
 from ..progress import ProgressBars, progress_interval
 from .config import TrainConfig
-from .core import RunState, Schedule, fit
+from .core import Hook, RunState, Schedule, fit
 from .determinism import deterministic
 from .tasks import IGNORE, Batch, Task, build_task
 
@@ -76,6 +76,7 @@ def train(
     resume: bool = False,
     progress: bool = True,
     observe: Callable[[Transformer], dict[str, float]] | None = None,
+    extras: RunExtras | None = None,
 ) -> dict[str, Any]:
     """Train the model ``config`` describes on its task; return the metrics of the last evaluation.
 
@@ -88,6 +89,7 @@ def train(
     progress : show a progress bar on stderr (only when it is a terminal).
     observe : called with the (unwrapped) model at every evaluation; the numbers it returns join
         that evaluation's metrics line (e.g. the separation of the position table).
+    extras : the geometry probe every ``geometry_every`` steps and the checkpoints kept (:class:`RunExtras`).
 
     Under ``torchrun`` (WORLD_SIZE > 1) the run is data-parallel (DDP; nccl on CUDA, gloo on CPU):
     every process draws the same batch of step s and trains on its rows ``rank::world``, the loss is
@@ -103,7 +105,7 @@ def train(
     group = init_distributed(config)
     try:
         with deterministic(select_device(config.device, group.local_rank)):
-            return _train(config, Path(output_dir).expanduser(), resume, progress, observe, group)
+            return _train(config, Path(output_dir).expanduser(), resume, progress, observe, group, extras)
     finally:
         group.close()
 
@@ -115,6 +117,7 @@ def _train(
     progress: bool,
     observe: Callable[[Transformer], dict[str, float]] | None,
     group: ProcessGroup,
+    extras: RunExtras | None = None,
 ) -> dict[str, Any]:
     metrics_path = out / METRICS_FILE
     staged: Path | None = None
@@ -173,6 +176,7 @@ def _train(
             group,
             progress,
             observe,
+            extras,
         )
     finally:
         if staged is not None:
@@ -208,6 +212,7 @@ def _loop(
     group: ProcessGroup,
     progress: bool,
     observe: Callable[[Transformer], dict[str, float]] | None,
+    extras: RunExtras | None = None,
 ) -> dict[str, Any]:
     """The run from step ``start`` to ``config.steps``: :func:`.core.fit` with the runner's batches, loss and hooks."""
     model.train()
@@ -230,7 +235,7 @@ def _loop(
             lambda step: group.shard(task.train_batch(step)),
             step_loss,
             Schedule(config.steps, lambda step: lr_at(step, config), config.grad_clip),
-            [log],
+            [log, *(extras.hooks(config, task, model, log) if extras is not None and group.is_main else [])],
             RunState(optimizer, step=start),
         )
     return log.last
@@ -313,6 +318,76 @@ class RunLog:
                 self.staged = None
         group.barrier()
         self.train_sums = _zeros(self.device)
+
+
+@dataclass(frozen=True)
+class RunExtras:
+    """What a run does besides training and evaluating (``geoanalyze train --geometry-every / --keep-checkpoints``).
+
+    geometry_every : every this many steps (0: never) the probe scores the model and one line
+        ``{"step": s, "geometry": {row: {score: value, ..., "categories": {...}}}, "geometry_s": seconds}``
+        joins metrics.jsonl.
+    probe : ``probe(task)`` -> the callable that scores the model (built once, when the run starts:
+        :class:`geoanalyze.tracking.probe.GeometryProbe`).
+    keep_checkpoints : the last K evaluation checkpoints are kept in ``checkpoints/step-<N>/`` (their
+        config.json, model.safetensors and trainer.json), for ``geoanalyze track`` to score later.
+    """
+
+    geometry_every: int = 0
+    probe: Callable[[Task], Callable[[Transformer], dict[str, Any]]] | None = None
+    keep_checkpoints: int = 0
+
+    def hooks(self, config: TrainConfig, task: Task, model: Transformer, log: RunLog) -> list[Hook]:
+        """The hooks that follow the runner's own (rank 0 only)."""
+        hooks: list[Hook] = []
+        if self.geometry_every and self.probe is not None:
+            hooks.append(geometry_hook(self.geometry_every, self.probe(task), model, log))
+        if self.keep_checkpoints:
+            kept = self.keep_checkpoints
+
+            def keep(state: RunState) -> None:
+                if state.step % config.eval_every == 0 or state.step == config.steps:
+                    keep_checkpoint(log.out, state.step, kept)
+
+            hooks.append(keep)
+        return hooks
+
+
+def geometry_hook(
+    interval: int, score: Callable[[Transformer], dict[str, Any]], model: Transformer, log: RunLog
+) -> Hook:
+    """Every ``interval`` steps: the probe's rows as one metrics line."""
+
+    def geometry(state: RunState) -> None:
+        if state.step % interval or log.metrics_file is None:
+            return
+        began = time.perf_counter()
+        rows = score(model)
+        line = {"step": state.step, "geometry": rows, "geometry_s": round(time.perf_counter() - began, 4)}
+        log.metrics_file.write(json.dumps(to_jsonable(line), allow_nan=False) + "\n")
+        log.metrics_file.flush()
+
+    return geometry
+
+
+#: where the kept checkpoints go inside a run folder (geoanalyze.tracking.series reads them)
+KEPT_DIR = "checkpoints"
+KEPT_FILES = ("config.json", "model.safetensors", STATE_FILE)
+
+
+def keep_checkpoint(out: Path, step: int, keep: int) -> None:
+    """Copy checkpoint/ (the model and trainer.json) to checkpoints/step-<step>/; keep the newest ``keep``."""
+    kept = out / KEPT_DIR
+    folder, staging = kept / f"step-{step}", kept / f".step-{step}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for name in KEPT_FILES:
+        shutil.copy2(out / CHECKPOINT_DIR / name, staging / name)
+    shutil.rmtree(folder, ignore_errors=True)
+    staging.rename(folder)
+    steps = sorted(int(p.name[5:]) for p in kept.glob("step-*") if p.name[5:].isdigit())
+    for old in steps[:-keep]:
+        shutil.rmtree(kept / f"step-{old}", ignore_errors=True)
 
 
 # --- data parallelism -----------------------------------------------------------------------------

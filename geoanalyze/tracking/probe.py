@@ -1,0 +1,112 @@
+"""The geometry of a model while it trains: ``geoanalyze train --geometry-every N``.
+
+The target D is the Hellinger geometry of the task's own held-out stream: the per-position token
+distributions of its first ``batches`` evaluation batches (positions reached by fewer than
+``min_count`` sequences are left out). It is computed once, and so are the random tables each row is
+held against, so a probe costs the scores of a few small tables and one no-grad forward pass:
+
+- ``position``: the model's position vectors (its table, RoPE's or ALiBi's vectors);
+- ``L<l> query`` / ``L<l> key``: the per-position centroids of layer l's query and key projections
+  (before any rotation) on the first held-out batch, captured with forward hooks on ``qkv``.
+
+Each row: the scale-free scores and their categories against the null (docs/scores.md §5).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..geometry.distances import hellinger_distances
+from ..geometry.null import calibrate, categories, null_sample
+from ..geometry.scores import all_scores
+from .track import TRACKED
+
+#: positions fewer held-out sequences reach are left out of D
+MIN_COUNT = 20
+
+
+class GeometryProbe:
+    """Score a model's position geometry against the held-out stream of ``task`` (see the module docstring)."""
+
+    def __init__(self, task: Any, batches: int = 8, null_draws: int = 39, seed: int = 0) -> None:
+        self.task, self.null_draws, self.seed = task, null_draws, seed
+        held_out = [task.eval_batch(index) for index in range(batches)]
+        self.batch = held_out[0]
+        width = max(batch.input_ids.shape[1] for batch in held_out)
+        vocab = int(max(int(batch.input_ids.max()) for batch in held_out)) + 1
+        counts = np.zeros((width, vocab))
+        reach = np.zeros(width)
+        for batch in held_out:
+            for row, mask in zip(batch.input_ids, batch.attention_mask, strict=True):
+                length = int(mask.sum())
+                np.add.at(counts, (np.arange(length), row[:length]), 1.0)
+                reach[:length] += 1
+        self.positions = np.flatnonzero(reach >= MIN_COUNT)
+        marginals = counts[self.positions] / reach[self.positions, None]
+        self.distances = hellinger_distances(marginals)
+        self._nulls: dict[int, dict[str, np.ndarray]] = {}
+
+    def null(self, width: int) -> dict[str, np.ndarray]:
+        if width not in self._nulls:
+            shape = (int(self.positions.size), width)
+            self._nulls[width] = null_sample(
+                shape, self.distances, self.null_draws, seed=self.seed, anchored=True, index=self.positions
+            )
+        return self._nulls[width]
+
+    def row(self, vectors: np.ndarray) -> dict[str, Any]:
+        """One table's scale-free scores and categories."""
+        observed = all_scores(vectors, self.distances, index=self.positions)
+        calibrated = calibrate(observed, self.null(int(vectors.shape[1])))
+        return {**{key: observed[key] for key in TRACKED}, "categories": categories(calibrated)}
+
+    def __call__(self, model: Any) -> dict[str, Any]:
+        """The rows of ``model`` (a :class:`~geoanalyze.models.Transformer`) now; the model is left in training mode."""
+        if self.positions.size < 3:
+            return {}
+        rows: dict[str, Any] = {}
+        try:
+            table = model.position_vectors(int(self.positions.max()) + 1)[self.positions]
+        except Exception:  # a model without position vectors (pe none): no position row
+            table = None
+        if table is not None and table.ndim == 2 and np.all(np.isfinite(table)):
+            rows["position"] = self.row(table)
+        for name, vectors in query_key_centroids(model, self.batch, self.positions).items():
+            rows[name] = self.row(vectors)
+        return rows
+
+
+def query_key_centroids(model: Any, batch: Any, positions: np.ndarray) -> dict[str, np.ndarray]:
+    """Per layer, the centroids at ``positions`` of the query and key projections on ``batch``."""
+    import torch
+
+    from ..train.core import evaluating
+
+    layers = [(name, module) for name, module in model.named_modules() if name.endswith(".qkv")]
+    captured: dict[int, torch.Tensor] = {}
+    handles = [
+        module.register_forward_hook(lambda _m, _i, out, at=index: captured.__setitem__(at, out.detach()))
+        for index, (_, module) in enumerate(layers)
+    ]
+    device = next(model.parameters()).device
+    ids = torch.from_numpy(batch.input_ids).to(device)
+    mask = torch.from_numpy(batch.attention_mask).to(device)
+    try:
+        with evaluating(model):
+            model(ids, mask, logits_at=torch.zeros_like(ids, dtype=torch.bool))
+    finally:
+        for handle in handles:
+            handle.remove()
+    weights = mask.double().unsqueeze(-1)[:, : int(positions.max()) + 1]  # (B, T', 1)
+    counts = weights.sum(dim=0)  # (T', 1)
+    rows: dict[str, np.ndarray] = {}
+    for index, output in sorted(captured.items()):
+        q, k, _ = output.double().split(output.shape[-1] // 3, dim=-1)  # (B, T, C) each
+        for projection, values in (("query", q), ("key", k)):
+            sums = (values[:, : weights.shape[1]] * weights).sum(dim=0)  # (T', C)
+            centroids = (sums / counts.clamp(min=1)).cpu().numpy()[positions]
+            if np.all(np.isfinite(centroids)):
+                rows[f"L{index + 1} {projection}"] = centroids
+    return rows
