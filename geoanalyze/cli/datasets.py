@@ -70,7 +70,9 @@ def list_datasets(data_dir: opt.DataDir = None, format: opt.Format = "table") ->
 @handles_errors
 def synthesize(
     kind: Annotated[str, typer.Argument(help=f"One of: {', '.join(KINDS)}.")],
-    output: Annotated[Path, opt.path_option("--output", "-o", help="Folder for <kind>.txt and <kind>.marginals.npy.")],
+    output: Annotated[
+        Path, opt.path_option("--output-dir", "--output", "-o", help="Folder for <kind>.txt and <kind>.marginals.npy.")
+    ],
     n_sequences: Annotated[int, typer.Option("--n", min=1, help="Number of texts.")] = 2000,
     length: Annotated[int, typer.Option("--length", min=1, help="Tokens per text (positions).")] = 64,
     vocab: Annotated[int, typer.Option("--vocab", min=2, help="Vocabulary size V.")] = 500,

@@ -16,6 +16,8 @@ from rich.text import Text
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from .app import app
+from .examples import EXAMPLES, command_words
+from .options import aliases_hidden
 
 Command = TyperCommand | TyperGroup
 Param = TyperOption | TyperArgument
@@ -64,10 +66,14 @@ def _command_section(ctx: typer.Context) -> str:
         names = [n for n in command.list_commands(ctx) if not getattr(command.get_command(ctx, n), "hidden", False)]
         lines += ["Commands: " + ", ".join(f"`{ctx.command_path} {n}`" for n in names), ""]
     params = [p for p in command.get_params(ctx) if isinstance(p, Param) and not p.hidden]
-    for title, kind in (("Arguments", "argument"), ("Options", "option")):
-        rows = [_row(command, ctx, p) for p in params if p.param_type_name == kind]
-        if rows:
-            lines += [f"{title}:", "", "| name | description | default |", "| --- | --- | --- |", *rows, ""]
+    with aliases_hidden(params):  # an option's old names are accepted, not documented
+        for title, kind in (("Arguments", "argument"), ("Options", "option")):
+            rows = [_row(command, ctx, p) for p in params if p.param_type_name == kind]
+            if rows:
+                lines += [f"{title}:", "", "| name | description | default |", "| --- | --- | --- |", *rows, ""]
+    examples = EXAMPLES.get(command_words(ctx.command_path), ())
+    if examples:
+        lines += ["Examples:" if len(examples) > 1 else "Example:", "", "```bash", *examples, "```", ""]
     return "\n".join(lines)
 
 

@@ -12,16 +12,27 @@ every command and holds each option to them:
   at option parsing, naming the option (not an internal error deep in numpy): :func:`seed_option`.
 
 The command classes :class:`Command` and :class:`Group` (``cls=`` of every command and group)
-list flags in --help without a value type, and answer a bare group with its help and exit 2.
+list flags in --help without a value type, end it with the command's examples (examples.py),
+leave out the old names of an option (:data:`HIDDEN_ALIASES`: still accepted, no longer shown),
+and answer a bare group with its help and exit 2.
+
+One name per idea in every command: ``--dataset`` the corpus, ``--metric`` hellinger or
+fisher-rao, ``--estimate`` the naive or bias-corrected distance, ``--width`` the model width d,
+``--plot-dir`` the folder figures go to, ``--output``/``-o`` the one file a command writes and
+``--output-dir`` the folder it writes (a training run, experiment results, a corpus).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup, TyperOption
+
+from .examples import epilog
 
 #: the seeds every command accepts: what numpy's legacy RandomState and torch's generators all take
 SEED_MIN, SEED_MAX = 0, 2**32 - 1
@@ -72,11 +83,62 @@ def untyped_flags(params: list[Any]) -> list[Any]:
     return params
 
 
+#: an option's old names, still accepted but no longer shown in --help or docs/cli.md -> the name
+#: that is shown (an alias is left out only of an option that has that name too)
+HIDDEN_ALIASES: dict[str, str] = {
+    "--max-positions": "--max-length",
+    "--dim": "--width",
+    "-d": "--width",
+    "--distance": "--estimate",
+    "-o": "--output-dir",
+    "--output": "--output-dir",
+}
+
+
+def shown_names(names: list[str]) -> list[str]:
+    """An option's names as --help shows them: without the old names of :data:`HIDDEN_ALIASES`."""
+    return [name for name in names if HIDDEN_ALIASES.get(name) not in names]
+
+
+@contextmanager
+def aliases_hidden(params: list[Any]) -> Iterator[None]:
+    """While help is rendered, each option's ``opts`` are its :func:`shown_names` (parsing, before
+    and after, sees every name)."""
+    options = [param for param in params if isinstance(param, TyperOption)]
+    saved = [param.opts for param in options]
+    for param in options:
+        param.opts = shown_names(param.opts)
+    try:
+        yield
+    finally:
+        for param, opts in zip(options, saved, strict=True):
+            param.opts = opts
+
+
+def _format_help(command: Any, ctx: Any, formatter: Any, render: Any) -> None:
+    """--help of ``command``: its examples as the epilog, its options without their old names."""
+    command.epilog = command.epilog or epilog(ctx.command_path)
+    with aliases_hidden(command.get_params(ctx)):
+        render(ctx, formatter)
+
+
 class Command(TyperCommand):
-    """A command whose --help lists its flags (``--help`` too) without a value type."""
+    """A command whose --help lists its flags (``--help`` too) without a value type, its options
+    without their old names, and ends with its examples."""
 
     def get_params(self, ctx: Any) -> list[Any]:  # ctx: the vendored click's Context
         return untyped_flags(super().get_params(ctx))
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        _format_help(self, ctx, formatter, super().format_help)
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        """The usage line without hidden arguments (the old way to name a corpus)."""
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if not getattr(param, "hidden", False):
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
 
 
 class Group(TyperGroup):
@@ -89,6 +151,9 @@ class Group(TyperGroup):
     def get_params(self, ctx: Any) -> list[Any]:  # ctx: the vendored click's Context
         return untyped_flags(super().get_params(ctx))
 
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        _format_help(self, ctx, formatter, super().format_help)
+
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if not args and self.no_args_is_help and not ctx.resilient_parsing:
             # The rich help prints itself (stdout) as it renders; what get_help returns (nothing
@@ -98,11 +163,28 @@ class Group(TyperGroup):
         return super().parse_args(ctx, args)
 
 
+def none_blank(values: list[str] | None) -> list[str] | None:
+    """A repeatable text option refuses an empty value, as :func:`not_blank` does."""
+    for value in values or []:
+        not_blank(value)
+    return values
+
+
+#: the corpus of the pipeline commands given as arguments (``marginals sst2``): the old way, still
+#: accepted; --dataset names the corpus in every command
 Sources = Annotated[
-    list[str],
+    list[str] | None,
     typer.Argument(
-        help="Corpus: dataset name (sst2, imdb, wikitext2), file or folder, synthetic[:KIND,...], "
-        "a hub dataset id, or a .safetensors file made by geoanalyze. Several are merged.",
+        help="Corpus, as --dataset (the old way to name it, still accepted).", show_default=False, hidden=True
+    ),
+]
+Datasets = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--dataset",
+        callback=none_blank,
+        help="Corpus: a dataset name (sst2, imdb, wikitext2), a file or folder, synthetic[:KIND,...], "
+        "a hub dataset id, or a .safetensors file made by geoanalyze (repeatable: several are merged).",
         show_default=False,
     ),
 ]
@@ -112,7 +194,8 @@ DataDir = Annotated[
     path_option(
         "--data-dir",
         envvar="GEOANALYZE_DATA_DIR",
-        help="Local folder laid out <name>/<split>.<tsv|jsonl.gz|tokens|txt> that stands in for the hub.",
+        help="Local folder laid out <name>/<split>.<ext> (ext: tsv, jsonl.gz, tokens or txt) that stands in "
+        "for the hub.",
     ),
 ]
 TextColumn = Annotated[

@@ -36,13 +36,22 @@ CountsOutput = Annotated[Path | None, opt.path_option("--output", "-o", help="Wr
 DistancesOutput = Annotated[
     Path | None, opt.path_option("--output", "-o", help="Write the distance matrices here (.safetensors).")
 ]
-Heatmap = Annotated[Path | None, opt.path_option("--heatmap", help="Write a heatmap PNG here.")]
+Heatmap = Annotated[
+    Path | None, opt.path_option("--heatmap", hidden=True, help="Write the heatmap PNG here (old; use --plot-dir).")
+]
+PlotDir = Annotated[
+    Path | None, opt.path_option("--plot-dir", help="Write the PNG figure into this folder (<metric>.png / mds.png).")
+]
 EncodingOutput = Annotated[
     Path | None, opt.path_option("--output", "-o", help="Write the PE file here (.safetensors).")
 ]
-Dim = Annotated[int | None, typer.Option("--dim", "-d", min=1, help="Model width d of P = A W (default: the rank).")]
+Dim = Annotated[
+    int | None, typer.Option("--width", "--dim", "-d", min=1, help="Model width d of P = A W (default: the rank).")
+]
 Rank = Annotated[int | None, typer.Option("--rank", "-r", min=1, help="Rank r (default: effective rank, at most d).")]
-Distance = Annotated[str, opt.text_option("--distance", help="Embed the naive or the corrected matrix.")]
+Distance = Annotated[
+    str, opt.text_option("--estimate", "--distance", help="Embed the naive or the bias-corrected distances.")
+]
 Basis = Annotated[str, opt.text_option("--basis", help="W: random (seeded orthonormal) or identity.")]
 BasisSeed = Annotated[int, opt.seed_option("--seed", help="Seed of the random basis W.")]
 Scale = Annotated[float, typer.Option("--scale", help="Multiply the encoding (and its distances) by this.")]
@@ -52,7 +61,9 @@ IntoCheckpoint = Annotated[
 CheckpointOutput = Annotated[
     Path | None, opt.path_option("--checkpoint-output", help="Where the copy with the MDS positions goes.")
 ]
-Plot = Annotated[Path | None, opt.path_option("--plot", help="Write spectrum / stress / map PNG here.")]
+Plot = Annotated[
+    Path | None, opt.path_option("--plot", hidden=True, help="Write the spectrum / stress / map PNG here (old).")
+]
 Method = Annotated[str, opt.text_option("--method", help="Eigensolver: auto, full or partial (top r).")]
 
 
@@ -68,6 +79,16 @@ def _sample_positions(n: int) -> list[int]:
     return sorted({0, 1, 2, n // 8, n // 4, n // 2, (3 * n) // 4, n - 1} & set(range(n)))
 
 
+def _corpora(sources: list[str] | None, datasets: list[str] | None) -> list[str]:
+    """The corpora of a pipeline command: --dataset's, after those given the old way, as arguments."""
+    return [*(sources or []), *(datasets or [])]
+
+
+def _figure(plot_dir: Path | None, name: str, old: Path | None) -> Path | None:
+    """The PNG a pipeline command draws: ``name`` in --plot-dir, or the file its old option named."""
+    return plot_dir / name if plot_dir is not None else old
+
+
 def _sources_line(notes: list[dict[str, Any]]) -> str:
     return ", ".join(f"{n['source']} ({n['from']})" for n in notes)
 
@@ -78,7 +99,8 @@ def _sources_line(notes: list[dict[str, Any]]) -> str:
 @handles_errors
 def marginals(
     ctx: typer.Context,
-    sources: opt.Sources,
+    sources: opt.Sources = None,
+    dataset: opt.Datasets = None,
     output: CountsOutput = None,
     split: opt.Split = None,
     data_dir: opt.DataDir = None,
@@ -106,6 +128,7 @@ def marginals(
     with the corpus; shards are counted by --workers processes or a Dask --cluster, and a killed
     job re-run with the same --work-dir counts only the missing shards.
     """
+    sources = _corpora(sources, dataset)
     check_format(format)
     check_output_suffix(output, ".safetensors", "counts")
     guard(_inputs(sources, data_dir, tokenizer), [Output("--output", output), Folder("--work-dir", work_dir)])
@@ -175,8 +198,10 @@ def _print_counts(result: dict[str, Any], totals: np.ndarray, min_count: int, fo
 @handles_errors
 def distances(
     ctx: typer.Context,
-    sources: opt.Sources,
+    sources: opt.Sources = None,
+    dataset: opt.Datasets = None,
     output: DistancesOutput = None,
+    plot_dir: PlotDir = None,
     heatmap: Heatmap = None,
     metric: opt.Metric = "hellinger",
     min_count: opt.MinCount = DEFAULT_MIN_COUNT,
@@ -203,9 +228,12 @@ def distances(
     """
     from ..geometry.distances import position_geometry
 
+    sources = _corpora(sources, dataset)
+    heatmap = _figure(plot_dir, f"{metric}.png", heatmap)
     check_format(format)
     check_output_suffix(output, ".safetensors", "distances")
     check_output_suffix(heatmap, ".png", "figures", option="--heatmap")
+    check_output_place(plot_dir, folder=True, option="--plot-dir")
     guard(
         _inputs(sources, data_dir, tokenizer),
         [Output("--output", output), Output("--heatmap", heatmap), Folder("--work-dir", work_dir)],
@@ -263,7 +291,8 @@ def _print_distances(result: dict[str, Any], geometry: Any, format: str) -> None
 @handles_errors
 def mds(
     ctx: typer.Context,
-    sources: opt.Sources,
+    sources: opt.Sources = None,
+    dataset: opt.Datasets = None,
     output: EncodingOutput = None,
     dim: Dim = None,
     rank: Rank = None,
@@ -280,6 +309,7 @@ def mds(
     split: opt.Split = None,
     data_dir: opt.DataDir = None,
     text_column: opt.TextColumn = None,
+    include_hidden: IncludeHidden = False,
     limit: opt.Limit = None,
     tokenizer: opt.TokenizerOpt = None,
     max_length: opt.MaxLength = None,
@@ -291,14 +321,17 @@ def mds(
 ) -> None:
     """Classical MDS of the position distances, and the low-rank positional encoding P = A W.
 
-    SOURCES may also be a distances file. Prints the eigen-spectrum, effective rank,
+    --dataset may also be a distances file. Prints the eigen-spectrum, effective rank,
     negative-eigenvalue mass, stress against rank and the parameter saving r(n+d) vs n d.
     """
     from ..geometry.mds import mds_encoding
 
+    sources = _corpora(sources, dataset)
+    plot = _figure(plot_dir, "mds.png", plot)
     check_format(format)
     check_output_suffix(output, ".safetensors", "PE files")
     check_output_suffix(plot, ".png", "figures", option="--plot")
+    check_output_place(plot_dir, folder=True, option="--plot-dir")
     check_output_place(checkpoint_output, folder=True, option="--checkpoint-output")
     guard(
         _inputs(sources, data_dir, tokenizer, into_checkpoint),
@@ -335,7 +368,7 @@ def mds(
 
 def _check_mds_options(distance: str, into_checkpoint: Path | None, checkpoint_output: Path | None) -> None:
     if distance not in ("naive", "corrected"):
-        raise InputError(f"unknown --distance {distance!r}; choose naive or corrected")
+        raise InputError(f"unknown --estimate {distance!r}; choose naive or corrected")
     if (into_checkpoint is None) != (checkpoint_output is None):
         raise InputError("--into-checkpoint and --checkpoint-output go together; pass both")
     if checkpoint_output is not None and checkpoint_output.exists():
@@ -352,7 +385,7 @@ def _embeddable(geometry: Any, distance: str) -> np.ndarray:
         culprits = geometry.positions[undefined.sum(axis=1) == len(matrix) - 1]
         where = ", ".join(str(int(p)) for p in culprits[:5]) or "some pairs"
         raise InputError(
-            f"the corrected distance is undefined at position {where}; raise --min-count or embed --distance naive"
+            f"the corrected distance is undefined at position {where}; raise --min-count or embed --estimate naive"
         )
     return matrix
 
@@ -388,10 +421,10 @@ def _mds_payload(
         "distance": metadata["distance"],
         "n_positions": len(positions),
         "positions": positions,
-        "effective_rank": fitted.effective_rank_,
-        "tolerance": fitted.tolerance_,
-        "negative_mass": fitted.negative_mass_,
-        "eigenvalues": fitted.eigenvalues_,
+        "effective_rank": fitted.effective_rank,
+        "tolerance": fitted.tolerance,
+        "negative_mass": fitted.negative_mass,
+        "eigenvalues": fitted.eigenvalues,
         "stress_curve": {str(k): v for k, v in curve.items()},
         "rank": encoding.rank,
         "dim": encoding.dim,
@@ -409,15 +442,15 @@ def _print_mds(payload: dict[str, Any], fitted: Any, curve: dict[int, float], di
         ("positions n", payload["n_positions"]),
         ("matrix", f"{payload['distance']} {payload['metric']}"),
         ("effective rank", _rank_line(fitted)),
-        ("negative eigenvalue mass", fitted.negative_mass_),
+        ("negative eigenvalue mass", fitted.negative_mass),
         ("rank r / width d", f"{payload['rank']} / {payload['dim']}"),
         ("stress at rank r", payload["stress"]),
-        ("parameters r(n+d) vs n d", _parameter_line(payload["parameters"]) if dim else "pass --dim (the model width)"),
+        ("parameters r(n+d) vs n d", _parameter_line(payload["parameters"]) if dim else "pass --width (the model width)"),
         ("written to", payload["output"]),
         ("checkpoint", written["checkpoint"] if written else None),
     ]
     print_table(key_value_table("classical MDS positional encoding", rows), format)
-    top = fitted.eigenvalues_[:10]
+    top = fitted.eigenvalues[:10]
     print_table(
         grid_table("top eigenvalues", ["component", "eigenvalue"], [(k + 1, float(v)) for k, v in enumerate(top)]),
         format,
@@ -426,9 +459,9 @@ def _print_mds(payload: dict[str, Any], fitted: Any, curve: dict[int, float], di
 
 
 def _rank_line(result: Any) -> str:
-    if result.partial_:
-        return f">= {result.effective_rank_} (only the top {len(result.eigenvalues_)} eigenpairs computed)"
-    return str(result.effective_rank_)
+    if result.partial:
+        return f">= {result.effective_rank} (only the top {len(result.eigenvalues)} eigenpairs computed)"
+    return str(result.effective_rank)
 
 
 def _parameter_line(params: dict[str, Any]) -> str:

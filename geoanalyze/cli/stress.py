@@ -51,7 +51,7 @@ MaxPositions = Annotated[
         "--max-length",
         "--max-positions",
         min=3,
-        help="Analyse positions 0..N-1 (default: the model's, at most 512); --max-positions is an alias.",
+        help="Analyse positions 0..N-1 (default: the model's, at most 512).",
     ),
 ]
 Device = Annotated[str, opt.text_option("--device", help="Forward pass on auto, cpu or cuda (auto: cuda when present).")]
@@ -65,7 +65,11 @@ BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="Sequences p
 Layers = Annotated[str, opt.text_option("--layers", help="all, none, or a list such as 0,3,6 (0 = embedding output).")]
 Compare = Annotated[
     str,
-    typer.Option("--compare", help="Encodings to score beside the target, comma-separated ('' for none)."),
+    typer.Option(
+        "--compare",
+        help="Encodings to score beside the target, comma-separated ('' for none).",
+        show_default="sinusoidal, rope, alibi, mds, random",
+    ),
 ]
 MaxSequences = Annotated[
     int, typer.Option("--max-sequences", min=1, help="Sequences in the hidden-state forward pass (seeded sample).")
@@ -83,7 +87,10 @@ NullDraws = Annotated[
 Distance = Annotated[
     str,
     opt.text_option(
-        "--distance", help="Target geometry: naive or corrected Hellinger (corrected removes the sampling noise)."
+        "--estimate",
+        "--distance",
+        help="Target geometry: the naive or the bias-corrected Hellinger distance (corrected removes the "
+        "sampling noise).",
     ),
 ]
 Width = Annotated[
@@ -101,8 +108,7 @@ FailAbove = Annotated[
     typer.Option(
         "--fail-above",
         help="METRIC=VALUE: exit 1 when a target's score exceeds it (repeatable). METRIC: scaled, violation, "
-        "anchored, stress (or scaled_stress, monotonicity_violation, anchored_monotonicity_violation), "
-        "noise_fraction.",
+        "anchored, lag_violation, stress, noise_fraction, or a score's full name (docs/scores.md).",
     ),
 ]
 FailIf = Annotated[
@@ -132,7 +138,8 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
         if not sep:
             raise InputError(f"--fail-above {item!r}: write METRIC=VALUE, e.g. scaled=0.5")
         if metric not in names:
-            raise InputError(f"--fail-above: unknown metric {metric!r}; choose one of {', '.join(names)}")
+            shown = [name for name in names if "." not in name]
+            raise InputError(f"--fail-above: unknown metric {metric!r}; choose one of {', '.join(shown)}")
         try:
             limit = float(value)
         except ValueError as exc:
@@ -141,6 +148,12 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
             # a NaN limit would fail every run and an infinite one pass every run: neither is a gate
             raise InputError(f"--fail-above {item!r}: the limit must be a finite number, e.g. {metric}=0.5")
         if names[metric] in thresholds:
+        metric = names.get(metric.replace(" ", ""), metric)
+        if metric == "relative_separation" or metric.replace(" ", "") == "rel.sep.":
+            raise InputError(
+                "--fail-above relative_separation: higher is better, so no upper limit gates it; "
+                "use --fail-if separation=not-better"
+            )
             # the later limit would silently replace the earlier one and a run could pass a gate it fails
             raise InputError(
                 f"--fail-above {names[metric]} is given twice ({thresholds[names[metric]]:g} and {limit:g}); "

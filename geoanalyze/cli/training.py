@@ -17,7 +17,12 @@ from ..report.render import grid_table, key_value_table, print_json, print_table
 from . import options as opt
 from .common import Folder, Output, check_format, check_output_place, guard, handles_errors
 
-Preset = Annotated[str, opt.text_option("--preset", "-p", help="ci (CPU, minutes) or paper (GPU scale).")]
+Preset = Annotated[
+    str,
+    opt.text_option(
+        "--preset", "-p", help="smoke (seconds on a CPU: checks that it runs), ci (CPU, minutes) or paper (GPU scale)."
+    ),
+]
 Sets = Annotated[
     list[str] | None,
     typer.Option(
@@ -60,6 +65,21 @@ def train(
     dataset: Annotated[
         str | None, opt.text_option("--dataset", help="Corpus of mlm / classification (= --set dataset=).")
     ] = None,
+    split: Annotated[
+        str | None, opt.text_option("--split", help="Split of --dataset trained on (default train; = --set split=).")
+    ] = None,
+    eval_split: Annotated[
+        str | None,
+        opt.text_option(
+            "--eval-split",
+            help="Held-out split evaluated on (default validation; 'none': the last 10% of the training texts; "
+            "= --set eval_split=).",
+        ),
+    ] = None,
+    allow_eval_on_train: Annotated[
+        bool,
+        typer.Option("--allow-eval-on-train", help="Evaluate on the split trained on (refused otherwise)."),
+    ] = False,
     data_dir: opt.DataDir = None,
     steps: Annotated[int | None, typer.Option("--steps", min=1, help="Optimiser updates (= --set steps=).")] = None,
     device: Device = None,
@@ -86,22 +106,11 @@ def train(
         _print_keys(valid_keys(), resolve_config(preset).to_dict(), format)
         return
     if output_dir is None:
-        raise InputError("--output-dir is required; pass the folder the run writes to, e.g. -o runs/order-rope")
+        raise InputError("--output-dir is required; pass the folder the run writes to, e.g. --output-dir runs/rope")
     _check_training_outputs(output_dir, [config_file, dataset, data_dir])
-    shortcuts = [
-        f"{key}={value}"
-        for key, value in (
-            ("task", task),
-            ("model.pe", pe),
-            ("dataset", dataset),
-            ("data_dir", data_dir),
-            ("steps", steps),
-            ("device", device),
-            ("seed", seed),
-        )
-        if value is not None
-    ]
-    config = resolve_config(preset, [*shortcuts, *(sets or [])], toml_path=config_file)
+    shortcuts = dict(task=task, pe=pe, dataset=dataset, split=split, eval_split=eval_split, data_dir=data_dir)
+    shortcuts.update(steps=steps, device=device, seed=seed)
+    config = _training_config(preset, config_file, sets or [], shortcuts, allow_eval_on_train)
     metrics = run_training(config, output_dir, resume, True, extras=_extras(geometry_every, keep_checkpoints, config))
     if int(os.environ.get("RANK", "0")) != 0:
         return  # under torchrun, rank 0 reports for all
@@ -117,6 +126,55 @@ def _extras(geometry_every: int, keep_checkpoints: int, config: Any) -> Any:
         return GeometryProbe(task, seed=config.seed)
 
     return RunExtras(geometry_every, probe if geometry_every else None, keep_checkpoints)
+
+
+def _training_config(
+    preset: str, config_file: Path | None, sets: list[str], shortcuts: dict[str, Any], allow_eval_on_train: bool
+) -> Any:
+    """The run's settings: the preset, then --config, then the shortcut options (``pe`` is
+    ``model.pe``), then --set; refused when it would evaluate on its training split, or when the
+    preset asks for a CUDA that is not here."""
+    from ..train.config import resolve_config
+
+    settings = [
+        f"{'model.pe' if key == 'pe' else key}={value}" for key, value in shortcuts.items() if value is not None
+    ]
+    config = resolve_config(preset, [*settings, *sets], toml_path=config_file)
+    _check_held_out(config, allow_eval_on_train)
+    asked = shortcuts["device"] is not None or any(item.split("=")[0].strip() == "device" for item in sets)
+    _check_preset_device(config, preset, asked)
+    return config
+
+
+def _check_held_out(config: Any, allowed: bool) -> None:
+    """A corpus task evaluates on another split than it trains on, unless --allow-eval-on-train: the
+    same split twice would report training accuracy as held-out accuracy."""
+    from ..corpus.sources import resolve_source
+
+    if config.task == "order" or config.eval_split is None or config.eval_split != config.split or allowed:
+        return
+    if resolve_source(config.dataset, config.split, config.data_dir).split is None:
+        return  # a file or synthetic corpus: the last 10% of its texts are held out, whatever the splits say
+    raise InputError(
+        f"the run would train and evaluate on split {config.split!r} of {config.dataset}; pass another "
+        "--eval-split (or --eval-split none to hold out the last 10% of the training texts), "
+        "or --allow-eval-on-train to measure training accuracy on purpose"
+    )
+
+
+def _check_preset_device(config: Any, preset: str, asked: bool) -> None:
+    """A preset that asks for CUDA where there is none says so, when the user asked for no device."""
+    from ..train.config import PRESETS
+
+    if asked or config.device != "cuda" or PRESETS.get(preset, {}).get("device") != "cuda":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise InputError(
+            f"the {preset} preset asks for device cuda (it is sized for a GPU) and CUDA is not available here; "
+            "use --preset ci, or --device cpu to run it on the CPU anyway"
+        )
 
 
 def _check_training_outputs(output_dir: Path, inputs: list[Any]) -> None:

@@ -39,38 +39,55 @@ PARTIAL_FROM = 2048
 DEFAULT_CURVE_RANKS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 
 
-@dataclass
+@dataclass(frozen=True)
 class MDSResult:
-    """Classical MDS of an n x n distance matrix.
+    """What :func:`classical_mds` found for an n x n distance matrix: a plain result, not an estimator.
 
     Attributes
     ----------
-    embedding_ : (n, k) coordinates over the k positive eigenvalues kept.
-    eigenvalues_ : eigenvalues of B computed, descending (all n, or the top ones when partial).
-    effective_rank_ : number of eigenvalues above ``tolerance_`` (a lower bound when partial:
+    embedding : (n, k) coordinates over the k positive eigenvalues kept.
+    eigenvalues : eigenvalues of B computed, descending (all n, or the top ones when partial).
+    effective_rank : number of eigenvalues above ``tolerance`` (a lower bound when partial:
         only the computed eigenpairs are counted).
-    tolerance_ : the eigenvalue threshold used.
-    negative_mass_ : sum |negative eigenvalues| / sum |eigenvalues|; None when partial.
-    partial_ : whether only the top eigenpairs were computed.
+    tolerance : the eigenvalue threshold used.
+    negative_mass : sum |negative eigenvalues| / sum |eigenvalues|; None when partial.
+    partial : whether only the top eigenpairs were computed.
+
+    The scikit-learn-style names with a trailing underscore (``embedding_``, ``eigenvalues_``,
+    ...) of earlier versions still read the same values; they are deprecated.
     """
 
-    embedding_: np.ndarray
-    eigenvalues_: np.ndarray
-    effective_rank_: int
-    tolerance_: float
-    negative_mass_: float | None
-    partial_: bool = False
+    embedding: np.ndarray
+    eigenvalues: np.ndarray
+    effective_rank: int
+    tolerance: float
+    negative_mass: float | None
+    partial: bool = False
+
+    def __getattr__(self, name: str) -> Any:
+        """``embedding_`` and the other old names: the value of the plain name, with a DeprecationWarning."""
+        if name.endswith("_") and name[:-1] in _MDS_FIELDS:
+            import warnings
+
+            warnings.warn(
+                f"MDSResult.{name} is deprecated; use MDSResult.{name[:-1]}", DeprecationWarning, stacklevel=2
+            )
+            return getattr(self, name[:-1])
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def coordinates(self, rank: int | None = None) -> np.ndarray:
         """The first ``rank`` MDS coordinates (all kept ones by default)."""
         if rank is None:
-            return self.embedding_
-        if rank < 1 or rank > self.embedding_.shape[1]:
+            return self.embedding
+        if rank < 1 or rank > self.embedding.shape[1]:
             raise InputError(
-                f"rank {rank} is out of range: the MDS has {self.embedding_.shape[1]} positive dimensions; "
-                f"choose 1..{self.embedding_.shape[1]}"
+                f"rank {rank} is out of range: the MDS has {self.embedding.shape[1]} positive dimensions; "
+                f"choose 1..{self.embedding.shape[1]}"
             )
-        return self.embedding_[:, :rank]
+        return self.embedding[:, :rank]
+
+
+_MDS_FIELDS = ("embedding", "eigenvalues", "effective_rank", "tolerance", "negative_mass", "partial")
 
 
 def _check_distance_matrix(distances: Any) -> np.ndarray:
@@ -315,7 +332,7 @@ def low_rank_encoding(
         raise InputError(f"--dim must be at least 1, got {dim}")
     if not np.isfinite(scale) or scale <= 0:
         raise InputError(f"--scale must be a positive number, got {scale}")
-    available = mds.embedding_.shape[1]
+    available = mds.embedding.shape[1]
     rank = min(available, dim) if rank is None else rank
     if rank < 1 or rank > available:
         raise InputError(f"--rank {rank} is out of range: the MDS has {available} positive dimensions")
@@ -351,16 +368,16 @@ def mds_encoding(
     wanted = rank if rank is not None else dim
     top_only = method == "partial" or (method == "auto" and len(d) >= PARTIAL_FROM and wanted is not None)
     result = classical_mds(d, n_components=wanted if top_only else None, method=method)
-    curve = stress_curve(result.embedding_, d)
+    curve = stress_curve(result.embedding, d)
     encoding = low_rank_encoding(
         result,
         positions,
-        dim=dim or rank or result.embedding_.shape[1],
+        dim=dim or rank or result.embedding.shape[1],
         rank=rank,
         basis=basis,
         seed=seed,
         scale=scale,
-        metadata=dict(metadata or {}, effective_rank=result.effective_rank_),
+        metadata=dict(metadata or {}, effective_rank=result.effective_rank),
     )
     encoding.metadata["stress"] = stress_curve(encoding.A, d, ranks=[encoding.rank])[encoding.rank]
     return result, curve, encoding

@@ -32,6 +32,8 @@ CI_MODEL: dict[str, Any] = {"n_positions": 128, "d_model": 64, "n_layers": 2, "n
 
 #: nested overrides of the defaults; the defaults themselves are the ci preset
 PRESETS: dict[str, dict[str, Any]] = {
+    # seconds on a CPU: a check that a run goes through end to end, not a trained model
+    "smoke": {"steps": 20, "warmup_steps": 2, "eval_every": 10, "eval_batches": 1, "limit": 2000},
     "ci": {},
     "paper": {
         # BERT-base (Devlin et al. 2019): 12 layers, width 768, 12 heads, 3072 MLP, 512 positions.
