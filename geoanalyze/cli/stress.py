@@ -137,6 +137,12 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
         metric, sep, value = (part.strip() for part in item.partition("="))
         if not sep:
             raise InputError(f"--fail-above {item!r}: write METRIC=VALUE, e.g. scaled=0.5")
+        metric = names.get(metric.replace(" ", ""), metric)
+        if metric == "relative_separation" or metric.replace(" ", "") == "rel.sep.":
+            raise InputError(
+                "--fail-above relative_separation: higher is better, so no upper limit gates it; "
+                "use --fail-if separation=not-better"
+            )
         if metric not in names:
             shown = [name for name in names if "." not in name]
             raise InputError(f"--fail-above: unknown metric {metric!r}; choose one of {', '.join(shown)}")
@@ -148,12 +154,6 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
             # a NaN limit would fail every run and an infinite one pass every run: neither is a gate
             raise InputError(f"--fail-above {item!r}: the limit must be a finite number, e.g. {metric}=0.5")
         if names[metric] in thresholds:
-        metric = names.get(metric.replace(" ", ""), metric)
-        if metric == "relative_separation" or metric.replace(" ", "") == "rel.sep.":
-            raise InputError(
-                "--fail-above relative_separation: higher is better, so no upper limit gates it; "
-                "use --fail-if separation=not-better"
-            )
             # the later limit would silently replace the earlier one and a run could pass a gate it fails
             raise InputError(
                 f"--fail-above {names[metric]} is given twice ({thresholds[names[metric]]:g} and {limit:g}); "

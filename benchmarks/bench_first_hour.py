@@ -1,0 +1,113 @@
+"""The times README and `verify list` state, measured as a newcomer meets them, with the machine.
+
+Each step runs the command as a user types it (a real process, from the repository root), with a
+fresh cache folder ($GEOANALYZE_CACHE_DIR in a temp folder), and reports its wall time and the CPU
+time of the process and its children (user + system), beside the machine: CPU model, cores, and
+the load average before and after (other work on the machine slows the wall time, not the CPU time).
+
+    .venv/bin/python benchmarks/bench_first_hour.py                 # first run, cold and warm (~2 min)
+    .venv/bin/python benchmarks/bench_first_hour.py --train         # + the tour's `train` (200 steps)
+    .venv/bin/python benchmarks/bench_first_hour.py --verify necessity   # + `verify necessity` (ci preset)
+
+Steps: ``first-run`` (README's one command, no caches), ``warm-run`` (the same again, its caches
+read), ``tour-train`` (the tour's `train` on SST-2 with ../shared/data), ``verify NAME`` (the
+experiment at the ci preset with --data-dir, as the tour runs it; compared with its minutes_ci).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+GEOANALYZE = [sys.executable, "-m", "geoanalyze"]
+DATA_DIR = Path(os.environ.get("GEOANALYZE_DATA_DIR") or REPO.parent / "shared" / "data")
+FIRST_RUN = ["stress", "sentence-transformers/all-MiniLM-L6-v2", "--dataset", "sample_corpora/drift-words.txt"]
+TOUR_TRAIN = [
+    "train", "--task", "mlm", "--dataset", "sst2", "--data-dir", str(DATA_DIR),
+    "--pe", "learned", "--set", "max_length=48", "--set", "model.n_positions=48",
+]  # fmt: skip
+
+
+@dataclass
+class Measured:
+    step: str
+    wall: float
+    cpu: float
+    code: int
+
+
+def machine() -> str:
+    """CPU model, cores this process may use, and the 1-minute load average."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{model}, {cores} cores, {platform.system()} {platform.release()}, Python {platform.python_version()}"
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "-"
+
+
+def run(step: str, words: list[str], env: dict[str, str]) -> Measured:
+    """One command as a real process: wall time and the CPU time of it and its children."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    began = time.perf_counter()
+    done = subprocess.run([*GEOANALYZE, *words], cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if done.returncode not in (0, 1):
+        print(f"{step}: exit {done.returncode}\n{done.stderr[-1500:]}", file=sys.stderr)
+    return Measured(step, wall, cpu, done.returncode)
+
+
+def minutes_ci(name: str) -> float | None:
+    from geoanalyze.experiments import EXPERIMENTS
+
+    return EXPERIMENTS[name].minutes_ci if name in EXPERIMENTS else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--train", action="store_true", help="also time the README tour's train (200 steps)")
+    parser.add_argument("--verify", action="append", default=[], help="also time `verify NAME` at the ci preset")
+    args = parser.parse_args()
+    print(f"machine: {machine()}")
+    print(f"load average before (1, 5, 15 min): {load()}")
+    results = []
+    with tempfile.TemporaryDirectory(prefix="geoanalyze-first-hour-") as scratch:
+        env = {**os.environ, "GEOANALYZE_CACHE_DIR": str(Path(scratch) / "cache"), "HF_HUB_OFFLINE": "1"}
+        results.append(run("first-run", FIRST_RUN, env))
+        results.append(run("warm-run", FIRST_RUN, env))
+        if args.train:
+            results.append(run("tour-train", [*TOUR_TRAIN, "--output-dir", str(Path(scratch) / "run")], env))
+        for name in args.verify:
+            words = ["verify", name, "--data-dir", str(DATA_DIR), "--output-dir", str(Path(scratch) / name)]
+            results.append(run(f"verify {name}", words, env))
+    print(f"load average after (1, 5, 15 min): {load()}")
+    print(f"{'step':<22} {'wall s':>8} {'cpu s':>8} {'exit':>5}  stated")
+    for m in results:
+        stated = ""
+        if m.step.startswith("verify "):
+            stated = f"verify list: {minutes_ci(m.step.split()[1])} min"
+        print(f"{m.step:<22} {m.wall:8.1f} {m.cpu:8.1f} {m.code:5d}  {stated}")
+    return 0 if all(m.code in (0, 1) for m in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
