@@ -444,6 +444,15 @@ def _print_experiments(format: str) -> None:
         return
     title = f"experiments (presets: {', '.join(PRESET_NAMES)})"
     print_table(grid_table(title, header, rows, text_columns=("paper", "claim"), whole=("name",)), format)
+    print(f"\nnote: {MINUTES_NOTE}")
+
+
+#: what the minutes of `verify list` are, and what they are not
+MINUTES_NOTE = (
+    "ci minutes: the ci preset on 2 idle CPU cores (benchmarks/bench_verify.py measured necessity at 69 s); "
+    "where other work keeps the cores busy it takes several times longer (necessity ran over 15 min on a "
+    "loaded 2-core machine); benchmarks/bench_first_hour.py --verify NAME measures it on yours"
+)
 
 
 def _print_result(result: Any, target: Path, run: dict[str, Any], format: str) -> None:
