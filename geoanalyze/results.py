@@ -29,6 +29,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import sysconfig
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -354,6 +355,18 @@ SCORE_COLUMNS: list[ScoreColumn] = [
 ]
 #: above this share of sampling noise in the naive distance, the scores rank encodings against noise
 NOISE_WARNING = 0.5
+#: a score nearer 0 than this is float64 round-off of 0 (MDS's own 2.22e-16): every table shows it as 0
+ROUND_OFF = 1e-12
+
+
+def shown_score(value: Any) -> Any:
+    """A score as every table and sentence shows it: within :data:`ROUND_OFF` of 0 as 0.0 (the JSON
+    keeps the value computed); anything else unchanged."""
+    if isinstance(value, Real) and not isinstance(value, bool) and 0 < abs(float(value)) < ROUND_OFF:
+        return 0.0
+    return value
+
+
 #: each aspect's score, as the table labels it
 ASPECT_LABELS = {
     "shape": "scaled",
@@ -470,19 +483,35 @@ def summary_rows(result: StressResult) -> tuple[SummaryRow, ...]:
 
 def warnings(result: StressResult) -> tuple[str, ...]:
     """What makes the scores untrustworthy, and what to do: a naive distance that is mostly noise."""
-    noise = result.noise.get("noise_fraction")
-    if noise is None or noise != noise or noise <= NOISE_WARNING:
-        return ()
     fix = (
         "use --distance corrected (it removes the expected noise), or more text (a larger corpus, no --limit), "
         "or a higher --min-count"
         if result.distance == "naive"
         else "use more text (a larger corpus, no --limit) or a higher --min-count"
     )
+    line = noise_warning(result.noise.get("noise_fraction"), result.distance, fix, "these scores rank encodings")
+    return () if line is None else (line,)
+
+
+def noise_warning(noise: Any, distance: str, fix: str, what: str = "scores on it rank encodings") -> str | None:
+    """The warning of a distance that is mostly sampling noise (fraction above :data:`NOISE_WARNING`),
+    with ``fix``; None when the fraction is lower or unknown. ``stress`` and ``distances`` both give it."""
+    if noise is None or noise != noise or noise <= NOISE_WARNING:
+        return None
     return (
-        f"noise fraction {noise:.2f} (above {NOISE_WARNING}): most of the {result.distance} distance between "
-        f"positions is sampling noise, so these scores rank encodings against noise; {fix}",
+        f"noise fraction {noise:.2f} (above {NOISE_WARNING}): most of the {distance} distance between "
+        f"positions is sampling noise, so {what} against noise; {fix}"
     )
+
+
+def distance_warnings(noise: Mapping[str, Any]) -> list[str]:
+    """The warnings of ``geoanalyze distances`` (its noise summary): the naive distance mostly noise."""
+    fix = (
+        "use the corrected distance (it removes the expected noise: geoanalyze stress --distance corrected), "
+        "or more text (a larger corpus, no --limit), or a higher --min-count"
+    )
+    line = noise_warning(noise.get("noise_fraction"), "naive", fix)
+    return [] if line is None else [line]
 
 
 def summarize(result: StressResult) -> Summary:
@@ -541,13 +570,13 @@ def shape_clause(mine: SummaryRow, rows: Sequence[SummaryRow]) -> str | None:
     assert best_scaled is not None
     if mine_scaled is not None and mine_scaled <= best_scaled * (1 + 1e-9):
         return (
-            f"no standard encoding has a better shape (scaled {fmt(mine_scaled)}; "
-            f"best other {best.encoding} {fmt(best_scaled)})"
+            f"no standard encoding has a better shape (scaled {fmt(shown_score(mine_scaled))}; "
+            f"best other {best.encoding} {fmt(shown_score(best_scaled))})"
         )
     ratio = mine_scaled / best_scaled if mine_scaled is not None and best_scaled > 0 else float("inf")
     return (
         f"its shape is {ratio:.2g}x the scaled stress of the best standard encoding "
-        f"({best.encoding} {fmt(best_scaled)}; this target {fmt(mine_scaled)})"
+        f"({best.encoding} {fmt(shown_score(best_scaled))}; this target {fmt(shown_score(mine_scaled))})"
     )
 
 
@@ -567,7 +596,7 @@ def verdict_sentence(result: StressResult, rows: Sequence[SummaryRow]) -> str:
         parts.append(clause)
     mds = by_name.get("mds")
     if mds is not None and target != "mds" and shapes_differ:
-        parts.append(f"MDS floor {fmt(mds.values['scaled_stress'])}")
+        parts.append(f"MDS floor {fmt(shown_score(mds.values['scaled_stress']))}")
     parts.append(against_random(mine.categories, mine.null_draws))
     return f"{display_path(target)}: " + "; ".join(parts)
 
@@ -575,8 +604,10 @@ def verdict_sentence(result: StressResult, rows: Sequence[SummaryRow]) -> str:
 def legend(result: StressResult, rows: Sequence[SummaryRow]) -> tuple[str, ...]:
     """The lines printed under the table (what each column and each special row means)."""
     draws = max((row.null_draws for row in rows), default=result.null.draws)
-    lines = [f"{c.label}: {c.legend}" for c in SCORE_COLUMNS]
+    lines = [distance_legend(result)]
+    lines += [f"{c.label}: {c.legend}" for c in SCORE_COLUMNS]
     lines.append(vs_random_legend(draws))
+    lines += row_legend(result, rows)
     names = {row.encoding.split(":")[0] for row in rows}
     if "mds" in names:
         lines.append("mds: classical MDS of D itself, the best fit any encoding can reach (a floor, not a rival)")
@@ -592,8 +623,37 @@ def legend(result: StressResult, rows: Sequence[SummaryRow]) -> tuple[str, ...]:
             else:
                 why = ": their vectors have the same distances between positions"
             lines.append(f"{row.encoding} has the same scores as {row.same_as}{why}")
+    if any(value is not None and shown_score(value) != value for row in rows for value in row.values.values()):
+        lines.append(
+            f"0: a score within {ROUND_OFF:g} of 0 is float64 round-off of 0 and shown as 0 (the JSON keeps it)"
+        )
     lines.append(width_legend(result, rows))
     return tuple(lines)
+
+
+def distance_legend(result: StressResult) -> str:
+    """What D, the geometry every score compares with, is."""
+    corrected = " with the expected sampling noise removed" if result.distance == "corrected" else ""
+    return (
+        f"D: the {result.distance} Hellinger distance between every two kept positions' token distributions in "
+        f"this corpus{corrected} (the geometry every score measures the vectors against; docs/scores.md)"
+    )
+
+
+def row_legend(result: StressResult, rows: Sequence[SummaryRow]) -> list[str]:
+    """One line per row of the table that is not a reference (mds and random have their own): the
+    target, and each compared encoding by its family's description."""
+    from .encodings.registry import REGISTRY
+
+    lines = []
+    for row in rows:
+        family = row.encoding.split(":")[0]
+        if row.encoding == result.target:
+            what = "its own position vectors" if result.kind == "checkpoint" else "the encoding analysed"
+            lines.append(f"{display_path(row.encoding)}: the target, {what}")
+        elif family not in REFERENCES and (known := REGISTRY.families.get(family)) is not None:
+            lines.append(f"{row.encoding}: {known.summary}")
+    return lines
 
 
 def vs_random_legend(draws: int) -> str:
@@ -622,14 +682,14 @@ def width_legend(result: StressResult, rows: Sequence[SummaryRow]) -> str:
 
 
 def header_rows(result: StressResult) -> list[tuple[str, Any]]:
-    """The corpus, tokenizer, positions, target distance and noise above the scores."""
+    """The corpus, tokenizer, positions, the distance D every score compares with, and the noise."""
     source, noise = result.dataset.source, result.noise
     return [
-        ("corpus", f"{display_path(source['location'])} (split {source['split'] or '-'})"),
+        ("corpus", display_path(source["location"]) + (f" (split {source['split']})" if source["split"] else "")),
         ("tokenizer", display_path(result.dataset.tokenizer)),
         ("positions kept", f"{len(result.positions)} (min-count {result.left_out.get('min_count')})"),
         ("left out", fmt(result.left_out.get("positions"))),
-        ("target distance", f"{result.distance} Hellinger"),
+        ("distance D", f"{result.distance} Hellinger"),
         ("noise fraction / snr", f"{fmt(noise['noise_fraction'])} / {fmt(noise['snr'])}"),
     ]
 
@@ -638,7 +698,7 @@ def score_rows(result: StressResult) -> tuple[list[str], list[list[Any]]]:
     """Header and rows of the encodings table: scale-free scores first, then raw stress and the categories."""
     header = ["encoding", "d", *[c.label for c in SCORE_COLUMNS], "null"]
     rows = [
-        [row.encoding, row.dim, *[row.values[c.key] for c in SCORE_COLUMNS], category_code(row.categories)]
+        [row.encoding, row.dim, *[shown_score(row.values[c.key]) for c in SCORE_COLUMNS], category_code(row.categories)]
         for row in summary_rows(result)
     ]
     return header, rows
@@ -652,17 +712,24 @@ def layer_rows(result: StressResult) -> tuple[list[str], list[list[Any]]]:
     """Header and rows of the layer table."""
     header = ["layer", "projection", *[c.label for c in LAYER_COLUMNS], "null"]
     rows = [
-        [row.layer, row.projection, *[row.observed.get(c.key) for c in LAYER_COLUMNS], category_code(row.categories)]
+        [
+            row.layer,
+            row.projection,
+            *[shown_score(row.observed.get(c.key)) for c in LAYER_COLUMNS],
+            category_code(row.categories),
+        ]
         for row in result.layers
     ]
     return header, rows
 
 
-#: what each row of the layer table is
+#: what each row of the layer table is (P: the checkpoint's position table, one row per position)
 PROJECTION_LEGEND = {
-    "P·W_Q": "P·W_Q, P·W_K: the position table through layer l's query and key maps (bias left out)",
-    "query": "query, key: the centroids of the queries and keys layer l's attention receives (after RoPE, if any)",
-    "hidden": "hidden: the centroids of layer l's hidden states (0 = the embedding output)",
+    "P·W_Q": "P·W_Q, P·W_K: the position table P through layer l's query and key weights W_Q, W_K (bias left "
+    "out): what each position alone puts into a query and a key",
+    "query": "query, key: per position, the mean query and key that layer l's attention receives (after RoPE, "
+    "if any), over the sampled sequences",
+    "hidden": "hidden: per position, the mean hidden state layer l outputs (layer 0 = the embedding output)",
 }
 
 
@@ -684,13 +751,15 @@ def peak_lines(result: StressResult) -> list[str]:
     for projection, peak in result.peaks.items():
         words = [
             f"{projection}: lowest scaled stress at layer {peak.best_scaled_stress_layer} "
-            f"({fmt(peak.best_scaled_stress)}), lowest violation at layer {peak.best_violation_layer} "
-            f"({fmt(peak.best_violation)})"
+            f"({fmt(shown_score(peak.best_scaled_stress))}), lowest violation at layer {peak.best_violation_layer} "
+            f"({fmt(shown_score(peak.best_violation))})"
         ]
         shown = []
         for aspect in ASPECTS:
             chosen = peak.better_layers.get(aspect, [])
-            where = "no layer" if not chosen else "every layer" if chosen == peak.layers else f"layers {_ranges(chosen)}"
+            where = (
+                "no layer" if not chosen else "every layer" if chosen == peak.layers else f"layers {_ranges(chosen)}"
+            )
             mark = " (not ranked here)" if aspect in not_ranked else ""
             shown.append(f"{ASPECT_WORDS[aspect]} {where}{mark}")
         words.append("better than random: " + ", ".join(shown))
@@ -706,7 +775,7 @@ def interval_rows(result: StressResult) -> tuple[str, list[str], list[list[Any]]
         return None
     labels = {c.key: c.label for c in SCORE_COLUMNS}
     rows = [
-        [labels.get(name, name), mine.observed.get(name), v["low"], v["high"], v["bias"]]
+        [labels.get(name, name), *(shown_score(x) for x in (mine.observed.get(name), v["low"], v["high"], v["bias"]))]
         for name, v in intervals.items()
         if name != "samples"
     ]
@@ -722,33 +791,82 @@ def markdown(
     show_legend: bool = True,
     gate: Mapping[str, Any] | None = None,
 ) -> str:
-    """A Markdown section for one analysis (tables, verdict, legend, then figure links)."""
+    """A Markdown section for one analysis (tables, verdict, legend, layers, then the figures).
+
+    Every text from outside (paths, names, sentences) goes through :func:`md_text`, so that
+    ``<site-packages>`` is not read as an HTML tag; the figures are named by path as well as
+    linked, for a page that cannot show them inline (a GitHub job summary).
+    """
     summary = summarize(result)
-    parts = [f"{'#' * level} {display_path(result.target)} on {result.dataset.name}", ""]
-    parts += [f"- {label}: {value}" for label, value in header_rows(result)]
-    parts += ["", *(f"> **Warning:** {line}\n" for line in summary.warnings)]
+    parts = [f"{'#' * level} {md_text(display_path(result.target))} on {md_text(result.dataset.name)}", ""]
+    parts += [f"- {label}: {md_text(str(value))}" for label, value in header_rows(result)]
+    parts += ["", *(f"> **Warning:** {md_text(line)}\n" for line in summary.warnings)]
     header, rows = score_rows(result)
     rows = [[display_path(str(row[0])), *row[1:]] for row in rows]
-    parts += [markdown_table(header, rows), "", f"**Verdict:** {summary.verdict}"]
-    parts += [f"\n**Cannot decide:** {line}" for line in summary.limits]
+    parts += [markdown_table(header, rows), "", f"**Verdict:** {md_text(summary.verdict)}"]
+    parts += [f"\n**Cannot decide:** {md_text(line)}" for line in summary.limits]
     intervals = interval_rows(result)
     if intervals:
         title, header, rows = intervals
-        parts += ["", f"{title}:", "", markdown_table(header, rows)]
+        parts += ["", f"{md_text(title)}:", "", markdown_table(header, rows)]
     if gate is not None:
         parts += ["", gate_line(gate)]
     if show_legend:
         parts += ["", "<details><summary>What the columns mean</summary>", ""]
-        parts += [f"- {line}" for line in summary.legend]
+        parts += [f"- {md_text(line)}" for line in summary.legend]
         parts += ["", "</details>"]
     if result.layers:
-        parts += ["", markdown_table(*layer_rows(result)), ""]
-        parts += [f"- {line}" for line in peak_lines(result)]
-        shown = {row.projection for row in result.layers}
-        parts += [f"- {line}" for key, line in PROJECTION_LEGEND.items() if key in shown]
-    for title, link in (figures or {}).items():
-        parts += ["", f"![{title}]({link})"]
+        parts += layer_markdown(result, show_legend)
+    parts += figures_markdown(figures or {})
     return "\n".join(parts) + "\n"
+
+
+#: what explains the layer table's first two columns
+LAYER_LEGEND = "layer: l, the layer whose rows follow (1..L; 0 = the embedding output); projection: the row kind"
+
+
+def layer_markdown(result: StressResult, show_legend: bool = True) -> list[str]:
+    """The layer table, one summary per projection (table order) and what each row is."""
+    parts = ["", markdown_table(*layer_rows(result)), ""]
+    parts += [f"- {md_text(line)}" for line in peak_lines(result)]
+    if show_legend:
+        shown = {row.projection for row in result.layers}
+        parts += [
+            f"- {md_text(line)}" for line in [LAYER_LEGEND, *(v for k, v in PROJECTION_LEGEND.items() if k in shown)]
+        ]
+    return parts
+
+
+def figures_markdown(figures: Mapping[str, str]) -> list[str]:
+    """The figures: named with their paths (a page that cannot show a relative image, such as a GitHub
+    job summary, still says where each is), then shown inline where the page can."""
+    if not figures:
+        return []
+    shown = {title: display_path(link) for title, link in figures.items()}
+    folders = sorted({str(Path(link).parent.as_posix()) for link in shown.values()})
+    where = ", ".join(f"`{folder}/`" for folder in folders)
+    parts = [
+        "",
+        f"**Figures** (PNG files in {where}; a page that cannot show them inline, such as a GitHub job summary, "
+        "shows their names: upload the folder with the page, e.g. as a workflow artifact):",
+        "",
+    ]
+    parts += [f"- {md_text(title)}: `{link}`" for title, link in shown.items()]
+    for title, link in shown.items():
+        parts += ["", f"![{md_text(title)}]({link_target(link)})"]
+    return parts
+
+
+def link_target(path: str) -> str:
+    """A path as a Markdown link target: in angle brackets when it holds a space or parenthesis."""
+    return f"<{path}>" if any(ch in path for ch in " ()<>") else path
+
+
+def md_text(text: str) -> str:
+    """Text from outside the page (a path, a name, a sentence) as Markdown shows it literally:
+    a ``<`` that would open an HTML tag or an autolink escaped (``<site-packages>`` would vanish as a
+    tag), and ``*`` (emphasis). Escaping twice changes nothing."""
+    return re.sub(r"(?<!\\)(<(?=[A-Za-z/!?])|\*)", r"\\\1", text)
 
 
 # --- the gate: --fail-above thresholds and --fail-if conditions ---------------------------------------
@@ -790,7 +908,9 @@ class Gate:
 
 
 def gate(
-    result: StressResult | Mapping[str, Any], thresholds: Mapping[str, float], conditions: Mapping[str, str] | None = None
+    result: StressResult | Mapping[str, Any],
+    thresholds: Mapping[str, float],
+    conditions: Mapping[str, str] | None = None,
 ) -> dict[str, Any] | None:
     """The --fail-above and --fail-if gate of one target as it is reported in every format (None when neither)."""
     return Gate(thresholds, conditions or {}).judge(result)
@@ -880,15 +1000,21 @@ def fmt(value: Any) -> str:
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A GitHub (GFM) table (:func:`geoanalyze.io.markdown_table`), numbers through :func:`fmt`."""
-    return gfm_table(header, rows, fmt)
+    """A GitHub (GFM) table (:func:`geoanalyze.io.markdown_table`), numbers through :func:`fmt`, text
+    through :func:`md_text`."""
+    return gfm_table([md_text(str(h)) for h in header], rows, lambda value: md_text(fmt(value)))
+
+
+#: a path outside the working directory is shown relative to it when it climbs at most this many folders
+RELATIVE_UPS = 3
 
 
 def display_path(path: str | os.PathLike[str]) -> str:
-    """A path as a report shows it: never an absolute site-packages or home path.
+    """A path as a report shows it: never an absolute site-packages or home path, relative where it can be.
 
     Inside an installed package -> ``<site-packages>/pkg/...``; under the working directory ->
-    relative; under the home folder -> ``~/...``; otherwise unchanged.
+    relative; near it (at most :data:`RELATIVE_UPS` folders up, as ``../shared/data`` is typed) ->
+    ``../...``; under the home folder -> ``~/...``; otherwise unchanged.
     """
     text = str(path)
     if not os.path.isabs(text):
@@ -901,6 +1027,11 @@ def display_path(path: str | os.PathLike[str]) -> str:
     with contextlib.suppress(ValueError):
         relative = resolved.relative_to(Path.cwd())
         return relative.as_posix() or "."
+    with contextlib.suppress(ValueError):
+        climbed = Path(os.path.relpath(resolved, Path.cwd()))
+        ups = len([part for part in climbed.parts if part == ".."])
+        if ups <= RELATIVE_UPS and not climbed.is_absolute():
+            return climbed.as_posix()
     with contextlib.suppress(ValueError):
         return "~/" + resolved.relative_to(Path.home()).as_posix()
     return text

@@ -16,7 +16,8 @@ import typer
 
 from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import InputError
-from ..report.render import fmt, grid_table, key_value_table, print_json, print_table
+from ..report.render import fmt, grid_table, key_value_table, print_json, print_table, print_warnings
+from ..results import distance_warnings
 from . import options as opt
 from .common import (
     Folder,
@@ -31,6 +32,7 @@ from .common import (
     load_counts,
     load_geometry,
 )
+from .inputs import given_options
 
 CountsOutput = Annotated[Path | None, opt.path_option("--output", "-o", help="Write the counts here (.safetensors).")]
 DistancesOutput = Annotated[
@@ -65,6 +67,13 @@ Plot = Annotated[
     Path | None, opt.path_option("--plot", hidden=True, help="Write the spectrum / stress / map PNG here (old).")
 ]
 Method = Annotated[str, opt.text_option("--method", help="Eigensolver: auto, full or partial (top r).")]
+IncludeHidden = Annotated[
+    bool,
+    typer.Option(
+        "--include-hidden",
+        help="Read hidden files and folders (.git/, .ipynb_checkpoints/, .notes.txt) of a folder corpus or glob too.",
+    ),
+]
 
 
 def _inputs(sources: list[str], data_dir: Path | None, tokenizer: str | None, *more: Path | None) -> list[Any]:
@@ -105,6 +114,7 @@ def marginals(
     split: opt.Split = None,
     data_dir: opt.DataDir = None,
     text_column: opt.TextColumn = None,
+    include_hidden: IncludeHidden = False,
     limit: opt.Limit = None,
     tokenizer: opt.TokenizerOpt = None,
     max_length: opt.MaxLength = None,
@@ -133,7 +143,7 @@ def marginals(
     check_output_suffix(output, ".safetensors", "counts")
     guard(_inputs(sources, data_dir, tokenizer), [Output("--output", output), Folder("--work-dir", work_dir)])
     reports: list[dict[str, Any]] = []
-    counts, notes = load_counts(sources, corpus_options(ctx.params), reports=reports)
+    counts, notes = load_counts(sources, corpus_options(ctx.params, given_options(ctx)), reports=reports)
     if output is not None:
         with all_or_none() as stage:
             counts.save(stage(output))
@@ -167,7 +177,7 @@ def _print_counts(result: dict[str, Any], totals: np.ndarray, min_count: int, fo
     counted = [
         (
             f"counted {r['source']}",
-            f"{r['counted']} shards counted, {r['reused']} resumed, {r['tokens']:,} tokens "
+            f"{r['counted']} shard{'s' if r['counted'] != 1 else ''} counted, {r['reused']} resumed, {r['tokens']:,} tokens "
             f"in {r['seconds']:.1f} s on {r['engine']}",
         )
         for r in result["counting"]
@@ -208,6 +218,7 @@ def distances(
     split: opt.Split = None,
     data_dir: opt.DataDir = None,
     text_column: opt.TextColumn = None,
+    include_hidden: IncludeHidden = False,
     limit: opt.Limit = None,
     tokenizer: opt.TokenizerOpt = None,
     max_length: opt.MaxLength = None,
@@ -238,7 +249,7 @@ def distances(
         _inputs(sources, data_dir, tokenizer),
         [Output("--output", output), Output("--heatmap", heatmap), Folder("--work-dir", work_dir)],
     )
-    counts, notes = load_counts(sources, corpus_options(ctx.params))
+    counts, notes = load_counts(sources, corpus_options(ctx.params, given_options(ctx)))
     geometry = position_geometry(counts, metric=metric, min_count=min_count)
     with all_or_none() as stage:
         if output is not None:
@@ -257,6 +268,7 @@ def distances(
         "totals": geometry.totals,
         "output": str(output) if output else None,
         "heatmap": str(heatmap) if heatmap else None,
+        "warnings": distance_warnings(geometry.summary),
     }
     if format == "json":
         print_json(result)
@@ -280,6 +292,7 @@ def _print_distances(result: dict[str, Any], geometry: Any, format: str) -> None
         ("heatmap", result["heatmap"]),
     ]
     print_table(key_value_table(f"{result['metric']} distances between positions", rows), format)
+    print_warnings(result["warnings"], format)  # as stress warns: the scores of a noisy D rank noise
     sample = _sample_positions(len(geometry.positions))
     floors = [(int(geometry.positions[k]), int(geometry.totals[k]), float(geometry.noise_floor[k])) for k in sample]
     print_table(grid_table("noise floor at some positions", ["position", "N_i", "floor"], floors), format)
@@ -310,6 +323,7 @@ def mds(
     split: opt.Split = None,
     data_dir: opt.DataDir = None,
     text_column: opt.TextColumn = None,
+    include_hidden: IncludeHidden = False,
     limit: opt.Limit = None,
     tokenizer: opt.TokenizerOpt = None,
     max_length: opt.MaxLength = None,
@@ -344,7 +358,7 @@ def mds(
     _check_mds_options(distance, into_checkpoint, checkpoint_output)
     if into_checkpoint is not None and dim is None:
         dim = _hidden_size(into_checkpoint)
-    geometry, notes = load_geometry(sources, corpus_options(ctx.params), metric, min_count)
+    geometry, notes = load_geometry(sources, corpus_options(ctx.params, given_options(ctx)), metric, min_count)
     matrix = _embeddable(geometry, distance)
     about = {"metric": metric, "distance": distance, "counts": geometry.metadata}
     fitted, curve, encoding = mds_encoding(
@@ -392,10 +406,11 @@ def _embeddable(geometry: Any, distance: str) -> np.ndarray:
 
 def _plot_mds(fitted: Any, curve: dict[int, float], geometry: Any, path: Path, rank: int, sources: list[str]) -> None:
     from ..analysis import known_distances
-    from ..report.figures import mds_figure
+    from ..report.figures import corpus_caption, mds_figure
 
     truth = known_distances(geometry)  # a synthetic corpus's exact distances, drawn beside the estimate
-    mds_figure(fitted, curve, geometry.positions, path, rank=rank, subtitle=", ".join(sources), truth=truth)
+    named = corpus_caption(geometry) or ", ".join(sources)  # the corpus the counts are of, not their file
+    mds_figure(fitted, curve, geometry.positions, path, rank=rank, subtitle=named, truth=truth)
 
 
 def _into_checkpoint(encoding: Any, checkpoint: Path, staged: Path) -> dict[str, Any]:

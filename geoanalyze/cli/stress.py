@@ -12,9 +12,19 @@ import typer
 
 from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import DataNotFoundError, GeoanalyzeError, InputError, ThresholdError, first_line
-from ..report.render import grid_table, print_json, print_table, stdout_console
+from ..report.render import grid_table, print_json, print_table
 from . import options as opt
-from .common import Folder, Output, all_or_none, check_output_place, check_output_suffix, guard, handles_errors
+from .common import (
+    Folder,
+    Output,
+    all_or_none,
+    check_dataset_options,
+    check_output_place,
+    check_output_suffix,
+    guard,
+    handles_errors,
+    split_compare,
+)
 
 if TYPE_CHECKING:
     from ..analysis import StressOptions
@@ -220,10 +230,10 @@ def stress_options(params: Mapping[str, Any], **overrides: Any) -> StressOptions
     """The analysis options of `stress` or `report` from the command's parsed parameters (``ctx.params``),
     by the names of :class:`~geoanalyze.analysis.StressOptions`: --compare split into specs, --no-cache
     stored as what it turns off; the others (--format, --output, the gate) are the command's own."""
-    from ..analysis import StressOptions, split_specs
+    from ..analysis import StressOptions
 
     values = {**params, **overrides}
-    values["compare"] = split_specs(values["compare"])
+    values["compare"] = split_compare(values["compare"])  # a comma inside quotes or after \\ is a file name's
     values["data_dir"] = str(values["data_dir"]) if values["data_dir"] is not None else None
     values["cache"] = not values.pop("no_cache")
     names = {field.name for field in fields(StressOptions)}
@@ -295,9 +305,10 @@ def write_page(targets: list[str], options: StressOptions, output: Path, title: 
     folder (no figure of a previous report is left), or, on any failure, neither.
     """
     from ..io import write_text
-    from ..report.page import build_report
+    from ..report.page import build_report, check_figure_folder
 
     figure_dir = output.parent / f"{output.stem}_files"
+    check_figure_folder(figure_dir)  # replaced whole: only an earlier report's figures may be there
     with all_or_none() as stage, _progress_bars() as bars:
         staging = stage(figure_dir, folder=True, replaces=True)
         outcomes = (analyzed(target, options, bars.track) for target in targets)
@@ -309,7 +320,8 @@ def write_page(targets: list[str], options: StressOptions, output: Path, title: 
 def emit_report(page: ReportPage, format: str, output: Path, figure_dir: Path, run: dict[str, Any], dataset: str) -> None:
     """Print the report in --format (a summary table, every result's JSON, or the page) and exit 1 when
     a target could not be analysed or crossed the gate."""
-    from ..report.stress import print_wide_table, short_name
+    from ..report.render import emit
+    from ..report.stress import report_summary
 
     targets = len(page.rows)
     if format == "json":
@@ -317,10 +329,7 @@ def emit_report(page: ReportPage, format: str, output: Path, figure_dir: Path, r
     elif format == "markdown":
         print(page.text)
     else:
-        short = [[short_name(str(row[0])), *row[1:]] for row in page.rows]
-        print_wide_table(stdout_console, f"report on {dataset}", page.header, short)
-        for line in page.verdicts:
-            stdout_console.print(f"verdict: {line}", highlight=False, soft_wrap=False)
+        emit(*report_summary(page, f"report on {dataset}"))
         print(f"wrote {output} and {targets - len(page.failed)} sets of figures in {figure_dir}")
     if page.failed:
         raise ThresholdError(f"{len(page.failed)} of {targets} targets could not be analysed: {', '.join(page.failed)}")
@@ -385,6 +394,7 @@ def stress(
         _stress_inputs([target], dataset, data_dir, tokenizer, compare),
         [Output("--output", output), Folder("--plot-dir", plot_dir), *figures],
     )
+    check_dataset_options(ctx, dataset)
     rules = stress_gate(ctx.params)
     options = stress_options(ctx.params)
     with _progress_bars() as bars:
@@ -447,6 +457,7 @@ def report(
 
     check_stress_format(format)
     check_output_suffix(output, ".md", "reports")
+    check_dataset_options(ctx, dataset)
     rules = stress_gate(ctx.params)
     figure_dir = output.parent / f"{output.stem}_files"
     check_output_place(figure_dir, folder=True, option="--output")

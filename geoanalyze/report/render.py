@@ -9,29 +9,39 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
+import shutil
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from rich.console import Console
+from rich import box
+from rich.console import Console, RenderableType
 from rich.table import Table
+from rich.text import Text
 
 from ..io import markdown_cell, to_jsonable
 from ..io import markdown_table as gfm_table
-from ..results import display_path, fmt
+from ..results import display_path, fmt, md_text
+
+#: the narrowest width results are laid out in, whatever COLUMNS says
+MIN_OUTPUT_WIDTH = 40
 
 
-def _stdout_width() -> int | None:
-    """A terminal's own width; COLUMNS when set; otherwise (pipes, CI logs) 160 columns."""
-    if sys.stdout.isatty():
-        return None
+def output_width() -> int:
+    """The width results are laid out in, read at each print: a terminal's own (or COLUMNS); in a pipe
+    or a CI log COLUMNS when set, else 160 columns."""
     columns = os.environ.get("COLUMNS", "")
-    return int(columns) if columns.isdigit() and int(columns) > 0 else 160
+    # COLUMNS=5 would fold every cell to nothing: a width below MIN_OUTPUT_WIDTH is read as it
+    given = max(int(columns), MIN_OUTPUT_WIDTH) if columns.isdigit() and int(columns) > 0 else None
+    if sys.stdout is not None and sys.stdout.isatty():  # None: stdout closed (``>&-``)
+        return given or shutil.get_terminal_size((80, 24)).columns
+    return given or 160
 
 
-stdout_console = Console(soft_wrap=True, width=_stdout_width())
-#: every command that prints a result takes these (``--format``), checked by ``cli.common.check_format``
+#: the console results are rendered with (its width is set from :func:`output_width` at each print)
+stdout_console = Console(soft_wrap=True, width=output_width())
 OUTPUT_FORMATS = ("table", "json", "markdown")
 FORMATS = OUTPUT_FORMATS
 
@@ -46,11 +56,23 @@ def print_json(data: Any) -> None:
     print(dumps(data))
 
 
+#: the one table style of every command: a rule under the header, no other lines, two spaces between
+#: columns (no padding at the edges)
+TABLE_STYLE: dict[str, Any] = {
+    "box": box.SIMPLE_HEAD,
+    "show_edge": False,
+    "pad_edge": False,
+    "padding": (0, 1, 0, 0),
+    "title_justify": "left",
+    "header_style": "bold",
+}
+
+
 def key_value_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
-    """A two-column table of labelled values."""
-    table = Table(title=title, show_header=False, title_justify="left")
-    table.add_column("", style="bold")
-    table.add_column("")
+    """A two-column table of labelled values (labels and values left-aligned)."""
+    table = Table(title=title, show_header=False, **TABLE_STYLE)
+    table.add_column("", style="bold", overflow="fold")
+    table.add_column("", overflow="fold")
     for label, value in rows:
         table.add_row(label, fmt(value))
     return table
@@ -63,31 +85,31 @@ def grid_table(
     text_columns: Sequence[str] = (),
     compact: bool = False,
     whole: Sequence[str] = (),
+    numbers: Sequence[str] = (),
 ) -> Table:
-    """A table with a header row.
+    """A table with a header row, in the one style (:data:`TABLE_STYLE`).
 
-    A column whose cells are all numbers never wraps: a number split over two lines (``0.0801``
-    / ``2``) reads as two numbers; text columns fold to fit the terminal instead. Columns named in
-    ``text_columns`` are left-aligned. ``compact``: no rules and no outer padding (2 characters a
-    column), for the wide score tables in 80 columns. Columns named in ``whole`` (names: a check,
-    an experiment) never wrap either: the other text columns fold to make room.
+    A column of numbers is right-aligned and never wraps: a number split over two lines
+    (``0.0801`` / ``2``) reads as two numbers; every other column is text, left-aligned, and folds
+    to fit the terminal instead (``text_columns`` are text whatever their cells). Columns named in
+    ``whole`` (names: a check, an experiment) never wrap either: the other text columns fold to make
+    room. Columns named in ``numbers`` are aligned as numbers (a transposed score table's encodings,
+    whose "null" cell is text). ``compact`` is accepted for callers of the former two styles; there is one style now.
     """
+    del compact
     rows = [list(row) for row in rows]
-    table = (
-        Table(title=title, title_justify="left", box=None, pad_edge=False, header_style="bold underline")
-        if compact
-        else Table(title=title, title_justify="left")
-    )
+    table = Table(title=title, **TABLE_STYLE)
     for index, name in enumerate(header):
         cells = [row[index] for row in rows if index < len(row)]
-        numeric = bool(cells) and all(_is_number(cell) for cell in cells)
+        numeric = name in numbers or (
+            is_numeric_column(cells) and name not in text_columns and name not in ("", "name")
+        )
         keep = name in whole
         widest = max((len(fmt(cell)) for cell in cells), default=0)
-        left = index == 0 or name in text_columns or name in ("", "name")
         # A text column is never squeezed below its header (up to 12 characters) to make room.
         table.add_column(
             name,
-            justify="left" if left else "right",
+            justify="right" if numeric else "left",
             overflow="fold",
             no_wrap=numeric or keep,
             min_width=max(widest, len(name)) if keep else None if numeric else min(len(name), 12),
@@ -97,22 +119,98 @@ def grid_table(
     return table
 
 
+def is_numeric_column(cells: Sequence[Any]) -> bool:
+    """Whether a column holds numbers: some number, and otherwise only "not computed" (None, "-")."""
+    return any(_is_number(cell) and cell is not None for cell in cells) and all(
+        _is_number(cell) or cell == "-" for cell in cells
+    )
+
+
 def _is_number(value: Any) -> bool:
     return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
 
 
 def print_table(table: Table, format: str = "table") -> None:
-    """Print one result table in ``format``: Rich for "table", a GFM table for "markdown"."""
+    """Print one result table in ``format``: the one table style for "table", a GFM table for "markdown"."""
     if format == "markdown":
         print(table_markdown(table) + "\n")
     else:
-        stdout_console.print(table)
+        emit(table)
+
+
+def print_warnings(lines: Iterable[str], format: str = "table") -> None:
+    """Warnings beside a result on stdout: ``warning:`` lines folded to the output, or Markdown quotes."""
+    from rich.markup import escape
+
+    for line in lines:
+        if format == "markdown":
+            print(f"> **Warning:** {md_text(line)}\n")
+        else:
+            folded = [escape(part) for part in wrapped(f"warning: {line}")]
+            emit(f"[bold yellow]warning:[/]{folded[0][len('warning:') :]}", *folded[1:])
+
+
+def rendered(*renderables: RenderableType, width: int | None = None) -> str:
+    """What :func:`emit` prints: the renderables laid out in ``width`` (default :func:`output_width`),
+    every line without trailing spaces (a terminal's styles kept)."""
+    console = stdout_console
+    console.width = width or output_width()
+    with console.capture() as capture:
+        for renderable in renderables:
+            if isinstance(renderable, Table) and renderable.title:
+                # The title is a line of its own, folded to the output, not to the table's width.
+                console.print(Text(plain(renderable.title), style="italic"), highlight=False, soft_wrap=False)
+                renderable = _untitled(renderable)
+            console.print(renderable, highlight=False, soft_wrap=isinstance(renderable, str))
+    return "".join(_rstrip(line) for line in capture.get().splitlines(keepends=True))
+
+
+def _untitled(table: Table) -> Table:
+    """The same table without its title (a shallow copy: the caller's table is left as it was)."""
+    import copy
+
+    untitled = copy.copy(table)
+    untitled.title = None
+    return untitled
+
+
+#: spaces (and the style codes among them) at the end of a line
+_TRAILING = re.compile(r"(?:[ \t]|\x1b\[[0-9;]*m)+(?=\r?\n?$)")
+_STYLE_CODE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _rstrip(line: str) -> str:
+    """A line without trailing spaces; style codes among them are kept (a reset must still come)."""
+    found = _TRAILING.search(line)
+    if found is None:
+        return line
+    return line[: found.start()] + "".join(_STYLE_CODE.findall(found.group(0))) + line[found.end() :]
+
+
+def emit(*renderables: RenderableType) -> None:
+    """Print results on stdout at :func:`output_width`, no line with trailing spaces.
+
+    A string is one line of Rich markup, never wrapped here (wrap it with :func:`wrapped` first);
+    tables and other renderables are laid out in the width.
+    """
+    sys.stdout.write(rendered(*renderables))
+    sys.stdout.flush()
+
+
+def wrapped(text: str, indent: int = 0, hanging: int = 2, width: int | None = None) -> list[str]:
+    """``text`` (plain, no markup) folded at spaces to ``width`` (default :func:`output_width`):
+    ``indent`` spaces before the first line, ``indent + hanging`` before the next ones."""
+    import textwrap
+
+    width = width or output_width()
+    first, rest = " " * indent, " " * (indent + hanging)
+    return textwrap.wrap(text, width=width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False) or [
+        first.rstrip()
+    ]
 
 
 def plain(text: Any) -> str:
     """The text of a cell or title without Rich markup (``[bold]x[/]`` -> ``x``)."""
-    from rich.text import Text
-
     if isinstance(text, Text):
         return text.plain
     value = str(text)
@@ -136,19 +234,23 @@ def table_markdown(table: Table) -> str:
     rows = [[column[i] if i < len(column) else "" for column in columns] for i in range(table.row_count)]
     body = markdown_table(header, rows, formatter=str)
     title = plain(table.title) if table.title else ""
-    return f"**{md_cell(title, str)}**\n\n{body}" if title else body
+    return f"**{md_cell(title, md_text)}**\n\n{body}" if title else body
 
 
 def md_cell(text: Any, formatter: Callable[[Any], str] | None = None) -> str:
-    """One GitHub-Markdown table cell (:func:`geoanalyze.io.markdown_cell`), numbers through :func:`fmt`."""
-    return markdown_cell(text, formatter or fmt)
+    """One GitHub-Markdown table cell (:func:`geoanalyze.io.markdown_cell`), numbers through :func:`fmt`,
+    text escaped (:func:`geoanalyze.results.md_text`)."""
+    shown = formatter or fmt
+    return markdown_cell(text, lambda value: md_text(shown(value)))
 
 
 def markdown_table(
     header: Sequence[str], rows: Iterable[Sequence[Any]], formatter: Callable[[Any], str] | None = None
 ) -> str:
-    """A GitHub (GFM) table (:func:`geoanalyze.io.markdown_table`), numbers through :func:`fmt` unless told."""
-    return gfm_table(header, rows, formatter or fmt)
+    """A GitHub (GFM) table (:func:`geoanalyze.io.markdown_table`), numbers through :func:`fmt` unless
+    told, text escaped (:func:`geoanalyze.results.md_text`: a ``<name>`` is not an HTML tag)."""
+    shown = formatter or fmt
+    return gfm_table([md_text(str(h)) for h in header], rows, lambda value: md_text(shown(value)))
 
 
 def command_line(argv: Sequence[str] | None = None) -> str:

@@ -7,12 +7,11 @@ What a result says (its rows, verdict, legend) and its JSON and Markdown are the
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
-from rich.padding import Padding
 
 from ..geometry.null import ASPECTS
 from ..results import (
@@ -27,6 +26,7 @@ from ..results import (
     layer_rows,
     peak_lines,
     score_rows,
+    shown_score,
 )
 from .render import fmt
 
@@ -53,74 +53,153 @@ def short_name(name: str, width: int = TABLE_NAME_WIDTH) -> str:
 
 
 def print_tables(result: StressResult, show_legend: bool = True, gate: Mapping[str, Any] | None = None) -> None:
-    """The terminal report (rich tables on stdout): header, warnings, scores, verdict, intervals, legend, layers."""
-    from .render import grid_table, key_value_table, stdout_console
+    """The terminal report on stdout: header, warnings, scores, verdict, intervals, legend, layers, gate."""
+    from .render import emit
 
-    console = stdout_console
-    title = f"stress of {display_path(result.target)} on {result.dataset.name}"
-    console.print(key_value_table(title, header_rows(result)))
+    emit(*terminal_report(result, show_legend, gate))
+
+
+def terminal_report(
+    result: StressResult, show_legend: bool = True, gate: Mapping[str, Any] | None = None, width: int | None = None
+) -> list[Any]:
+    """What :func:`print_tables` prints, as renderables laid out in ``width`` (default: the output's)."""
+    from .render import key_value_table, output_width
+
+    width = width or output_width()
     summary = result.summary
+    title = f"stress of {display_path(result.target)} on {result.dataset.name}"
+    parts: list[Any] = [key_value_table(title, header_rows(result))]
     for line in summary.warnings:
-        console.print(f"[bold yellow]warning:[/] {escape(line)}", soft_wrap=False)
+        parts += labelled("warning:", line, "bold yellow", width)
     header, rows = score_rows(result)
     # A long target name (a hub id, a path) is in the title; its row says "target" so the table fits.
     shown = display_path(result.target)
     alias = "target" if len(shown) > TABLE_NAME_WIDTH else shown
     rows = [[alias if row[0] == result.target else short_name(display_path(str(row[0]))), *row[1:]] for row in rows]
-    print_wide_table(console, "scores against D (lower is better except rel. sep.)", header, rows)
-    console.print(f"[bold]verdict:[/] {escape(summary.verdict)}", soft_wrap=False)
+    parts += fitted_tables("scores against D (lower is better except rel. sep.)", header, rows, width)
+    parts += labelled("verdict:", summary.verdict, "bold", width)
     for line in summary.limits:
-        console.print(f"[bold]cannot decide:[/] {escape(line)}", soft_wrap=False)
+        parts += labelled("cannot decide:", line, "bold", width)
     intervals = interval_rows(result)
     if intervals:
-        console.print(grid_table(*intervals))
+        parts += fitted_tables(intervals[0], intervals[1], intervals[2], width)
     if show_legend:
-        print_legend(console, summary.legend)
+        mine = f"{shown}: the target, "
+        lines = [
+            f"target: {shown}, " + line[len(mine) :] if alias != shown and line.startswith(mine) else line
+            for line in summary.legend
+        ]
+        parts += legend_lines(lines, width)
     if result.layers:
-        console.print(
-            grid_table("layer by layer", *layer_rows(result), text_columns=("projection", "null")), soft_wrap=False
-        )
-        for line in peak_lines(result):
-            console.print(line, highlight=False, soft_wrap=False)
-        if show_legend:
-            projections = {row.projection for row in result.layers}
-            print_legend(console, [line for key, line in PROJECTION_LEGEND.items() if key in projections])
-    if gate and gate["crossed"]:
-        console.print(f"[bold red]gate failed:[/] {escape('; '.join(gate['crossed']))}", soft_wrap=False)
-    elif gate:
-        console.print(f"[bold green]gate passed:[/] {escape(gate_rules(gate))}", soft_wrap=False)
+        parts += layer_report(result, show_legend, width)
+    if gate:
+        parts += gate_lines(gate, width)
+    return parts
+
+
+def layer_report(result: StressResult, show_legend: bool, width: int) -> list[Any]:
+    """The layer table, one summary line per projection (table order), and what each row is."""
+    from .render import grid_table, wrapped
+
+    parts: list[Any] = [grid_table("layer by layer", *layer_rows(result), text_columns=("projection", "null"))]
+    parts += [escape(line) for summary in peak_lines(result) for line in wrapped(summary, width=width)]
+    if show_legend:
+        projections = {row.projection for row in result.layers}
+        layer = "layer: l, the layer whose rows follow (1..L; 0 = the embedding output); projection: the row kind"
+        rows = [line for key, line in PROJECTION_LEGEND.items() if key in projections]
+        parts += legend_lines([layer, *rows], width)
+    return parts
+
+
+def gate_lines(gate: Mapping[str, Any], width: int) -> list[str]:
+    """The --fail-above / --fail-if gate as the table format prints it: passed, or what it crossed."""
+    if gate["crossed"]:
+        return labelled("gate failed:", "; ".join(gate["crossed"]), "bold red", width)
+    return labelled("gate passed:", gate_rules(gate), "bold green", width)
+
+
+def labelled(label: str, text: str, style: str, width: int) -> list[str]:
+    """``label text`` folded to ``width`` (next lines indented by two), the label in ``style``: Rich markup lines."""
+    from .render import wrapped
+
+    lines = [escape(line) for line in wrapped(f"{label} {text}", width=width)]
+    lines[0] = f"[{style}]{escape(label)}[/]{lines[0][len(escape(label)) :]}"
+    return lines
+
+
+def legend_lines(lines: Any, width: int) -> list[str]:
+    """Legend lines indented by two columns, each folded to ``width`` (next lines by four): markup-safe."""
+    from .render import wrapped
+
+    return [escape(part) for line in lines for part in wrapped(line, indent=2, width=width)]
 
 
 def print_legend(console: Any, lines: Any) -> None:
-    """Legend lines, indented by two columns, never wrapped."""
-    for line in lines:
-        console.print(Padding(escape(line), (0, 0, 0, 2)), highlight=False, soft_wrap=False)
+    """Legend lines, indented by two columns, folded to the output's width."""
+    from .render import emit
+
+    del console
+    emit(*legend_lines(lines, 0))
 
 
 def print_wide_table(console: Any, title: str, header: list[str], rows: list[list[Any]]) -> None:
-    """A compact table when every cell fits on one line, else one block per row (narrow terminals)."""
+    """A score table laid out to fit the output (:func:`fitted_tables`)."""
+    from .render import emit, output_width
+
+    del console
+    emit(*fitted_tables(title, header, rows, output_width()))
+
+
+def layout_width(header: Sequence[Any], rows: Sequence[Sequence[Any]]) -> int:
+    """The width a table takes in the one style with every cell on one line (two spaces between columns)."""
+    widths = [max(len(str(h)), *(len(fmt(row[i])) for row in rows)) for i, h in enumerate(header)]
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def fitted_tables(title: str, header: list[str], rows: list[list[Any]], width: int) -> list[Any]:
+    """A score table that fits ``width`` with every score of a row on one line.
+
+    One row per encoding when that fits; else transposed (one row per score, the encodings side by
+    side as columns), split into as many tables as it takes, each repeating the score names.
+    """
     from .render import grid_table
 
-    if _fits(console, header, rows):
-        console.print(grid_table(title, header, rows, text_columns=("null",), compact=True))
-    else:
-        _print_vertical(console, title, header, rows)
+    if not rows or layout_width(header, rows) <= width:
+        return [grid_table(title, header, rows, text_columns=("null",))]
+    names = [str(row[0]) for row in rows]
+    scores = [[label, *[row[i] for row in rows]] for i, label in enumerate(header) if i > 0]
+    label_width = max(len(str(row[0])) for row in scores)
+    groups: list[list[int]] = [[]]
+    used = label_width
+    for index in range(len(names)):
+        column = max(len(names[index]), *(len(fmt(row[index + 1])) for row in scores))
+        if groups[-1] and used + 2 + column > width:
+            groups.append([])
+            used = label_width
+        groups[-1].append(index)
+        used += 2 + column
+    tables = []
+    for number, group in enumerate(groups):
+        part = title if number == 0 else f"{title}, continued"
+        cells = [[row[0], *[row[i + 1] for i in group]] for row in scores]
+        chosen = [names[i] for i in group]
+        tables.append(grid_table(part, ["score", *chosen], cells, numbers=chosen))
+    return tables
 
 
-def _fits(console: Any, header: list[str], rows: list[list[Any]]) -> bool:
-    """Whether the compact table fits the console with every cell on one line (2 characters of padding a column)."""
-    widths = [max(len(str(h)), *(len(fmt(row[i])) for row in rows)) for i, h in enumerate(header)]
-    return sum(widths) + 2 * len(widths) <= console.width
+def report_summary(page: Any, title: str, width: int | None = None) -> list[Any]:
+    """The table format of a report page (:class:`~geoanalyze.report.page.ReportPage`): its summary
+    table laid out to fit, one verdict per target and the gate, in ``width`` (default: the output's)."""
+    from .render import output_width
 
-
-def _print_vertical(console: Any, title: str, header: list[str], rows: list[list[Any]]) -> None:
-    """The narrow layout: one block per encoding, one score per line."""
-    console.print(f"[italic]{escape(title)}[/]")
-    width = max(len(h) for h in header[1:])
-    for row in rows:
-        console.print(f"[bold]{escape(str(row[0]))}[/]", highlight=False)
-        for label, value in zip(header[1:], row[1:], strict=True):
-            console.print(f"  {label:<{width}}  {fmt(value)}", highlight=False, soft_wrap=True)
+    width = width or output_width()
+    rows = [[short_name(str(row[0])), *row[1:]] for row in page.rows]
+    parts = fitted_tables(title, page.header, rows, width)
+    for line in page.verdicts:
+        parts += labelled("verdict:", line, "bold", width)
+    if page.gate:
+        parts += gate_lines(page.gate, width)
+    return parts
 
 
 def report_header() -> list[str]:
@@ -135,7 +214,7 @@ def report_row(result: StressResult) -> list[Any]:
         display_path(result.target),
         "-" if mine is None else mine.dim,
         len(result.positions),
-        *[("-" if mine is None else mine.values[c.key]) for c in SCORE_COLUMNS],
+        *[("-" if mine is None else shown_score(mine.values[c.key])) for c in SCORE_COLUMNS],
         "-" if mine is None else category_code(mine.categories),
     ]
 
@@ -174,7 +253,9 @@ def write_figures(result: StressResult, directory: str | os.PathLike[str], prefi
     written["every score against random tables (the verdict's categories)"] = str(null_path)
     if result.layers:
         layers = folder / f"{prefix}layers.png"
-        layer_figure([row.to_dict() for row in result.layers], layers, title=f"({named})", references=references(result))
+        layer_figure(
+            [row.to_dict() for row in result.layers], layers, title=f"({named})", references=references(result)
+        )
         written["stress per layer"] = str(layers)
     return written
 

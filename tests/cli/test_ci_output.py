@@ -20,6 +20,7 @@ from markdown_it import MarkdownIt
 from test_stress_command import FAST
 
 from geoanalyze.report.render import fmt, markdown_table
+from geoanalyze.results import shown_score
 
 GFM = MarkdownIt("commonmark").enable("table")
 
@@ -190,12 +191,12 @@ def test_table_at_80_columns_never_wraps_a_number(tmp_path: Path, columns: int) 
     words = set(re.findall(r"[\w.+\-/:=]+", table))
     for name, scores in document["scores"].items():
         for key in ("scaled_stress", "monotonicity_violation", "anchored_monotonicity_violation", "stress"):
-            assert fmt(scores[key]) in words, (name, key, table)
+            assert fmt(shown_score(scores[key])) in words, (name, key, table)  # round-off of 0 shown as 0
     assert "verdict:" in table and "scaled: scaled stress" in " ".join(table.split())
     # intervals of the target are shown in the table output when --bootstrap is given
     assert "95% basic-bootstrap intervals over 3 resamples" in table
     low = document["scores"]["rope:d=64"]["bootstrap"]["scaled_stress"]["low"]
-    assert fmt(low) in words
+    assert fmt(shown_score(low)) in words
 
 
 def test_noisy_corpus_warns_and_says_what_to_do(tmp_path: Path) -> None:
@@ -270,10 +271,10 @@ def test_a_checkpoint_at_80_columns_names_itself_in_the_title(minilm_path: Path,
     assert lines[0] == "stress of sentence-transformers/all-MiniLM-L6-v2 on drift-words.txt"
     names = ["target", "sinusoidal", "rope", "alibi", "mds", "random"]
     header = next((i for i, line in enumerate(lines) if line.split()[:2] == ["encoding", "d"]), None)
-    if header is not None:  # the compact table: one row per encoding, one line each
-        assert lines[header + 1].split()[:2] == ["target", "384"]
-        assert [line.split()[0] for line in lines[header + 1 : header + 7]] == names
-    else:  # eight score columns do not fit 80: one block per encoding, the width first
-        starts = [i for i, line in enumerate(lines) if line in names]
-        assert [lines[i] for i in starts] == names
-        assert lines[starts[0] + 1].split() == ["d", "384"]
+    if header is not None:  # the compact table: one row per encoding, one line each (under the header's rule)
+        assert lines[header + 2].split()[:2] == ["target", "384"]
+        assert [line.split()[0] for line in lines[header + 2 : header + 8]] == names
+    else:  # eight score columns do not fit 80: transposed, the encodings side by side, the width first
+        header = next(i for i, line in enumerate(lines) if line.split()[:1] == ["score"])
+        assert lines[header].split() == ["score", *names]
+        assert lines[header + 2].split() == ["d", "384", "384", "384", "12", "49", "384"]

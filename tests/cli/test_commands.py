@@ -8,6 +8,7 @@ by hand with collections.Counter). Bad input must end with exit code 2, exactly 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import Counter
 from collections.abc import Iterable
@@ -215,9 +216,9 @@ def test_mds_of_a_distances_file_equals_mds_of_the_counts(tmp_path: Path, drift_
 
 
 def table_row(table: str, first_cell: str) -> list[str]:
-    """The cells of the row of a rich table whose first cell is ``first_cell``."""
+    """The cells of the row of a table whose first cell is ``first_cell`` (cells two or more spaces apart)."""
     for line in table.splitlines():
-        cells = [cell.strip() for cell in line.split("\u2502")[1:-1]]
+        cells = re.split(r" {2,}", line.strip())
         if cells and cells[0] == first_cell:
             return cells
     raise AssertionError(f"no row {first_cell!r} in\n{table}")

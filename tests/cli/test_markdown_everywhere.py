@@ -56,8 +56,16 @@ def gfm_tables(text: str) -> list[list[list[str]]]:
 
 
 def rich_rows(text: str) -> list[list[str]]:
-    """The body rows of the Rich tables in ``text`` (box-drawn, wide enough not to wrap)."""
-    return [[c.strip() for c in line.split("│")[1:-1]] for line in text.splitlines() if line.startswith("│")]
+    """The body rows of the tables in ``text`` (wide enough not to wrap): lines of two or more cells
+    (two or more spaces apart), the header above a table's rule left out."""
+    lines = text.splitlines()
+    rows = []
+    for index, line in enumerate(lines):
+        header = index + 1 < len(lines) and lines[index + 1] != "" and set(lines[index + 1]) == {"─"}
+        cells = re.split(r" {2,}", line.strip())
+        if len(cells) >= 2 and not header:
+            rows.append(cells)
+    return rows
 
 
 @pytest.fixture

