@@ -194,7 +194,11 @@ def _print_training(config: Any, output_dir: Path, metrics: dict[str, Any], form
     """The finished run: its figure drawn, then its metrics, parameter counts and files in ``format``."""
     from ..models import Transformer
 
-    curves = _draw_training_curves(output_dir, f"{config.task}, pe {config.model.pe}")
+    corpus = (
+        f"synthetic {config.order_length}-token sequences" if config.task == "order" else display_path(config.dataset)
+    )
+    named = f"{config.task} on {corpus}, pe {config.model.pe}"  # the task's corpus (order: synthetic), the encoding
+    curves = _draw_training_curves(output_dir, named)
     model = Transformer.load(output_dir / "checkpoint")
     parameters = sum(p.numel() for p in model.parameters())
     pe_parameters = sum(p.numel() for p in model.pe.parameters())
