@@ -108,7 +108,8 @@ def train(
     if output_dir is None:
         raise InputError("--output-dir is required; pass the folder the run writes to, e.g. --output-dir runs/rope")
     _check_training_outputs(output_dir, [config_file, dataset, data_dir])
-    shortcuts = dict(task=task, pe=pe, dataset=dataset, split=split, eval_split=eval_split, data_dir=data_dir)
+    shortcuts: dict[str, Any] = dict(task=task, pe=pe, dataset=dataset, split=split, eval_split=eval_split)
+    shortcuts.update(data_dir=data_dir)
     shortcuts.update(steps=steps, device=device, seed=seed)
     config = _training_config(preset, config_file, sets or [], shortcuts, allow_eval_on_train)
     metrics = run_training(config, output_dir, resume, True, extras=_extras(geometry_every, keep_checkpoints, config))
@@ -193,6 +194,7 @@ def _check_training_outputs(output_dir: Path, inputs: list[Any]) -> None:
 def _print_training(config: Any, output_dir: Path, metrics: dict[str, Any], format: str) -> None:
     """The finished run: its figure drawn, then its metrics, parameter counts and files in ``format``."""
     from ..models import Transformer
+    from ..results import display_path
 
     corpus = (
         f"synthetic {config.order_length}-token sequences" if config.task == "order" else display_path(config.dataset)
