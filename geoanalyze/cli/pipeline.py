@@ -32,7 +32,6 @@ from .common import (
     load_counts,
     load_geometry,
 )
-from .inputs import given_options
 
 CountsOutput = Annotated[Path | None, opt.path_option("--output", "-o", help="Write the counts here (.safetensors).")]
 DistancesOutput = Annotated[
@@ -67,13 +66,6 @@ Plot = Annotated[
     Path | None, opt.path_option("--plot", hidden=True, help="Write the spectrum / stress / map PNG here (old).")
 ]
 Method = Annotated[str, opt.text_option("--method", help="Eigensolver: auto, full or partial (top r).")]
-IncludeHidden = Annotated[
-    bool,
-    typer.Option(
-        "--include-hidden",
-        help="Read hidden files and folders (.git/, .ipynb_checkpoints/, .notes.txt) of a folder corpus or glob too.",
-    ),
-]
 
 
 def _inputs(sources: list[str], data_dir: Path | None, tokenizer: str | None, *more: Path | None) -> list[Any]:
@@ -114,7 +106,6 @@ def marginals(
     split: opt.Split = None,
     data_dir: opt.DataDir = None,
     text_column: opt.TextColumn = None,
-    include_hidden: IncludeHidden = False,
     limit: opt.Limit = None,
     tokenizer: opt.TokenizerOpt = None,
     max_length: opt.MaxLength = None,
@@ -143,7 +134,7 @@ def marginals(
     check_output_suffix(output, ".safetensors", "counts")
     guard(_inputs(sources, data_dir, tokenizer), [Output("--output", output), Folder("--work-dir", work_dir)])
     reports: list[dict[str, Any]] = []
-    counts, notes = load_counts(sources, corpus_options(ctx.params, given_options(ctx)), reports=reports)
+    counts, notes = load_counts(sources, corpus_options(ctx.params), reports=reports)
     if output is not None:
         with all_or_none() as stage:
             counts.save(stage(output))
@@ -218,7 +209,6 @@ def distances(
     split: opt.Split = None,
     data_dir: opt.DataDir = None,
     text_column: opt.TextColumn = None,
-    include_hidden: IncludeHidden = False,
     limit: opt.Limit = None,
     tokenizer: opt.TokenizerOpt = None,
     max_length: opt.MaxLength = None,
@@ -249,7 +239,7 @@ def distances(
         _inputs(sources, data_dir, tokenizer),
         [Output("--output", output), Output("--heatmap", heatmap), Folder("--work-dir", work_dir)],
     )
-    counts, notes = load_counts(sources, corpus_options(ctx.params, given_options(ctx)))
+    counts, notes = load_counts(sources, corpus_options(ctx.params))
     geometry = position_geometry(counts, metric=metric, min_count=min_count)
     with all_or_none() as stage:
         if output is not None:
@@ -323,7 +313,6 @@ def mds(
     split: opt.Split = None,
     data_dir: opt.DataDir = None,
     text_column: opt.TextColumn = None,
-    include_hidden: IncludeHidden = False,
     limit: opt.Limit = None,
     tokenizer: opt.TokenizerOpt = None,
     max_length: opt.MaxLength = None,
@@ -358,7 +347,7 @@ def mds(
     _check_mds_options(distance, into_checkpoint, checkpoint_output)
     if into_checkpoint is not None and dim is None:
         dim = _hidden_size(into_checkpoint)
-    geometry, notes = load_geometry(sources, corpus_options(ctx.params, given_options(ctx)), metric, min_count)
+    geometry, notes = load_geometry(sources, corpus_options(ctx.params), metric, min_count)
     matrix = _embeddable(geometry, distance)
     about = {"metric": metric, "distance": distance, "counts": geometry.metadata}
     fitted, curve, encoding = mds_encoding(
@@ -406,11 +395,10 @@ def _embeddable(geometry: Any, distance: str) -> np.ndarray:
 
 def _plot_mds(fitted: Any, curve: dict[int, float], geometry: Any, path: Path, rank: int, sources: list[str]) -> None:
     from ..analysis import known_distances
-    from ..report.figures import corpus_caption, mds_figure
+    from ..report.figures import mds_figure
 
     truth = known_distances(geometry)  # a synthetic corpus's exact distances, drawn beside the estimate
-    named = corpus_caption(geometry) or ", ".join(sources)  # the corpus the counts are of, not their file
-    mds_figure(fitted, curve, geometry.positions, path, rank=rank, subtitle=named, truth=truth)
+    mds_figure(fitted, curve, geometry.positions, path, rank=rank, subtitle=", ".join(sources), truth=truth)
 
 
 def _into_checkpoint(encoding: Any, checkpoint: Path, staged: Path) -> dict[str, Any]:

@@ -14,17 +14,7 @@ from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import DataNotFoundError, GeoanalyzeError, InputError, ThresholdError, first_line
 from ..report.render import grid_table, print_json, print_table
 from . import options as opt
-from .common import (
-    Folder,
-    Output,
-    all_or_none,
-    check_dataset_options,
-    check_output_place,
-    check_output_suffix,
-    guard,
-    handles_errors,
-    split_compare,
-)
+from .common import Folder, Output, all_or_none, check_output_place, check_output_suffix, guard, handles_errors
 
 if TYPE_CHECKING:
     from ..analysis import StressOptions
@@ -230,10 +220,10 @@ def stress_options(params: Mapping[str, Any], **overrides: Any) -> StressOptions
     """The analysis options of `stress` or `report` from the command's parsed parameters (``ctx.params``),
     by the names of :class:`~geoanalyze.analysis.StressOptions`: --compare split into specs, --no-cache
     stored as what it turns off; the others (--format, --output, the gate) are the command's own."""
-    from ..analysis import StressOptions
+    from ..analysis import StressOptions, split_specs
 
     values = {**params, **overrides}
-    values["compare"] = split_compare(values["compare"])  # a comma inside quotes or after \\ is a file name's
+    values["compare"] = split_specs(values["compare"])
     values["data_dir"] = str(values["data_dir"]) if values["data_dir"] is not None else None
     values["cache"] = not values.pop("no_cache")
     names = {field.name for field in fields(StressOptions)}
@@ -305,10 +295,9 @@ def write_page(targets: list[str], options: StressOptions, output: Path, title: 
     folder (no figure of a previous report is left), or, on any failure, neither.
     """
     from ..io import write_text
-    from ..report.page import build_report, check_figure_folder
+    from ..report.page import build_report
 
     figure_dir = output.parent / f"{output.stem}_files"
-    check_figure_folder(figure_dir)  # replaced whole: only an earlier report's figures may be there
     with all_or_none() as stage, _progress_bars() as bars:
         staging = stage(figure_dir, folder=True, replaces=True)
         outcomes = (analyzed(target, options, bars.track) for target in targets)
@@ -394,7 +383,6 @@ def stress(
         _stress_inputs([target], dataset, data_dir, tokenizer, compare),
         [Output("--output", output), Folder("--plot-dir", plot_dir), *figures],
     )
-    check_dataset_options(ctx, dataset)
     rules = stress_gate(ctx.params)
     options = stress_options(ctx.params)
     with _progress_bars() as bars:
@@ -457,7 +445,6 @@ def report(
 
     check_stress_format(format)
     check_output_suffix(output, ".md", "reports")
-    check_dataset_options(ctx, dataset)
     rules = stress_gate(ctx.params)
     figure_dir = output.parent / f"{output.stem}_files"
     check_output_place(figure_dir, folder=True, option="--output")
