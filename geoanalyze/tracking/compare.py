@@ -37,7 +37,7 @@ def parse_fail_if_worse(items: Sequence[str]) -> dict[str, float | None]:
     rules: dict[str, float | None] = {}
     for item in items:
         name, sep, value = (part.strip() for part in item.partition("="))
-        key = name.lower().replace("-", "_").replace(" ", "")
+        key = name.lower().replace("-", "_").replace(" ", "").rstrip(".")
         if key not in names:
             raise InputError(f"--fail-if-worse: unknown score {name!r}; choose one of {', '.join(names)}")
         tolerance: float | None = None

@@ -187,3 +187,27 @@ def test_bad_options_fail_before_any_work(minilm_path: Path, tmp_path: Path) -> 
     refused(invoke(["track", tmp_path, *CORPUS], cwd=tmp_path), "holds no checkpoint")
     refused(invoke(["track", minilm_path, *CORPUS, "--plot", "a.jpg"], cwd=tmp_path), ".png")
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_an_interrupted_series_keeps_the_forward_passes_it_finished(trainer_output: Path, tmp_path: Path) -> None:
+    from geoanalyze.analysis import StressOptions
+    from geoanalyze.tracking import find_series, track
+
+    cache = tmp_path / "cache"
+    options = StressOptions(str(DRIFT_WORDS), layers="1", max_sequences=24)
+    members = find_series([str(trainer_output)])
+
+    def interrupt(record: object) -> None:
+        raise KeyboardInterrupt
+
+    os.environ["GEOANALYZE_CACHE_DIR"], saved = str(cache), os.environ["GEOANALYZE_CACHE_DIR"]
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            track(members, options, on_record=interrupt)
+        assert len(list((cache / "centroids").iterdir())) == 1  # the first checkpoint's pass, kept
+        result = track(members, options)
+        assert len(list((cache / "centroids").iterdir())) == 3
+    finally:
+        os.environ["GEOANALYZE_CACHE_DIR"] = saved
+    assert all(record.layers for record in result.records)
