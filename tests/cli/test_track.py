@@ -87,6 +87,9 @@ def test_the_figure_has_every_score_against_step_on_a_log_axis_with_the_null_ban
     ys = [band.get_y(), band.get_y() + band.get_height()] if hasattr(band, "get_height") else band.get_xy()[:, 1]
     assert low < high
     assert np.allclose([min(ys), max(ys)], [low, high])
+    page = result.to_markdown("f.png")
+    assert "| step | checkpoint | scaled | violation | anchored | lag viol. | rel. sep. | null |" in page
+    assert page.count("| -+++- |") == 3 and "![scores against step](f.png)" in page
 
 
 def test_a_checkpoint_made_worse_fails_the_baseline_and_an_identical_one_passes(
