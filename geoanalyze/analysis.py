@@ -673,17 +673,39 @@ def checkpoint_layers(
                 layers.append(row(layer, projection, store[layer][kept]))
                 captured += 1
     if captured:
-        measured["query_key"] = f"measured ({forward.capture})"
+        measured["query_key"] = f"measured ({forward.capture})" + "".join(f"; {line}" for line in forward.notes)
     elif forward.notes:
         measured["query_key"] = "skipped: " + "; ".join(forward.notes)
     else:
         measured["query_key"] = "skipped: no chosen layer holds an attention module"
     for layer in chosen:
         if layer < forward.centroids.shape[0]:
-            layers.append(row(layer, "hidden", forward.centroids[layer][kept]))
-    measured["hidden"] = "measured"
+            layers.extend(hidden_rows(forward, layer, distances, positions, nulls))
+    measured["hidden"] = "measured" + "".join(f"; {line}" for line in forward.hidden_notes)
     layers.sort(key=lambda item: (item.layer, PROJECTION_ORDER.get(item.projection, 9)))
     return layers, measured
+
+
+def hidden_rows(
+    forward: Any, layer: int, distances: np.ndarray, positions: np.ndarray, nulls: NullCache
+) -> list[LayerRow]:
+    """The hidden row of ``layer`` on the kept positions it reaches (a pooled layer reaches fewer: its
+    rows sit at the input position each pooled position ends at); none where it reaches fewer than 3
+    (the forward pass's hidden notes say why)."""
+    reach = forward.reach_of(layer)
+    at = np.minimum(positions, reach.shape[0] - 1)
+    index = np.flatnonzero((positions < reach.shape[0]) & (reach[at] >= MIN_CENTROID_SEQUENCES))
+    if index.size < 3:
+        return []
+    vectors = forward.centroids[layer][positions[index]]
+    if not np.all(np.isfinite(vectors)):
+        raise InputError(
+            f"the hidden vectors of layer {layer} hold NaN or infinity: the forward pass overflowed "
+            "(huge weights, or a low precision); try --dtype float32, or --layers none to score the table only"
+        )
+    sub = distances[np.ix_(index, index)]
+    used = int(index.size)
+    return [layer_row(layer, "hidden", vectors, sub, positions[index], nulls, subset=index, positions_used=used)]
 
 
 #: the order of a layer's rows in the layer table
@@ -775,7 +797,7 @@ def cached_forward(
         "limit": options.limit,
         "seed": options.seed,
         "dtype": options.dtype,
-        "version": 3,
+        "version": 4,
     }
     path = cache_entry("centroids", key_parts)
     if options.cache and cache_holds(path):
@@ -788,6 +810,8 @@ def cached_forward(
                 {int(k[2:]): v for k, v in arrays.items() if k.startswith("k_")},
                 str(metadata.get("capture", "none")),
                 list(metadata.get("notes", [])),
+                arrays.get("layer_reach"),
+                list(metadata.get("hidden_notes", [])),
             )
         except (FormatError, KeyError, ValueError):
             with contextlib.suppress(OSError):  # a read-only cache keeps it; it is never trusted
@@ -810,14 +834,13 @@ def cached_forward(
         dtype=options.dtype,
     )
     arrays = {"centroids": forward.centroids, "reach": forward.reach}
+    if forward.layer_reach is not None:
+        arrays["layer_reach"] = forward.layer_reach
     arrays.update({f"q_{k}": v for k, v in forward.queries.items()})
     arrays.update({f"k_{k}": v for k, v in forward.keys.items()})
     # --no-cache recomputes and refreshes the entry (as for counts); an unwritable cache never fails the job.
-    write_cache(
-        lambda: save_arrays(
-            path, arrays, kind="centroids", metadata={**key_parts, "capture": forward.capture, "notes": forward.notes}
-        )
-    )
+    written = {**key_parts, "capture": forward.capture, "notes": forward.notes, "hidden_notes": forward.hidden_notes}
+    write_cache(lambda: save_arrays(path, arrays, kind="centroids", metadata=written))
     return forward
 
 

@@ -34,9 +34,11 @@ def find_tensor(names: list[str], suffix: str) -> str:
 
 
 def _suffixes(name: str) -> list[str]:
-    """'encoder.layer.0.x.weight' and, failing that, the same without leading components."""
+    """'encoder.layer.0.x.weight' and, failing that, the same without leading components, down to a
+    module and its tensor ('embed_positions.weight': an encoder saved alone, such as BartEncoder, has
+    no 'encoder.' prefix)."""
     parts = name.split(".")
-    return [".".join(parts[i:]) for i in range(max(1, len(parts) - 2))]
+    return [".".join(parts[i:]) for i in range(max(1, len(parts) - 1))]
 
 
 def query_key_maps(

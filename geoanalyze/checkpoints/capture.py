@@ -13,9 +13,16 @@ original's mask function is registered beside it (``AttentionMaskInterface.regis
 model is switched to it with ``set_attn_implementation`` for the duration of the pass only, so the
 numbers are the original's.
 
-Models whose attention does not go through that interface (BLOOM, MPT, Falcon, DeBERTa, ...)
-keep their implementation; :func:`hook_projections` captures them at their query/key projections
-(forward hooks), separate or fused in a known layout.
+Models whose attention does not go through that interface (BLOOM, MPT, Falcon, DeBERTa, Longformer,
+...) keep their implementation; :func:`hook_projections` captures them at their query/key
+projections (forward hooks), separate or fused in the layout the model type documents.
+
+Nothing assumes that a layer keeps the input's (batch, length): a model that pads the sequence to a
+multiple of its window or chunk (Longformer, LED, Reformer, PegasusX) has the padding, appended at
+the end, trimmed back to the batch's length; a projection that runs sequence-first (Longformer)
+is turned batch-first; a call on other tokens than the sequence's (PegasusX's global tokens) is not
+counted; a block whose attention sees fewer positions than the input (pooled), or whose
+projections run twice in one pass, is left out with the reason (:attr:`QueryKeySums.dropped`).
 """
 
 from __future__ import annotations
@@ -32,8 +39,11 @@ from .mechanism import KEY_NAMES, QUERY_NAMES
 WRAPPED = ("sdpa", "eager")
 #: prefix of the registered names: geoanalyze_capture_sdpa, geoanalyze_capture_eager
 CAPTURE_PREFIX = "geoanalyze_capture_"
+#: the names of fused query/key/value projections (BLOOM, Falcon, GPT-NeoX-Japanese: query_key_value; MPT: Wqkv)
+FUSED_NAMES = ("query_key_value", "wqkv")
 
 Attention = Callable[..., Any]  # (module, query, key, value, attention_mask, ...) -> (output, weights)
+Split = Callable[[Any, Any], tuple[Any, Any]]  # (attention module, fused (B, T, 3w)) -> (q, k), each (B, T, w')
 
 #: the attention of the pass under way: the capture, then the original
 _ACTIVE: ContextVar[Attention | None] = ContextVar("geoanalyze_capture", default=None)
@@ -52,22 +62,38 @@ class QueryKeySums:
         self.calls = 0
         self.seen: dict[int, int] = {}  # per forward: calls of each module, and of all
         self.ordinal = 0
+        self.stored: set[tuple[int, int]] = set()  # per forward: (id of the store, block) already added
+        self.sequence: dict[int, tuple[int, int]] = {}  # per forward: block -> (batch, length) of its input
+        self.layout: dict[int, bool] = {}  # projection module -> whether it runs sequence-first
+        self.dropped: dict[int, str] = {}  # block -> why its rows are left out
+        self.padded = 0  # the most positions a model appended to a batch (trimmed)
+        self.pending: list[tuple[dict[int, Any], int, Any]] = []  # the sums of the forward under way
 
     def start(self, mask: Any) -> None:
         """Take the padding mask of the next forward (on the model's input device)."""
         self.mask = mask
         self.weights = {mask.device: mask.float()}
+        self.pending.clear()
         self.seen.clear()
+        self.stored.clear()
+        self.sequence.clear()
         self.ordinal = 0
 
     def stop(self) -> None:
-        """Between forwards: nothing is recorded."""
+        """After a forward: its sums are added (unless discarded); between forwards nothing is recorded."""
+        self.commit()
         self.mask = None
+
+    def discard(self) -> None:
+        """Forget the sums of the forward under way (one the model itself failed)."""
+        self.pending.clear()
 
     def clear(self) -> None:
         """Forget the sums (of a probe)."""
         self.queries.clear()
         self.keys.clear()
+        self.dropped.clear()
+        self.padded = 0
 
     def block(self, module: Any) -> int | None:
         """The block of an attention call: its module's, or the call's rank when a module is shared (ALBERT)."""
@@ -77,25 +103,56 @@ class QueryKeySums:
             return self.ordinal
         return self.block_of.get(id(module))
 
+    def drop(self, block: int, reason: str) -> None:
+        """Leave block's rows out (the first reason found is kept)."""
+        self.dropped.setdefault(block, reason)
+
     def add(self, store: dict[int, Any], block: int, states: Any, heads_first: bool) -> None:
-        """states: (B, H, T, d) if heads_first else (B, T, width); summed over the batch where they are,
-        into float64 running sums on the same device (few, large operations: this runs in every layer)."""
+        """states: (B, H, T', d) if heads_first else (B, T', width); summed over the batch where they are,
+        into float64 running sums on the same device (few, large operations: this runs in every layer).
+        T' > T (the model padded the batch to its window): the padding at the end is trimmed; T' < T
+        (the model shortened the sequence) or another batch size: the block is dropped."""
         import torch
 
+        batch, width = self.mask.shape
+        axis = 2 if heads_first else 1
+        length = states.shape[axis]
+        if states.shape[0] != batch or length < width:
+            self.drop(block, f"its attention sees {tuple(states.shape[: axis + 1])} for a batch of {(batch, width)}")
+            return
+        if (id(store), block) in self.stored:
+            self.drop(block, "its query/key projections run more than once in one pass")
+            return
+        self.stored.add((id(store), block))
+        if length > width:
+            self.padded = max(self.padded, length - width)
+            states = states.narrow(axis, 0, width)
         weights = self.weights.get(states.device)
         if weights is None:  # a sharded model's layer on another device
             weights = self.weights[states.device] = self.mask.to(states.device, torch.float32)
         if states.dtype != torch.float32:
             states = states.float()
-        length = states.shape[2] if heads_first else states.shape[1]
         if heads_first:
-            sums = torch.einsum("bhtd,bt->thd", states, weights[:, :length]).flatten(1)
+            sums = torch.einsum("bhtd,bt->thd", states, weights).flatten(1)
         else:
-            sums = torch.einsum("btw,bt->tw", states, weights[:, :length])
-        total = store.get(block)
-        if total is None:
-            total = store[block] = torch.zeros((self.length, sums.shape[1]), dtype=torch.float64, device=sums.device)
-        total[:length] += sums
+            sums = torch.einsum("btw,bt->tw", states, weights)
+        self.pending.append((store, block, sums))
+
+    def commit(self) -> None:
+        """Add the sums of the forward under way to the totals."""
+        import torch
+
+        for store, block, sums in self.pending:
+            total = store.get(block)
+            if total is None:
+                total = store[block] = torch.zeros(
+                    (self.length, sums.shape[1]), dtype=torch.float64, device=sums.device
+                )
+            if total.shape[1] != sums.shape[1]:
+                self.drop(block, f"its projections change width ({total.shape[1]}, then {sums.shape[1]})")
+                continue
+            total[: sums.shape[0]] += sums
+        self.pending.clear()
 
     def attention(self, original: Callable[[Any], Attention]) -> Attention:
         """An attention function that adds a self-attention call's q and k, then calls ``original(module)``."""
@@ -110,6 +167,24 @@ class QueryKeySums:
             return original(module)(module, query, key, value, attention_mask, *args, **kwargs)
 
         return captured
+
+    def batch_first(self, module: Any, block: int, states: Any) -> Any:
+        """A projection's (B, T', w) output batch-first, or None when the call is not on the block's
+        sequence (PegasusX's global tokens). The block's input (B, T') tells the two apart; a square
+        shape takes the layout the module had at an unambiguous call (the probe's batch of one)."""
+        batch, length = self.sequence.get(block, tuple(self.mask.shape))
+        if states.dim() != 3:
+            return None
+        first, second = states.shape[0], states.shape[1]
+        if (first, second) == (batch, length) and (second, first) == (batch, length):
+            flipped = self.layout.get(id(module), False)
+        elif (first, second) == (batch, length):
+            flipped = self.layout[id(module)] = False
+        elif (second, first) == (batch, length):
+            flipped = self.layout[id(module)] = True
+        else:
+            return None
+        return states.transpose(0, 1) if flipped else states
 
 
 def captured_attention(
@@ -156,16 +231,18 @@ def _original(implementation: str, fallback_eager: Attention | None) -> Callable
 
 
 @contextlib.contextmanager
-def capture_attention(model: Any, recorder: QueryKeySums) -> Iterator[None]:
+def capture_attention(model: Any, recorder: QueryKeySums, implementation: str | None = None) -> Iterator[None]:
     """Switch the model to the capturing attention for the duration of a pass, then back.
 
-    Nothing changes for a model that cannot switch (its attention bypasses the interface), or whose
-    implementation is not one of :data:`WRAPPED`; the caller's probe finds no calls then.
+    ``implementation``: the attention the model was loaded with (``load_model`` states it); None
+    asks the model's config. Nothing changes for a model that cannot switch (its attention
+    bypasses the interface), or whose implementation is not one of :data:`WRAPPED`; the caller's
+    probe finds no calls then.
     """
     from transformers import AttentionInterface, AttentionMaskInterface
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 
-    before = getattr(getattr(model, "config", None), "_attn_implementation", None)
+    before = implementation or getattr(getattr(model, "config", None), "_attn_implementation", None)
     eager = _model_eager(model)
     if before not in WRAPPED or (before == "eager" and eager is None) or not hasattr(model, "set_attn_implementation"):
         yield
@@ -182,55 +259,136 @@ def capture_attention(model: Any, recorder: QueryKeySums) -> Iterator[None]:
         _ACTIVE.reset(token)
 
 
-def hook_projections(recorder: QueryKeySums, blocks: list[Any]) -> list[Any]:
-    """Forward hooks on each block's query/key projections (separate, or fused in a known layout);
-    the handles, to remove after the pass."""
+# --- the projections of models that bypass the interface -----------------------------------------
+
+
+def _bloom(attention: Any, fused: Any) -> tuple[Any, Any]:
+    """BLOOM and Falcon (classic): (B, T, H, 3, d), per head [q | k | v]."""
+    heads = fused.view(*fused.shape[:2], attention.num_heads, 3, attention.head_dim)
+    return heads[..., 0, :], heads[..., 1, :]
+
+
+def _falcon(attention: Any, fused: Any) -> tuple[Any, Any]:
+    """Falcon: new decoder architecture (groups of H/kv queries, one key, one value), multi-query
+    (H queries, one key, one value), or BLOOM's layout. The shared key is repeated per query head, as
+    Falcon's own attention does."""
     import torch
 
+    batch, length = fused.shape[:2]
+    if getattr(attention, "new_decoder_architecture", False):
+        groups = fused.view(batch, length, -1, attention.num_heads // attention.num_kv_heads + 2, attention.head_dim)
+        query = groups[:, :, :, :-2]
+        return query, torch.broadcast_to(groups[:, :, :, [-2]], query.shape)
+    if not getattr(attention, "multi_query", False):
+        return _bloom(attention, fused)
+    heads = fused.view(batch, length, attention.num_heads + 2, attention.head_dim)
+    return heads[..., :-2, :], heads[..., [-2], :]
+
+
+def _neox_japanese(attention: Any, fused: Any) -> tuple[Any, Any]:
+    """GPT-NeoX-Japanese: (B, T, H, 3d), per head [q | k | v]."""
+    size = attention.head_size
+    heads = fused.view(*fused.shape[:2], attention.num_attention_heads, 3 * size)
+    return heads[..., :size], heads[..., size : 2 * size]
+
+
+def _thirds(_: Any, fused: Any) -> tuple[Any, Any]:
+    """MPT: [Q | K | V] along the width."""
+    query, key, _value = fused.chunk(3, dim=-1)
+    return query, key
+
+
+#: model_type -> how its fused projection splits (the layout of the model's own attention code)
+FUSED_LAYOUTS: dict[str, Split] = {
+    "bloom": _bloom,
+    "falcon": _falcon,
+    "mpt": _thirds,
+    "gpt_neox_japanese": _neox_japanese,
+}
+
+
+def _projections(block: Any) -> tuple[Any, Any, Any] | None:
+    """(query, key, attention module) of the first module of a block holding a query and a key
+    Linear side by side, or (fused, None, attention module); None where there is neither (RWKV's
+    key has no query beside it: it is no attention)."""
+    import torch
+
+    for parent in block.modules():
+        linear = {
+            name.lower(): module for name, module in parent.named_children() if isinstance(module, torch.nn.Linear)
+        }
+        query = next((linear[name] for name in QUERY_NAMES if name in linear), None)
+        key = next((linear[name] for name in KEY_NAMES if name in linear), None)
+        if query is not None and key is not None:
+            return query, key, parent
+        fused = next((linear[name] for name in FUSED_NAMES if name in linear), None)
+        if fused is not None:
+            return fused, None, parent
+    return None
+
+
+def hook_projections(recorder: QueryKeySums, blocks: list[Any], model_type: str = "") -> list[Any]:
+    """Forward hooks on each block's query/key projections (separate, or fused in the layout of
+    :data:`FUSED_LAYOUTS`) and on the block itself (the (batch, length) of its input); the handles,
+    to remove after the pass."""
     handles = []
     for index, block in enumerate(blocks):
+        found = _projections(block)
+        if found is None:
+            continue
         number = index + 1
-        for name, module in block.named_modules():
-            if not isinstance(module, torch.nn.Linear):
-                continue
-            last = name.rsplit(".", 1)[-1].lower()
-            parent = block.get_submodule(name.rsplit(".", 1)[0]) if "." in name else block
-            if last in QUERY_NAMES:
-                handles.append(module.register_forward_hook(_store(recorder, recorder.queries, number)))
-            elif last in KEY_NAMES:
-                handles.append(module.register_forward_hook(_store(recorder, recorder.keys, number)))
-            elif last in ("query_key_value", "wqkv"):
-                handles.append(module.register_forward_hook(_fused(recorder, number, parent)))
+        query, key, attention = found
+        if key is None and model_type not in FUSED_LAYOUTS:
+            recorder.drop(number, f"its fused query_key_value has no known layout for model type {model_type!r}")
+            continue
+        handles.append(block.register_forward_pre_hook(_block_input(recorder, number), with_kwargs=True))
+        if key is None:
+            handles.append(query.register_forward_hook(_fused(recorder, number, attention, FUSED_LAYOUTS[model_type])))
+        else:
+            handles.append(query.register_forward_hook(_store(recorder, recorder.queries, number)))
+            handles.append(key.register_forward_hook(_store(recorder, recorder.keys, number)))
     return handles
 
 
-def _store(recorder: QueryKeySums, store: dict[int, Any], block: int) -> Callable[..., None]:
-    def hook(_: Any, __: Any, output: Any) -> None:
-        if recorder.mask is not None:
-            recorder.calls += 1
-            recorder.add(store, block, output, heads_first=False)
+def _block_input(recorder: QueryKeySums, block: int) -> Callable[..., None]:
+    """Record the (batch, length) of the block's hidden states (its first tensor input, either way round)."""
+    import torch
+
+    def hook(_: Any, args: Any, kwargs: Any) -> None:
+        states = next((a for a in (*args, kwargs.get("hidden_states")) if isinstance(a, torch.Tensor)), None)
+        if recorder.mask is None or states is None or states.dim() != 3:
+            return
+        batch = int(recorder.mask.shape[0])
+        first, second = int(states.shape[0]), int(states.shape[1])
+        if first == batch or second == batch:  # batch-first, or sequence-first (FSMT's T x B x C)
+            recorder.sequence[block] = (batch, second if first == batch else first)
 
     return hook
 
 
-def _fused(recorder: QueryKeySums, block: int, attention: Any) -> Callable[..., None]:
-    """Split a fused QKV output the way the attention module itself does (BLOOM, Falcon), or in thirds (MPT)."""
-
-    def hook(_: Any, __: Any, output: Any) -> None:
+def _store(recorder: QueryKeySums, store: dict[int, Any], block: int) -> Callable[..., None]:
+    def hook(module: Any, __: Any, output: Any) -> None:
         if recorder.mask is None:
             return
-        heads_second = False
-        if hasattr(attention, "_split_heads"):  # Falcon: (B, T, H, d)
-            query, key, _value = attention._split_heads(output)
-        elif hasattr(attention, "_reshape"):  # BLOOM: (B, H, T, d)
-            query, key, _value = attention._reshape(output)
-            heads_second = True
-        else:  # MPT: [Q | K | V] along the width
-            query, key, _value = output.chunk(3, dim=-1)
-        recorder.calls += 1
-        for store, states in ((recorder.queries, query), (recorder.keys, key)):
-            if states.dim() == 4:
-                states = (states.transpose(1, 2) if heads_second else states).flatten(2)
+        states = recorder.batch_first(module, block, output)
+        if states is not None:
+            recorder.calls += 1
             recorder.add(store, block, states, heads_first=False)
+
+    return hook
+
+
+def _fused(recorder: QueryKeySums, block: int, attention: Any, split: Split) -> Callable[..., None]:
+    """Split a fused QKV output the way the model's attention does (:data:`FUSED_LAYOUTS`)."""
+
+    def hook(module: Any, __: Any, output: Any) -> None:
+        if recorder.mask is None:
+            return
+        states = recorder.batch_first(module, block, output)
+        if states is None:
+            return
+        recorder.calls += 1
+        for store, part in zip((recorder.queries, recorder.keys), split(attention, states), strict=True):
+            recorder.add(store, block, part.flatten(2) if part.dim() > 3 else part, heads_first=False)
 
     return hook

@@ -52,7 +52,11 @@ class ForwardResult:
     reach : (n,) number of sequences that reach each position.
     queries, keys : block (1-based) -> (n, width) centroids of the captured queries / keys.
     capture : how queries and keys were captured ("attention interface", "projections", "none").
-    notes : what could not be measured, and why.
+    notes : what of the queries and keys could not be measured, and why.
+    layer_reach : (L + 1, n) the sequences that reach each position at each layer, where a layer
+        holds other positions than the input (pooled: its rows sit at the input position each pooled
+        position ends at; not measurable: all 0); None when every layer has the input's reach.
+    hidden_notes : how the hidden states were measured where a layer is not the input's sequence.
     """
 
     centroids: np.ndarray
@@ -61,6 +65,12 @@ class ForwardResult:
     keys: dict[int, np.ndarray] = field(default_factory=dict)
     capture: str = "none"
     notes: list[str] = field(default_factory=list)
+    layer_reach: np.ndarray | None = None
+    hidden_notes: list[str] = field(default_factory=list)
+
+    def reach_of(self, layer: int) -> np.ndarray:
+        """(n,) the sequences that reach each position at ``layer``."""
+        return self.reach if self.layer_reach is None else self.layer_reach[layer]
 
 
 def sample_indices(n_texts: int, max_sequences: int | None, seed: int = 0) -> np.ndarray:
@@ -114,14 +124,19 @@ def check_fits(checkpoint: Checkpoint, device: str, dtype: Any, batch_size: int,
 # --- the pass ------------------------------------------------------------------------------------
 
 
-def load_model(checkpoint: Checkpoint, device: str, dtype: Any, shard: bool, trust_remote_code: bool = False) -> Any:
-    """The checkpoint's base model (the encoder of an encoder-decoder), in eval mode where asked."""
+def load_model(
+    checkpoint: Checkpoint, device: str, dtype: Any, shard: bool, trust_remote_code: bool = False
+) -> tuple[Any, Any]:
+    """The module the pass runs (the checkpoint's base model; the encoder of an encoder-decoder; the
+    encoder class itself for an encoder-only checkpoint such as T5EncoderModel), in eval mode, and
+    the model's config (an encoder module such as FSMT's has none of its own)."""
     import warnings
 
     from transformers import AutoModel
 
     from ..errors import FormatError, first_line
     from ..hub import import_transformers
+    from .placement import encoder_class
 
     import_transformers()
     kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code, "dtype": dtype}
@@ -129,18 +144,20 @@ def load_model(checkpoint: Checkpoint, device: str, dtype: Any, shard: bool, tru
         kwargs["use_safetensors"] = True  # never unpickle a .bin lying beside the safetensors
     if shard:
         kwargs["device_map"] = "auto"
+    loader: Any = encoder_class(checkpoint.config) or AutoModel
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model: Any = AutoModel.from_pretrained(str(checkpoint.path), **kwargs)
+            model: Any = loader.from_pretrained(str(checkpoint.path), **kwargs)
     except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
         raise FormatError(f"transformers cannot load the weights of {checkpoint.path} ({first_line(exc)})") from exc
-    if getattr(model.config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
+    config = model.config
+    if getattr(config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
         model = model.get_encoder()
     model.eval()
     if not shard:
         model.to(device)
-    return model
+    return model, config
 
 
 def forward_pass(
@@ -167,15 +184,19 @@ def forward_pass(
     torch_dtype = resolve_dtype(dtype, where, checkpoint.config)
     shard = check_fits(checkpoint, where, torch_dtype, batch_size, max_length)
     tokenizer = _tokenizer(checkpoint, tokenizer_spec, trust_remote_code)
-    model = load_model(checkpoint, where, torch_dtype, shard, trust_remote_code)
+    model, config = load_model(checkpoint, where, torch_dtype, shard, trust_remote_code)
     encoded = tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
-    run = _Run(model, max((len(ids) for ids in encoded), default=0))
-    with torch.no_grad(), capture_attention(model, run.recorder) if capture else contextlib.nullcontext():
+    run = _Run(model, config, max((len(ids) for ids in encoded), default=0))
+    implementation = getattr(config, "_attn_implementation", None)
+    with (
+        torch.no_grad(),
+        capture_attention(model, run.recorder, implementation) if capture else contextlib.nullcontext(),
+    ):
         method, handles = run.probe(pad) if capture else ("none", [])
         try:
             for ids, mask in _batches(encoded, pad, batch_size):
-                run.add(ids, mask)
+                run.run(ids, mask)
                 if progress is not None:
                     progress(len(ids))
         finally:
@@ -214,39 +235,73 @@ def _batches(encoded: Sequence[Sequence[int]], pad: int, batch_size: int) -> Ite
 
 class _Run:
     """The sums of one pass: hidden states per layer and position (host, float64), the reach of each
-    position, and the query/key sums of the recorder."""
+    position (per layer: a pooled layer reaches other positions), and the query/key sums of the recorder."""
 
-    def __init__(self, model: Any, n: int) -> None:
+    def __init__(self, model: Any, config: Any, n: int) -> None:
         import torch
 
         self.model = model
+        self.config = config
         self.n = n  # the longest sequence
         self.device = next(model.parameters()).device
-        self.blocks = layer_list(model, model.config)
+        self.blocks = layer_list(model, config)
         block_of = {id(module): index + 1 for index, block in enumerate(self.blocks) for module in block.modules()}
         self.recorder = QueryKeySums(block_of, max(n, 4))
-        self.sums: Any = None  # (L + 1, n, hidden)
+        self.sums: list[Any] = []  # per layer (n, hidden)
+        self.layer_counts: list[Any] = []  # per layer (n,)
         self.counts = torch.zeros(n, dtype=torch.float64)
+        self.padded = 0  # the most positions the model appended to a batch's hidden states
+        self.pooled: dict[int, int] = {}  # layer -> stride of its pooling
+        self.unmeasured: dict[int, str] = {}  # layer -> why it has no row
+        self.skipped: list[tuple[int, int, str]] = []  # batches the model cannot run: (sequences, length, why)
 
     def forward(self, ids: Any, mask: Any) -> Any:
         self.recorder.start(mask.to(self.device))
         try:
-            return self.model(input_ids=ids.to(self.device), attention_mask=self.recorder.mask, output_hidden_states=True)
+            return self.model(
+                input_ids=ids.to(self.device), attention_mask=self.recorder.mask, output_hidden_states=True
+            )
+        except BaseException:
+            self.recorder.discard()  # a forward that failed half-way adds nothing
+            raise
         finally:
             self.recorder.stop()
+
+    def run(self, ids: Any, mask: Any) -> None:
+        """Add one batch; a batch the model itself cannot run (run again without any capture: it fails
+        too) is skipped and counted, with transformers' reason; any other failure is raised."""
+        try:
+            self.add(ids, mask)
+        except (RuntimeError, ValueError, IndexError) as exc:
+            try:  # the recorder is stopped: the hooks and the capturing attention only pass through
+                self.model(
+                    input_ids=ids.to(self.device), attention_mask=mask.to(self.device), output_hidden_states=True
+                )
+            except (RuntimeError, ValueError, IndexError):
+                self.skipped.append(
+                    (len(ids), int(mask.sum(1).max()), str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+                )
+                return
+            raise
 
     def probe(self, pad: int) -> tuple[str, list[Any]]:
         """Does attention go through the interface? If not, hook the projections instead: the capture
         method ("attention interface", "projections", "none") and the hooks' handles."""
         import torch
 
-        probe = torch.full((1, min(4, max(self.n, 1))), pad, dtype=torch.long)
-        self.forward(probe, torch.ones_like(probe))
+        # a batch of one (so that a sequence-first projection shows as such), of up to 16 positions
+        # (Funnel's pooling fails on 4)
+        probe = torch.full((1, min(16, max(self.n, 1))), pad, dtype=torch.long)
+        self.run(probe, torch.ones_like(probe))
         method, handles = "attention interface", []
         if not self.recorder.calls:
-            handles = hook_projections(self.recorder, self.blocks)
-            self.forward(probe, torch.ones_like(probe))
+            handles = hook_projections(self.recorder, self.blocks, str(getattr(self.config, "model_type", "")))
+            self.run(probe, torch.ones_like(probe))
             method = "projections" if self.recorder.calls else "none"
+        for kept in (self.skipped, self.sums, self.layer_counts, self.pooled, self.unmeasured):
+            kept.clear()  # the probe's hidden states are not the corpus's
+        self.counts.zero_()
+        self.padded = 0
         self.recorder.clear()
         return method, handles
 
@@ -255,42 +310,174 @@ class _Run:
         import torch
 
         states = self.forward(ids, mask).hidden_states
-        if self.sums is None:
-            self.sums = torch.zeros((len(states), self.n, states[0].shape[-1]), dtype=torch.float64)
         width = mask.shape[1]
         for layer, hidden in enumerate(states):
-            weights = mask.to(device=hidden.device, dtype=torch.float32)
-            self.sums[layer, :width] += torch.einsum("bth,bt->th", hidden.float(), weights).to("cpu", torch.float64)
+            if isinstance(hidden, tuple | list):  # PegasusX's last entry: (the sequence, its global tokens)
+                hidden = hidden[0]
+            if len(self.sums) <= layer:  # every layer as wide as the first (another width has no row)
+                self.sums.append(torch.zeros((self.n, (self.sums or [hidden])[0].shape[-1]), dtype=torch.float64))
+                self.layer_counts.append(torch.zeros(self.n, dtype=torch.float64))
+            placed = self.place(layer, hidden, mask)
+            if placed is None:
+                continue
+            hidden, positions = placed
+            weights = mask[:, positions].to(torch.float32)
+            sums = torch.einsum("bth,bt->th", hidden.float(), weights.to(hidden.device)).to("cpu", torch.float64)
+            self.sums[layer][positions] += sums
+            self.layer_counts[layer][positions] += weights.to(torch.float64).sum(0)
         self.counts[:width] += mask.to(torch.float64).sum(0)
+
+    def place(self, layer: int, hidden: Any, mask: Any) -> tuple[Any, Any] | None:
+        """A layer's (B, T', h) states on the batch's positions: T' = T as they are; T' > T (padded to a
+        window or chunk) trimmed; T' < T (pooled) at the input position each pooled position ends at;
+        None (with the reason) where the layer cannot be placed."""
+        import torch
+
+        batch, width = mask.shape
+        length = hidden.shape[1] if hidden.dim() == 3 else -1
+        if hidden.dim() != 3 or hidden.shape[0] != batch or hidden.shape[-1] != self.sums[layer].shape[1]:
+            self.unmeasured.setdefault(
+                layer, f"its hidden states have shape {tuple(hidden.shape)} for a batch of {batch} x {width}"
+            )
+            return None
+        if length >= width:
+            self.padded = max(self.padded, length - width)
+            return hidden[:, :width], torch.arange(width)
+        pooled = pooled_positions(self.config, layer, length, width)
+        if pooled is None:
+            self.unmeasured.setdefault(
+                layer,
+                f"it holds {length} positions for an input of {width} (the model shortens the sequence) and how they map back to the input is not known",
+            )
+            return None
+        self.pooled[layer] = pooled[1]
+        return hidden, torch.as_tensor(pooled[0])
+
+    def layer_reach(self) -> np.ndarray | None:
+        """(L + 1, n) per-layer reach where any layer differs from the input's, else None."""
+        reach = np.stack([counts.numpy() for counts in self.layer_counts]).astype(np.int64)
+        return None if np.array_equal(reach, np.broadcast_to(self.counts.numpy(), reach.shape)) else reach
+
+    def hidden_notes(self) -> list[str]:
+        name = type(self.model).__name__
+        notes = []
+        padded = max(self.padded, self.recorder.padded)
+        if padded:
+            notes.append(
+                f"{name} pads each batch to a multiple of its attention window or chunk (up to {padded} positions); "
+                "the padding, appended after the sequence, is trimmed from the hidden states and the queries and keys"
+            )
+        if self.pooled:
+            strides = ", ".join(f"layer {layer}: stride {stride}" for layer, stride in sorted(self.pooled.items()))
+            notes.append(f"{name} pools the sequence ({strides}): {pooling_rule(self.config)}")
+        notes.extend(f"layer {layer} has no hidden row: {why}" for layer, why in sorted(self.unmeasured.items()))
+        if self.skipped:
+            sequences = sum(count for count, _, _ in self.skipped)
+            longest = max(length for _, length, _ in self.skipped)
+            notes.append(
+                f"{sequences} sequences (in batches of up to {longest} tokens) are left out: transformers' {name} "
+                f"cannot run them ({self.skipped[0][2]})"
+            )
+        return notes
+
+
+def pooled_positions(config: Any, layer: int, length: int, width: int) -> tuple[np.ndarray, int] | None:
+    """The input position each of a pooled layer's ``length`` positions is placed at, and the stride,
+    for an input of ``width``; None for a model whose pooling is not known (only Funnel's is).
+
+    Funnel pools by 2 at the first layer of every block after the first (``block_sizes``). With
+    ``separate_cls`` (the default) its position 0 is the first token alone and position j >= 1 covers
+    input positions (j - 1) s + 1 .. j s; without, position j covers j s .. (j + 1) s - 1. Either
+    way a pooled position is placed at the last input position it covers (clipped to the input),
+    and it is real (min-pooled mask) exactly where that input position is."""
+    sizes = getattr(config, "block_sizes", None) if getattr(config, "model_type", "") == "funnel" else None
+    if not sizes or layer < 1:
+        return None
+    block = int(np.searchsorted(np.cumsum(sizes), layer - 1, side="right"))
+    stride = 2**block
+    if block >= len(sizes) or length != -(-width // stride):
+        return None
+    j = np.arange(length)
+    last = j * stride if getattr(config, "separate_cls", True) else (j + 1) * stride - 1
+    return np.minimum(last, width - 1), stride
+
+
+def pooling_rule(config: Any) -> str:
+    """How a pooled position maps back to the input (the note of :func:`pooled_positions`)."""
+    if getattr(config, "separate_cls", True):
+        return (
+            "pooled position j covers input positions (j - 1) s + 1 .. j s (position 0: the first token alone) "
+            "and its hidden row is placed at input position j s"
+        )
+    return (
+        "pooled position j covers input positions j s .. (j + 1) s - 1 and its hidden row is placed at the last of them"
+    )
 
 
 def _result(checkpoint: Checkpoint, model: Any, run: _Run, method: str, capture: bool) -> ForwardResult:
     """Sums over reach, and the notes on what was not captured."""
-    if run.sums is None:
+    if not run.sums:
         raise InputError("no sequence to run through the model; check the corpus")
     reach = run.counts.numpy()
     n = run.n
     with np.errstate(invalid="ignore", divide="ignore"):
-        centroids = run.sums.numpy() / reach[None, :, None]
+        centroids = np.stack(
+            [(total / counts[:, None]).numpy() for total, counts in zip(run.sums, run.layer_counts, strict=True)]
+        )
 
         def mean(store: dict[int, Any]) -> dict[int, np.ndarray]:
             return {block: total[:n].cpu().numpy() / reach[:n, None] for block, total in store.items()}
 
         queries, keys = mean(run.recorder.queries), mean(run.recorder.keys)
-    notes: list[str] = []
+    notes = _query_key_notes(checkpoint, model, run, method, capture, queries, keys)
+    if (method == "projections" and checkpoint.mechanism.kind == "rope") or not (queries or keys):
+        queries, keys = {}, {}
+        method = "none" if capture else method
+    return ForwardResult(
+        centroids, reach.astype(np.int64), queries, keys, method, notes, run.layer_reach(), run.hidden_notes()
+    )
+
+
+def _query_key_notes(
+    checkpoint: Checkpoint,
+    model: Any,
+    run: _Run,
+    method: str,
+    capture: bool,
+    queries: dict[int, np.ndarray],
+    keys: dict[int, np.ndarray],
+) -> list[str]:
+    """Why query/key rows are left out (all, or some blocks'); drops those blocks from ``queries``/``keys``."""
+    name = type(model).__name__
+    if not capture:
+        return []
     if method == "projections" and checkpoint.mechanism.kind == "rope":
-        notes.append(
-            f"{type(model).__name__} rotates its queries and keys inside its own attention code, which transformers' "
+        return [
+            f"{name} rotates its queries and keys inside its own attention code, which transformers' "
             "attention interface does not reach; query/key rows are left out rather than measured before the rotation"
-        )
-        queries, keys, method = {}, {}, "none"
-    elif capture and method == "none":
+        ]
+    notes = []
+    for block, why in sorted(run.recorder.dropped.items()):
+        queries.pop(block, None)
+        keys.pop(block, None)
+        notes.append(f"block {block} has no query/key rows: {why}")
+    for block in sorted(set(queries) ^ set(keys)):
+        queries.pop(block, None)
+        keys.pop(block, None)
+        notes.append(f"block {block} has no query/key rows: only one of its query and key projections was seen")
+    if method != "none":
+        for block in checkpoint.mechanism.attention_layers:
+            if block not in queries and block not in run.recorder.dropped:
+                notes.append(
+                    f"block {block} has no query/key rows: its attention's queries and keys were not reached (no "
+                    "query and key projections on the block's own sequence: shared, shifted or reshaped inside)"
+                )
+    if method == "none":
         notes.append(
-            f"{type(model).__name__} has no attention module whose queries and keys can be captured; "
-            "query/key rows are left out"
+            f"{name} has no attention module whose queries and keys can be captured; query/key rows are left out"
             + (" (it has no attention layers)" if not checkpoint.mechanism.attention_layers else "")
         )
-    return ForwardResult(centroids, reach.astype(np.int64), queries, keys, method, notes)
+    return notes
 
 
 def hidden_centroids(

@@ -1,4 +1,4 @@
-"""Where a forward pass runs: the device, the dtype, and the memory free there.
+"""Where a forward pass runs: the device, the dtype, the memory free there, and the class to load.
 
 auto device: CUDA when visible, else the CPU. auto dtype: float32 on the CPU (its bf16 matmuls
 are slow), the checkpoint's own dtype on CUDA (bf16 when the config states none). Free memory:
@@ -7,6 +7,7 @@ all visible GPUs together, or the host's ``MemAvailable``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -60,3 +61,33 @@ def available_memory(device: str) -> int:
     except OSError:
         pass
     return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def encoder_class(config: Mapping[str, Any]) -> Any:
+    """The transformers class an encoder-only checkpoint of an encoder-decoder family names (its
+    config's ``architectures``: T5EncoderModel, MT5EncoderModel, BartEncoder, LEDEncoder, ...), or
+    None for any other checkpoint (AutoModel loads it). Loading the whole encoder-decoder instead
+    would give an encoder whose weights, saved without the ``encoder.`` prefix, are not read.
+    The class is looked up in transformers, then in the file of the model type's base model
+    (BartEncoder is not exported), and must be a PreTrainedModel."""
+    import sys
+
+    import transformers
+    from transformers import PreTrainedModel
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    names = config.get("architectures") or []
+    name = names[0] if names and isinstance(names[0], str) else ""
+    if not name.endswith(("Encoder", "EncoderModel")):
+        return None
+    base = MODEL_MAPPING_NAMES.get(str(config.get("model_type", "")))
+    places = [transformers]
+    for candidate in base if isinstance(base, tuple) else (base,):
+        with contextlib.suppress(AttributeError, ImportError, TypeError):
+            places.append(sys.modules[getattr(transformers, str(candidate)).__module__])
+    for place in places:
+        with contextlib.suppress(AttributeError, ImportError):
+            found = getattr(place, name)
+            if isinstance(found, type) and issubclass(found, PreTrainedModel):
+                return found
+    return None

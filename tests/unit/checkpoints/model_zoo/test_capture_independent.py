@@ -1,0 +1,298 @@
+"""The captured query/key centroids against an independent recomputation, one family at a time.
+
+The capture (``forward_pass``) runs padded batches of sequences of mixed lengths through the
+model's default attention (sdpa where it has it), through transformers' attention interface or
+the projection hooks. The recomputation runs each sequence alone, unpadded, with the eager
+attention path, and takes only what enters each attention module (a forward pre-hook on it: its
+hidden states); from those it computes q and k with the module's own weights and this file's
+own arithmetic: the projections, the fused layouts as the model cards document them, and RoPE
+from the config's base alone (rotate-half, interleaved pairs, or DeepSeek's de-interleaved
+pairs; partial rotary on the first dims; no rotation on NoPE layers), MLA's low-rank query and
+shared rotary key. Then the mean over the sequences reaching each position.
+
+One entry per mechanism family: learned table (BERT), fixed sinusoidal table (M2M100), RoPE
+(Llama) and partial RoPE (Phi, half the head), ALiBi (BLOOM: fused projections), relative (T5),
+none (Jamba's attention block), MLA (DeepSeek-V3), sliding window (Mistral; Gemma2 alternating;
+Cohere2, RoPE in its sliding layers only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from geoanalyze.checkpoints import load_checkpoint
+from geoanalyze.checkpoints.hidden import forward_pass
+
+from .test_capture_models import SEQ2SEQ, T5, build, capture_tokenizer, texts
+
+__all__ = ["capture_tokenizer"]
+
+LENGTHS = [20, 7, 13, 16, 20, 11, 5, 18, 20, 9, 14, 20]
+HEADS = 4
+QK = Callable[[Any, Any, int, Any], tuple[Any, Any]]  # (attention module, x (T, w), block, config) -> q, k
+
+
+# --- this file's own arithmetic ---------------------------------------------------------------------
+
+
+def linear(module: Any, x: Any) -> Any:
+    """x W^T + b in float64."""
+    out = x @ module.weight.double().T
+    return out + module.bias.double() if module.bias is not None else out
+
+
+def angles(length: int, dims: int, base: float) -> Any:
+    """(T, dims / 2): position p times base^(-2i/dims)."""
+    import torch
+
+    inverse = base ** (-torch.arange(0, dims, 2, dtype=torch.float64) / dims)
+    return torch.arange(length, dtype=torch.float64)[:, None] * inverse[None]
+
+
+def rotate_half(x: Any, base: float, dims: int | None = None) -> Any:
+    """(T, H, d): the first ``dims`` of each head rotated in (i, i + dims/2) pairs (Llama, Phi)."""
+    import torch
+
+    dims = dims or x.shape[-1]
+    theta = angles(x.shape[0], dims, base)[:, None]
+    first, second, rest = x[..., : dims // 2], x[..., dims // 2 : dims], x[..., dims:]
+    c, s = torch.cos(theta), torch.sin(theta)
+    return torch.cat([first * c - second * s, second * c + first * s, rest], dim=-1)
+
+
+def rotate_pairs(x: Any, base: float, split: bool = False) -> Any:
+    """(T, H, d) rotated in (2i, 2i + 1) pairs: interleaved back (Cohere), or evens then odds (DeepSeek-V3)."""
+    import torch
+
+    theta = angles(x.shape[0], x.shape[-1], base)[:, None]
+    even, odd = x[..., 0::2], x[..., 1::2]
+    c, s = torch.cos(theta), torch.sin(theta)
+    new_even, new_odd = even * c - odd * s, odd * c + even * s
+    if split:
+        return torch.cat([new_even, new_odd], dim=-1)
+    return torch.stack([new_even, new_odd], dim=-1).flatten(-2)
+
+
+def numbered(blocks: Any) -> dict[int, Any]:
+    """Block number (1-based) -> block."""
+    return dict(enumerate(blocks, 1))
+
+
+def heads(x: Any, size: int) -> Any:
+    return x.view(x.shape[0], -1, size)
+
+
+# --- q and k per family, from the attention module's input -------------------------------------------
+
+
+def separate(query: str, key: str) -> QK:
+    """No position transform inside attention: q = x W_Q, k = x W_K."""
+    return lambda attention, x, block, config: (
+        linear(getattr(attention, query), x),
+        linear(getattr(attention, key), x),
+    )
+
+
+def roped(dims: float = 1.0, pairs: bool = False, nope: Callable[[int, Any], bool] = lambda block, config: False) -> QK:
+    """q_proj/k_proj, then RoPE on the first ``dims`` of each head (rotate-half, or interleaved pairs)."""
+
+    def qk(attention: Any, x: Any, block: int, config: Any) -> tuple[Any, Any]:
+        size = (
+            config.head_dim if getattr(config, "head_dim", None) else config.hidden_size // config.num_attention_heads
+        )
+        base = float(config.rope_parameters["rope_theta"])
+        out = []
+        for projection in (attention.q_proj, attention.k_proj):
+            states = heads(linear(projection, x), size)
+            if not nope(block, config):
+                states = rotate_pairs(states, base) if pairs else rotate_half(states, base, int(size * dims))
+            out.append(states.flatten(1))
+        return out[0], out[1]
+
+    return qk
+
+
+def bloom(attention: Any, x: Any, block: int, config: Any) -> tuple[Any, Any]:
+    """BLOOM's fused query_key_value: per head [q | k | v] (the model card's layout)."""
+    fused = linear(attention.query_key_value, x).view(x.shape[0], HEADS, 3, -1)
+    return fused[:, :, 0].flatten(1), fused[:, :, 1].flatten(1)
+
+
+def mla(attention: Any, x: Any, block: int, config: Any) -> tuple[Any, Any]:
+    """DeepSeek-V3's multi-head latent attention: q from the low-rank q_a -> norm -> q_b, split into
+    a plain and a rotary part; k: the latent kv_a -> norm -> kv_b (plain part per head) beside one
+    rotary key shared by every head; rotary in (2i, 2i + 1) pairs, evens then odds."""
+    import torch
+
+    nope, rope = config.qk_nope_head_dim, config.qk_rope_head_dim
+    base = float(config.rope_parameters["rope_theta"])
+    length = x.shape[0]
+    q = heads(
+        linear(attention.q_b_proj, attention.q_a_layernorm(linear(attention.q_a_proj, x).float()).double()), nope + rope
+    )
+    q = torch.cat([q[..., :nope], rotate_pairs(q[..., nope:], base, split=True)], dim=-1)
+    latent = linear(attention.kv_a_proj_with_mqa, x)
+    compressed, shared = latent[:, : config.kv_lora_rank], latent[:, config.kv_lora_rank :]
+    plain = heads(
+        linear(attention.kv_b_proj, attention.kv_a_layernorm(compressed.float()).double()), nope + config.v_head_dim
+    )
+    rotary = rotate_pairs(shared.view(length, 1, rope), base, split=True).expand(length, HEADS, rope)
+    k = torch.cat([plain[..., :nope], rotary], dim=-1)
+    return q.flatten(1), k.flatten(1)
+
+
+@dataclass(frozen=True)
+class Family:
+    model_type: str
+    config: dict[str, Any]
+    blocks: Callable[[Any], Any]  # the model -> its blocks (or those with attention)
+    attention: Callable[[Any], Any]  # a block -> the attention module whose input is hooked
+    qk: QK
+    tolerance: float = 1e-5
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+LLAMA = {"num_key_value_heads": 2, "rope_theta": 10000.0}
+FAMILIES: dict[str, Family] = {
+    "learned table (BERT)": Family(
+        "bert", {}, lambda m: numbered(m.encoder.layer), lambda b: b.attention.self, separate("query", "key")
+    ),
+    "fixed sinusoidal table (M2M100)": Family(
+        "m2m_100", SEQ2SEQ, lambda m: numbered(m.layers), lambda b: b.self_attn, separate("q_proj", "k_proj")
+    ),
+    "RoPE (Llama)": Family("llama", LLAMA, lambda m: numbered(m.layers), lambda b: b.self_attn, roped()),
+    "partial RoPE (Phi, half the head)": Family(
+        "phi",
+        {"partial_rotary_factor": 0.5, "rope_theta": 10000.0},
+        lambda m: numbered(m.layers),
+        lambda b: b.self_attn,
+        roped(0.5),
+    ),
+    "ALiBi (BLOOM, fused projections)": Family(
+        "bloom", {"n_layer": 2, "n_head": HEADS}, lambda m: numbered(m.h), lambda b: b.self_attention, bloom
+    ),
+    "relative (T5)": Family(
+        "t5", T5, lambda m: numbered(m.block), lambda b: b.layer[0].SelfAttention, separate("q", "k")
+    ),
+    "none (Jamba's attention block)": Family(
+        "jamba",
+        {
+            "num_key_value_heads": 2,
+            "num_experts": 2,
+            "attn_layer_period": 2,
+            "attn_layer_offset": 1,
+            "expert_layer_period": 2,
+            "mamba_d_state": 4,
+            "mamba_dt_rank": 4,
+            "use_mamba_kernels": False,
+        },
+        lambda m: {2: m.layers[1]},
+        lambda b: b.self_attn,
+        separate("q_proj", "k_proj"),
+    ),
+    "MLA (DeepSeek-V3)": Family(
+        "deepseek_v3",
+        {
+            "q_lora_rank": 16,
+            "kv_lora_rank": 16,
+            "qk_rope_head_dim": 4,
+            "qk_nope_head_dim": 4,
+            "v_head_dim": 8,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 16,
+            "first_k_dense_replace": 2,
+            "n_group": 1,
+            "topk_group": 1,
+            "rope_interleave": True,
+            "rope_theta": 10000.0,
+            "num_key_value_heads": HEADS,
+        },
+        lambda m: numbered(m.layers),
+        lambda b: b.self_attn,
+        mla,
+    ),
+    "sliding window (Mistral, window 8)": Family(
+        "mistral", {**LLAMA, "sliding_window": 8}, lambda m: numbered(m.layers), lambda b: b.self_attn, roped()
+    ),
+    "sliding window (Gemma2, alternating)": Family(
+        "gemma2",
+        {**LLAMA, "head_dim": 8, "sliding_window": 8},
+        lambda m: numbered(m.layers),
+        lambda b: b.self_attn,
+        roped(),
+    ),
+    "sliding window (Cohere2: RoPE in sliding layers, NoPE in full)": Family(
+        "cohere2",
+        {**LLAMA, "sliding_window": 8, "layer_types": ["sliding_attention", "full_attention"]},
+        lambda m: numbered(m.layers),
+        lambda b: b.self_attn,
+        roped(pairs=True, nope=lambda block, config: config.layer_types[block - 1] == "full_attention"),
+    ),
+}
+#: run by default: one per family kind; the sliding-window variants beyond Mistral's are slow
+DEFAULT = set(FAMILIES) - {"sliding window (Gemma2, alternating)", "partial RoPE (Phi, half the head)"}
+
+
+def _recompute(folder: Path, family: Family, sequences: list[str], tokenizer: Any) -> dict[int, tuple[Any, Any]]:
+    """Block (1-based) -> (query, key) centroids (n, width), each sequence alone, eager, unpadded."""
+    import torch
+    from transformers import AutoModel
+
+    model: Any = AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
+    if getattr(model.config, "is_encoder_decoder", False):
+        model = model.get_encoder()
+    config = model.config
+    seen: dict[int, Any] = {}
+    attention = {number: family.attention(block) for number, block in family.blocks(model).items()}
+    hooks = []
+    for number, module in attention.items():
+
+        def hook(_: Any, args: Any, kwargs: Any, number: int = number) -> None:
+            seen[number] = (args[0] if args else kwargs["hidden_states"])[0]
+
+        hooks.append(module.register_forward_pre_hook(hook, with_kwargs=True))
+    sums: dict[int, list[Any]] = {}
+    counts = torch.zeros(20, dtype=torch.float64)
+    with torch.no_grad():
+        for text in sequences:
+            ids = torch.tensor([tokenizer(text)["input_ids"]])
+            model(input_ids=ids)
+            for number, x in seen.items():
+                q, k = family.qk(attention[number], x.double(), number, config)
+                total = sums.setdefault(number, [torch.zeros(20, t.shape[1], dtype=torch.float64) for t in (q, k)])
+                total[0][: ids.shape[1]] += q
+                total[1][: ids.shape[1]] += k
+            counts[: ids.shape[1]] += 1
+    for handle in hooks:
+        handle.remove()
+    return {number: (q / counts[:, None], k / counts[:, None]) for number, (q, k) in sums.items()}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in DEFAULT else pytest.mark.slow) for n in FAMILIES])
+def test_captured_centroids_equal_an_independent_recomputation(
+    name: str, capture_tokenizer: Any, tmp_path: Path
+) -> None:
+    family = FAMILIES[name]
+    folder = build(tmp_path / "model", capture_tokenizer, family.model_type, family.config)
+    sequences = texts(LENGTHS, capture_tokenizer)
+    checkpoint = load_checkpoint(str(folder))
+    result = forward_pass(checkpoint, sequences, max_length=20, batch_size=4, device="cpu", dtype="float32")
+    expected = _recompute(folder, family, sequences, capture_tokenizer)
+    assert sorted(result.queries) == sorted(expected), (result.capture, result.notes)
+    worst_abs = worst_rel = 0.0
+    for block, (q, k) in expected.items():
+        for captured, reference in ((result.queries[block], q.numpy()), (result.keys[block], k.numpy())):
+            got = captured[:20]
+            assert got.shape == reference.shape, (block, got.shape, reference.shape)
+            np.testing.assert_allclose(got, reference, atol=family.tolerance, rtol=family.tolerance)
+            difference = np.abs(got - reference)
+            worst_abs = max(worst_abs, float(difference.max()))
+            worst_rel = max(worst_rel, float((difference / np.maximum(np.abs(reference), 1e-3)).max()))
+    print(f"\n{name} [{result.capture}]: max |diff| {worst_abs:.2e}, max rel {worst_rel:.2e}")
