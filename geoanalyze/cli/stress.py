@@ -383,6 +383,7 @@ def stress(
         _stress_inputs([target], dataset, data_dir, tokenizer, compare),
         [Output("--output", output), Folder("--plot-dir", plot_dir), *figures],
     )
+    check_not_a_table_file(target)
     rules = stress_gate(ctx.params)
     options = stress_options(ctx.params)
     with _progress_bars() as bars:
@@ -461,6 +462,21 @@ def report(
     emit_report(page, format, output, figure_dir, run, dataset)
 
 
+#: the files a target names that are arrays of position vectors, not checkpoints
+TABLE_SUFFIXES = (".npy", ".npz", ".safetensors")
+
+
+def check_not_a_table_file(target: str) -> None:
+    """A target that is an array file (``rand.npy``) is refused with the spec that scores its rows
+    (``file:rand.npy``): a checkpoint is a folder, an array is an encoding."""
+    path = Path(target).expanduser()
+    if ":" not in target and path.suffix.lower() in TABLE_SUFFIXES and path.is_file():
+        raise InputError(
+            f"{target} is an array file, not a checkpoint folder; to score its rows as position vectors "
+            f"pass file:{target}"
+        )
+
+
 def _check_targets(targets: list[str], trust_remote_code: bool = False) -> int | None:
     """Resolve every target before the first analysis, so a typo in the last one fails at once.
 
@@ -473,6 +489,7 @@ def _check_targets(targets: list[str], trust_remote_code: bool = False) -> int |
     width = None
     for target in targets:
         check_not_a_typo(target)
+        check_not_a_table_file(target)
         if is_encoding_spec(target):
             get_encoding(target).check()
         else:

@@ -41,7 +41,7 @@ def output_width() -> int:
 
 
 #: the console results are rendered with (its width is set from :func:`output_width` at each print)
-stdout_console = Console(soft_wrap=True, width=output_width())
+stdout_console = Console(soft_wrap=True, width=output_width(), emoji=False)
 OUTPUT_FORMATS = ("table", "json", "markdown")
 FORMATS = OUTPUT_FORMATS
 
@@ -74,7 +74,7 @@ def key_value_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
     table.add_column("", style="bold", overflow="fold")
     table.add_column("", overflow="fold")
     for label, value in rows:
-        table.add_row(label, fmt(value))
+        table.add_row(Text(str(label)), Text(fmt(value)))  # text, not markup: a "[x]" or ":a:" stays as typed
     return table
 
 
@@ -108,14 +108,14 @@ def grid_table(
         widest = max((len(fmt(cell)) for cell in cells), default=0)
         # A text column is never squeezed below its header (up to 12 characters) to make room.
         table.add_column(
-            name,
+            Text(name),
             justify="right" if numeric else "left",
             overflow="fold",
             no_wrap=numeric or keep,
             min_width=max(widest, len(name)) if keep else None if numeric else min(len(name), 12),
         )
     for row in rows:
-        table.add_row(*(fmt(v) for v in row))
+        table.add_row(*(fmt(v) for v in row))  # Rich markup in a cell is styled here, plain text in Markdown
     return table
 
 
@@ -148,6 +148,17 @@ def print_warnings(lines: Iterable[str], format: str = "table") -> None:
         else:
             folded = [escape(part) for part in wrapped(f"warning: {line}")]
             emit(f"[bold yellow]warning:[/]{folded[0][len('warning:') :]}", *folded[1:])
+
+
+def print_paragraph(text: str, format: str = "table") -> None:
+    """A sentence under a result (a note, a caveat): folded to the output's width in the table format
+    (next lines indented by two), one Markdown paragraph otherwise."""
+    from rich.markup import escape
+
+    if format == "markdown":
+        print(md_text(text) + "\n")
+    else:
+        emit(*(escape(line) for line in wrapped(text)))
 
 
 def rendered(*renderables: RenderableType, width: int | None = None) -> str:
@@ -217,7 +228,7 @@ def plain(text: Any) -> str:
     if "[" not in value:
         return value
     try:
-        return Text.from_markup(value).plain
+        return Text.from_markup(value, emoji=False).plain
     except Exception:  # not markup after all (a literal "[" in a value)
         return value
 

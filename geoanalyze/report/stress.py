@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
+from rich.text import Text
 
 from ..geometry.null import ASPECTS
 from ..results import (
@@ -164,9 +165,10 @@ def fitted_tables(title: str, header: list[str], rows: list[list[Any]], width: i
     """
     from .render import grid_table
 
+    rows = [[escape(str(row[0])), *row[1:]] for row in rows]  # a name is text, never Rich markup
     if not rows or layout_width(header, rows) <= width:
         return [grid_table(title, header, rows, text_columns=("null",))]
-    names = [str(row[0]) for row in rows]
+    names = [Text.from_markup(str(row[0]), emoji=False).plain for row in rows]  # a header is text already
     scores = [[label, *[row[i] for row in rows]] for i, label in enumerate(header) if i > 0]
     label_width = max(len(str(row[0])) for row in scores)
     groups: list[list[int]] = [[]]

@@ -190,3 +190,15 @@ def test_a_file_corpus_has_no_split_and_one_shard_is_singular(work: Path, monkey
     assert "(split -)" not in text and "drift-words.txt" in text
     counted = run(work, ("marginals", DRIFT_WORDS, "-t", "whitespace", "--no-cache"), {}, monkeypatch)
     assert "1 shard counted" in counted and "1 shards" not in counted
+
+
+@pytest.mark.parametrize("command", ["stress", "report"])
+def test_an_array_file_as_the_target_is_told_its_spec(command: str, tmp_path: Path) -> None:
+    import numpy as np
+    from helpers import refused
+
+    np.save(tmp_path / "rand.npy", np.random.default_rng(0).standard_normal((64, 16)))
+    extra = ("-o", "r.md") if command == "report" else ()
+    run = geoanalyze(command, "rand.npy", "--dataset", DRIFT_WORDS, *extra, cwd=tmp_path)
+    refused(run, "rand.npy is an array file, not a checkpoint folder", "pass file:rand.npy")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["rand.npy"]  # nothing written
