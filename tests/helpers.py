@@ -114,12 +114,17 @@ def _empty_caches() -> None:
                 clear()
 
 
+_OTHER_TERMINATING = tuple(getattr(signal, name) for name in ("SIGHUP", "SIGQUIT") if hasattr(signal, name))
+
+
 @contextmanager
 def _process_state(env: dict[str, str] | None) -> Iterator[None]:
     saved_env = {key: os.environ.get(key) for key in (env or {})}
     saved_argv, saved_cwd = sys.argv, os.getcwd()
     saved_streams = sys.stdin, sys.stdout, sys.stderr
     saved_term = signal.getsignal(signal.SIGTERM)
+    # main() also takes SIGHUP and SIGQUIT (a closed terminal, Ctrl-\); the test process gets its own back
+    saved_others = {signum: signal.getsignal(signum) for signum in _OTHER_TERMINATING}
     try:
         os.environ.update(env or {})
         yield
@@ -128,6 +133,8 @@ def _process_state(env: dict[str, str] | None) -> Iterator[None]:
         sys.argv = saved_argv
         os.chdir(saved_cwd)
         signal.signal(signal.SIGTERM, saved_term)
+        for signum, handler in saved_others.items():
+            signal.signal(signum, handler)
         os.environ.pop("GEOANALYZE_DEBUG", None)
         for key, value in saved_env.items():
             if value is None:

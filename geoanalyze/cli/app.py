@@ -1,9 +1,13 @@
 """The `geoanalyze` command.
 
 Exit codes: 0 success; 1 a crossed ``--fail-above`` threshold; 2 bad input (one ``error:`` line);
-3 an internal error (a bug: report it); 130 interrupted (Ctrl-C, SIGTERM); 141 (128 + SIGPIPE)
-stdout was closed by its reader (``geoanalyze ... | head``): the run stops quietly, as other Unix
-tools do.
+3 an internal error (a bug: report it); 130 interrupted (Ctrl-C, SIGTERM, SIGHUP of a closed
+terminal, SIGQUIT; staged outputs are removed); 141 (128 + SIGPIPE) stdout was closed by its reader
+(``geoanalyze ... | head``): the run stops quietly, as other Unix tools do.
+
+A stdout closed before the start (``geoanalyze ... >&-``) is refused (exit 2: the results would go
+nowhere); a closed stderr discards the messages; text a stream cannot encode
+(``PYTHONIOENCODING=ascii``) is written with backslash escapes.
 """
 
 from __future__ import annotations
@@ -24,19 +28,39 @@ def _interrupted_while_starting(signum: int, frame: object) -> None:
     os._exit(INTERRUPTED_EXIT)
 
 
+#: the signals that end a run as Ctrl-C does (staged outputs removed, exit 130), besides SIGINT: a
+#: kill or CI timeout, a closed terminal or ssh session, Ctrl-\ (SIGQUIT)
+TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
+
+
 def _install_startup_handlers() -> None:
     """Installed before the heavy imports below, only when this process is the ``geoanalyze``
     program (not a program importing the module), and never over a signal its parent ignores."""
     program = sys.argv[0] if sys.argv else ""
     if os.path.basename(program) != "geoanalyze" and not program.endswith(os.path.join("geoanalyze", "__main__.py")):
         return
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _interrupted_while_starting)
+    for signum in TERMINATING:
+        if signal.getsignal(signum) == signal.SIG_DFL:
+            signal.signal(signum, _interrupted_while_starting)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _interrupted_while_starting)
 
 
+#: whether the program started with its stdout closed (``>&-``: Python's sys.stdout is None)
+STARTED_WITHOUT_STDOUT = sys.stdout is None
+
+
+def _stand_in_for_closed_streams() -> None:
+    """A closed stdout or stderr (None in Python) is given /dev/null, so the imports below (which
+    probe the terminal) and the messages work; :func:`main` refuses to run without a stdout."""
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (for the life of the process)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+
+
 _install_startup_handlers()
+_stand_in_for_closed_streams()
 
 from typing import Annotated  # noqa: E402
 
@@ -138,12 +162,36 @@ def _terminated(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def main() -> None:
-    """Console-script entry point: usage errors, too, are one ``error:`` line and exit code 2."""
-    # A terminated run (a CI timeout, kill) unwinds like an interrupt, so staged outputs are removed.
-    signal.signal(signal.SIGTERM, _terminated)
+def _install_run_handlers() -> None:
+    """A terminated run (a CI timeout, kill, a closed terminal) unwinds like an interrupt, so staged
+    outputs are removed; a signal the parent ignores (``nohup`` and SIGHUP) stays ignored."""
+    for signum in TERMINATING:
+        if signum == signal.SIGTERM or signal.getsignal(signum) in (signal.SIG_DFL, _interrupted_while_starting):
+            signal.signal(signum, _terminated)
     if signal.getsignal(signal.SIGINT) == _interrupted_while_starting:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _escape_what_cannot_be_encoded() -> None:
+    """A file name or text a stream's encoding lacks (``PYTHONIOENCODING=ascii``, a C locale) is
+    written as a backslash escape, not a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
+def main() -> None:
+    """Console-script entry point: usage errors, too, are one ``error:`` line and exit code 2."""
+    _install_run_handlers()
+    _escape_what_cannot_be_encoded()
+    if STARTED_WITHOUT_STDOUT:
+        print(
+            "error: stdout is closed (`>&-`), so the results would go nowhere; "
+            "send them somewhere, e.g. `> /dev/null` to discard them",
+            file=sys.stderr,
+        )
+        sys.exit(USAGE_EXIT)
     stdout = sys.stdout
     sys.stdout = _GuardedStdout(stdout)  # type: ignore[assignment]
     try:

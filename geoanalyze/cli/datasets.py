@@ -111,7 +111,7 @@ def synthesize(
         if not Path(words).is_file():
             raise InputError(f"--words file not found: {words}; pass 'bert' or a file with one word a line")
         try:
-            word_list = Path(words).read_text(encoding="utf-8").split()
+            word_list = Path(words).read_text(encoding="utf-8-sig").replace("\ufeff", " ").split()  # BOMs are no words
         except UnicodeDecodeError as exc:
             raise InputError(f"--words file {words} is not UTF-8; convert it (e.g. iconv -t utf-8)") from exc
     corpus = synthetic_corpus(

@@ -122,12 +122,40 @@ def _format_help(command: Any, ctx: Any, formatter: Any, render: Any) -> None:
         render(ctx, formatter)
 
 
+def refuse_repeated(command: Any, ctx: Any, args: list[str]) -> None:
+    """An option that takes one value, given twice (``--limit 1 --limit 2``, ``-o a -o b``, an option
+    and its old name), is a usage error naming it: the parser would keep the last one silently.
+    Repeatable options (``--set``, ``--compare``) and flags are left to their own checks."""
+    try:
+        _, _, order = command.make_parser(ctx).parse_args(args=list(args))
+    except Exception:  # an unknown option, a missing value: the real parse reports it
+        return
+    seen: set[str] = set()
+    for param in order:
+        if not isinstance(param, TyperOption) or param.multiple or param.is_flag or param.count:
+            continue
+        if param.name in seen:
+            names = " / ".join(param.opts + param.secondary_opts)
+            raise typer.BadParameter(
+                "given more than once; give it once (the last value would silently win)",
+                ctx=ctx,
+                param=param,
+                param_hint=names,
+            )
+        seen.add(param.name)
+
+
 class Command(TyperCommand):
     """A command whose --help lists its flags (``--help`` too) without a value type, its options
-    without their old names, and ends with its examples."""
+    without their old names, and ends with its examples; a single-valued option given twice is
+    refused (:func:`refuse_repeated`)."""
 
     def get_params(self, ctx: Any) -> list[Any]:  # ctx: the vendored click's Context
         return untyped_flags(super().get_params(ctx))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        refuse_repeated(self, ctx, args)
+        return super().parse_args(ctx, args)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         _format_help(self, ctx, formatter, super().format_help)
@@ -161,6 +189,18 @@ class Group(TyperGroup):
             typer.echo(ctx.get_help(), err=True, color=ctx.color)
             raise typer.Exit(2)
         return super().parse_args(ctx, args)
+
+
+def distinct_settings(values: list[str] | None) -> list[str] | None:
+    """``--set KEY=VALUE`` repeatable, each KEY once: ``--set steps=1 --set steps=2`` is refused, not
+    read as the last one."""
+    seen: set[str] = set()
+    for value in values or []:
+        key = value.partition("=")[0].strip()
+        if key in seen:
+            raise typer.BadParameter(f"{key} is set twice ({value!r} again); set each key once")
+        seen.add(key)
+    return values
 
 
 def none_blank(values: list[str] | None) -> list[str] | None:

@@ -295,7 +295,7 @@ def write_page(targets: list[str], options: StressOptions, output: Path, title: 
     folder (no figure of a previous report is left), or, on any failure, neither.
     """
     from ..io import write_text
-    from ..report.page import build_report
+    from ..report.page import build_report, check_figure_folder
 
     figure_dir = output.parent / f"{output.stem}_files"
     with all_or_none() as stage, _progress_bars() as bars:
@@ -308,6 +308,7 @@ def write_page(targets: list[str], options: StressOptions, output: Path, title: 
 
 def emit_report(page: ReportPage, format: str, output: Path, figure_dir: Path, run: dict[str, Any], dataset: str) -> None:
     """Print the report in --format (a summary table, every result's JSON, or the page) and exit 1 when
+    check_figure_folder(figure_dir)  # replaced whole: only an earlier report's figures may be there
     a target could not be analysed or crossed the gate."""
     from ..report.render import emit
     from ..report.stress import report_summary

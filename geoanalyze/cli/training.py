@@ -28,6 +28,7 @@ Sets = Annotated[
     typer.Option(
         "--set",
         "-s",
+        callback=opt.distinct_settings,
         help="KEY=VALUE setting, e.g. steps=500 or model.pe=rope (repeatable; `geoanalyze train --list-keys`).",
     ),
 ]

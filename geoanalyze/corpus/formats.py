@@ -2,16 +2,18 @@ r"""Reading one corpus file: its format, its encoding, and the binary files that
 
 Formats, by suffix (each optionally gzipped, ``.gz``):
 
-- ``.txt`` / ``.tokens``: one text a line; a line ends at ``"\n"`` only (never at \x85, \u2028,
-  \x0c, ... as :meth:`str.splitlines` would cut), stripped;
+- ``.txt`` / ``.tokens``: one text a line; a line ends at ``"\n"``, ``"\r\n"`` or a lone ``"\r"``
+  (old Mac files), never at \x85, \u2028, \x0c, ... as :meth:`str.splitlines` would cut; stripped;
 - ``.tsv`` / ``.csv``: a header line naming the columns, then one text a row in the text column
   (TSV unquoted, as GLUE writes it; CSV quoted, fields may span lines);
 - ``.jsonl`` / ``.json``: one JSON object a line, the text in its text field;
 - ``.parquet``: the text column, read batch by batch.
 
 The text column is ``--text-column`` when given, else the first of :data:`TEXT_COLUMN_GUESSES`
-present. Every file is UTF-8 (a byte order mark is dropped); an invalid byte, a NUL byte or a
-corrupt compressed stream is one error naming the file and the line. :func:`read_file` reads a
+present. Every file is UTF-8 (a byte order mark is dropped, at the head and within, where a
+concatenation of files left one); an invalid byte, a NUL byte or a corrupt compressed stream is one
+error naming the file and the line, and a file in UTF-16 or UTF-32 (by its byte order mark), a gzip
+stream inside a gzip stream or gzip data without ``.gz`` is an error naming what it is. :func:`read_file` reads a
 file whole; :func:`iter_file_texts` streams the same texts (memory: one line, one parquet batch).
 """
 
@@ -37,7 +39,6 @@ def is_shard_file(path: Path) -> bool:
     """Whether a file name is one a shard of a glob or folder may have (:data:`SHARD_SUFFIXES`, optionally .gz)."""
     name = path.name.lower()
     return name.endswith(SHARD_SUFFIXES) or name.endswith(tuple(f"{s}.gz" for s in SHARD_SUFFIXES))
-
 
 
 CORPUS_FORMATS = (
@@ -157,10 +158,53 @@ def check_not_binary(path: Path) -> None:
     raise InputError(f"{path} is {what}, not a corpus; pass {CORPUS_FORMATS}")
 
 
-def decode(data: bytes, path: Path) -> str:
-    """A file's bytes as text: UTF-8 without a byte order mark, no NUL; FormatError naming the line otherwise."""
+#: byte order marks of the encodings a text editor may save in, longest first (UTF-32LE starts as UTF-16LE)
+_OTHER_UNICODE = (
+    (b"\xff\xfe\x00\x00", "UTF-32 (little-endian)", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32 (big-endian)", "UTF-32"),
+    (b"\xff\xfe", "UTF-16 (little-endian)", "UTF-16"),
+    (b"\xfe\xff", "UTF-16 (big-endian)", "UTF-16"),
+)
+_GZIP_MAGIC = b"\x1f\x8b"
+_BOM = "\ufeff"
+
+
+def check_head(head: bytes, path: Path, gunzipped: bool) -> None:
+    """Refuse, naming what they are, the text files that would otherwise read as invalid UTF-8: UTF-16
+    and UTF-32 (by their byte order mark), gzip data inside gzip data, gzip data not named .gz."""
+    for mark, what, codec in _OTHER_UNICODE:
+        if head.startswith(mark):
+            plain = path.name.removesuffix(".gz")
+            read = (
+                f"zcat {path.name} | iconv -f {codec} -t UTF-8"
+                if gunzipped
+                else f"iconv -f {codec} -t UTF-8 {path.name}"
+            )
+            raise FormatError(
+                f"{path} is {what} text (by its byte order mark), and corpora are read as UTF-8; "
+                f"convert it: {read} > utf8-{plain}"
+            )
+    if head.startswith(_GZIP_MAGIC):
+        if gunzipped:
+            raise FormatError(
+                f"{path} is gzip-compressed twice (its content is gzip data again); decompress it once: "
+                f"zcat {path.name} > once-{path.name}"
+            )
+        raise FormatError(f"{path} is gzip-compressed but not named .gz; rename it to {path.name}.gz")
+
+
+def _without_boms(text: str) -> str:
+    # U+FEFF is a byte order mark where files were concatenated (`cat a.txt b.txt`), not a character
+    # of the text: kept, it would stick to the next token.
+    return text.replace(_BOM, "") if _BOM in text else text
+
+
+def decode(data: bytes, path: Path, gunzipped: bool = False) -> str:
+    """A file's bytes as text: UTF-8 without byte order marks, no NUL; FormatError naming the line
+    otherwise (and :func:`check_head`'s errors)."""
     if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark (Excel, Notepad) is not text
         data = data[3:]
+    check_head(data[:4], path, gunzipped)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -172,7 +216,7 @@ def decode(data: bytes, path: Path) -> str:
     nul = text.find("\x00")
     if nul >= 0:
         raise FormatError(_nul_message(path, text[:nul].count("\n") + 1, len(text[:nul].encode())))
-    return text
+    return _without_boms(text)
 
 
 def _nul_message(path: Path, line: int, offset: int) -> str:
@@ -222,13 +266,20 @@ def read_file(path: Path, text_column: str | None) -> list[str]:
     suffix = _base_suffix(path)
     if suffix == ".parquet":
         return list(_iter_parquet(path, text_column))
-    text = decode(read_bytes(path), path)
+    text = decode(read_bytes(path), path, gunzipped=path.suffix.lower() == ".gz")
     if suffix in (".tsv", ".csv"):
         return _read_table(text, path, text_column, delimiter="\t" if suffix == ".tsv" else ",")
     if suffix in (".jsonl", ".json"):
         return _read_jsonl(text, path, text_column)
-    # A line ends at "\n" only: str.splitlines() would also cut texts at \x85, \u2028, \x0c, ...
-    return [line.strip() for line in text.split("\n")]
+    return [line.strip() for line in split_lines(text)]
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines ending at "\\n", "\\r\\n" or a lone "\\r" (an old Mac file): str.splitlines() would also
+    cut texts at \\x85, \\u2028, \\x0c, ..."""
+    if "\r" not in text:
+        return text.split("\n")
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def pick_column(columns: Iterable[str], text_column: str | None, path: Path) -> str:
@@ -302,8 +353,6 @@ def _jsonl_values(lines: Iterable[str], path: Path, text_column: str | None) -> 
         yield value
 
 
-
-
 # --- streaming reads ----------------------------------------------------------------------
 
 
@@ -322,7 +371,7 @@ def iter_file_texts(path: Path, text_column: str | None) -> Iterator[str]:
     elif suffix in (".tsv", ".csv"):
         texts = read_file(path, text_column)
     else:
-        texts = (line.strip() for line in _iter_lines(path))
+        texts = (piece.strip() for line in _iter_lines(path) for piece in split_lines(line))
     return (text for text in texts if text.strip())
 
 
@@ -341,6 +390,8 @@ def _iter_lines(path: Path) -> Iterator[str]:
                 if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                     raw = raw[3:]
                     offset = 3
+                if number == 1:
+                    check_head(raw[:4], path, gunzipped=path.suffix.lower() == ".gz")
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
@@ -352,7 +403,7 @@ def _iter_lines(path: Path) -> Iterator[str]:
                 if nul >= 0:
                     raise FormatError(_nul_message(path, number, offset + nul))
                 offset += len(raw)
-                yield line[:-1] if line.endswith("\n") else line
+                yield _without_boms(line[:-1] if line.endswith("\n") else line)
         except _DECOMPRESSION_ERRORS as exc:
             raise _unreadable(path, exc) from exc
 
@@ -374,4 +425,3 @@ def _iter_parquet(path: Path, text_column: str | None, batch_rows: int = 4096) -
                 yield value
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         raise FormatError(f"cannot read {path} ({first_line(exc)}); check that the file is complete") from exc
-

@@ -131,8 +131,7 @@ class _BackendTokenizer(Tokenizer):
         return np.asarray(self._spec.special_ids, dtype=np.int64)
 
     def encode_batch(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        encodings = self._backend.encode_batch_fast(list(texts), add_special_tokens=self.add_special_tokens)
-        return _flatten([encoding.ids for encoding in encodings])
+        return encode_with_backend(self._backend, texts, self.add_special_tokens, self.name)
 
     def identity(self) -> dict[str, Any]:
         return dict(json.loads(self._spec.identity_json))
@@ -149,10 +148,7 @@ class HFTokenizer(Tokenizer):
         self.name = name
         self.add_special_tokens = add_special_tokens
         self.hf, self.resolved = load_hf_tokenizer(name)
-        model_max = getattr(self.hf, "model_max_length", None) or DEFAULT_MAX_LENGTH
-        if model_max > 100_000:  # transformers' "unset" sentinel is a huge integer
-            model_max = DEFAULT_MAX_LENGTH
-        self.max_length = int(max_length or model_max)
+        self.max_length = int(max_length or model_max_length(self.hf, name))
         if self.max_length < 1:
             raise InputError(f"--max-length must be at least 1, got {self.max_length}")
         n_special = self.hf.num_special_tokens_to_add(pair=False) if add_special_tokens else 0
@@ -186,9 +182,7 @@ class HFTokenizer(Tokenizer):
         return np.asarray(sorted(special), dtype=np.int64)
 
     def encode_batch(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        encodings = self._backend.encode_batch_fast(list(texts), add_special_tokens=self.add_special_tokens)
-        id_lists = [encoding.ids for encoding in encodings]
-        return _flatten(id_lists)
+        return encode_with_backend(self._backend, texts, self.add_special_tokens, self.name)
 
     def identity(self) -> dict[str, Any]:
         vocab = self.hf.get_vocab()
@@ -281,6 +275,37 @@ class CharTokenizer(_BuiltVocabTokenizer):
         return list(text)
 
 
+def encode_with_backend(
+    backend: Any, texts: Sequence[str], add_special_tokens: bool, name: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """(flat ids, lengths) of ``texts`` by a Rust tokenizer; a word its vocabulary lacks, with no
+    unknown token to stand for it (a WordLevel model without [UNK]), is an InputError naming the word."""
+    try:
+        encodings = backend.encode_batch_fast(list(texts), add_special_tokens=add_special_tokens)
+    except Exception as exc:  # the Rust backend raises a bare Exception
+        if "missing" not in str(exc).lower() or "unk" not in str(exc).lower():
+            raise
+        word = _word_out_of_vocabulary(backend, texts)
+        raise InputError(
+            f"tokenizer {name}: the word {word!r} is not in its vocabulary, and the tokenizer has no unknown "
+            "token ([UNK]) to stand for it; add an unk_token to its tokenizer.json, or use a tokenizer that "
+            "covers the corpus"
+        ) from None
+    return _flatten([encoding.ids for encoding in encodings])
+
+
+def _word_out_of_vocabulary(backend: Any, texts: Sequence[str]) -> str:
+    """The first word of ``texts`` (normalised and pre-tokenised as the backend does) not in its vocabulary."""
+    vocabulary = backend.get_vocab(with_added_tokens=True)
+    for text in texts:
+        normalised = backend.normalizer.normalize_str(text) if backend.normalizer is not None else text
+        pieces = backend.pre_tokenizer.pre_tokenize_str(normalised) if backend.pre_tokenizer is not None else []
+        for piece, _ in pieces or [(normalised, None)]:
+            if piece not in vocabulary:
+                return str(piece)
+    return "?"
+
+
 def _flatten(id_lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
     total = int(lengths.sum())
@@ -290,6 +315,22 @@ def _flatten(id_lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     return flat, lengths
 
 
+def model_max_length(tokenizer: Any, name: str) -> int:
+    """The longest sequence a HF tokenizer's config allows (its ``model_max_length``); DEFAULT_MAX_LENGTH
+    when unset. A value that is no positive integer (``"abc"`` in tokenizer_config.json) is an InputError."""
+    value = getattr(tokenizer, "model_max_length", None)
+    if value is None:
+        return DEFAULT_MAX_LENGTH
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # transformers' "unset" sentinel is int(1e30), JSON may hold 512.0
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InputError(
+            f"tokenizer {name}: model_max_length in its tokenizer_config.json is {value!r}, not a positive "
+            "integer; fix the file, or pass --max-length"
+        )
+    return DEFAULT_MAX_LENGTH if value > 100_000 else value  # the sentinel is a huge integer
+
+
 def get_tokenizer(spec: str, max_length: int | None = None, add_special_tokens: bool = True) -> Tokenizer:
     """Resolve a tokenizer spec: "whitespace", "char", a HF hub name, or a local folder."""
     if spec == "whitespace":
@@ -297,6 +338,54 @@ def get_tokenizer(spec: str, max_length: int | None = None, add_special_tokens: 
     if spec == "char":
         return CharTokenizer(max_length)
     return HFTokenizer(spec, max_length=max_length, add_special_tokens=add_special_tokens)
+
+
+#: the files that hold a vocabulary, one of which a tokenizer folder must have: a fast tokenizer's
+#: tokenizer.json, WordPiece's vocab.txt, BPE's vocab.json (with merges.txt), SentencePiece's *.model
+VOCABULARY_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "*.model", "tiktoken.model", "*.tiktoken")
+#: a tokenizer this much smaller than its model's vocabulary is another model's (padded vocabularies,
+#: GPT-NeoX's 50277 tokens of 50304 rows, Phi-2's 50295 of 51200, stay above it)
+VOCABULARY_SHARE = 0.9
+
+
+def check_tokenizer_files(path: Path) -> None:
+    """A folder without any of :data:`VOCABULARY_FILES` is refused: transformers would build an empty
+    tokenizer from its config alone (a BertTokenizer of 5 special tokens: every word [UNK])."""
+    if not path.is_dir() or any(next(path.glob(pattern), None) is not None for pattern in VOCABULARY_FILES):
+        return
+    raise InputError(
+        f"{path} holds no tokenizer files (tokenizer.json, vocab.txt, vocab.json with merges.txt, or a "
+        "SentencePiece .model); copy the model's tokenizer files into it, or pass the tokenizer with "
+        "--tokenizer (a hub name or a folder)"
+    )
+
+
+def check_vocabulary(tokenizer: Any, path: Path) -> None:
+    """Refuse a tokenizer of special tokens only, or one much smaller than the model whose folder it
+    sits in (config.json's ``vocab_size``): its ids would be another vocabulary's."""
+    size = len(tokenizer)
+    if size <= len(set(tokenizer.all_special_ids)):
+        raise InputError(
+            f"the tokenizer in {path} holds only its {size} special tokens, so every word would be [UNK]; "
+            "copy the model's tokenizer files (tokenizer.json or vocab.txt) into it"
+        )
+    vocab_size = _model_vocab_size(path)
+    if vocab_size is not None and size < VOCABULARY_SHARE * vocab_size:
+        raise InputError(
+            f"the tokenizer in {path} has {size} tokens but its model's vocabulary (vocab_size in "
+            f"config.json) has {vocab_size}; the tokenizer files are another model's: copy the model's own "
+            "(tokenizer.json or vocab.txt)"
+        )
+
+
+def _model_vocab_size(folder: Path) -> int | None:
+    """config.json's integer ``vocab_size`` in a model folder, or None (no model there, or none given)."""
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = config.get("vocab_size") if isinstance(config, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def load_hf_tokenizer(name: str) -> tuple[Any, str]:
@@ -309,13 +398,16 @@ def load_hf_tokenizer(name: str) -> tuple[Any, str]:
     path = Path(name).expanduser()
     transformers = import_transformers()
     if path.exists():
+        check_tokenizer_files(path)
         try:
-            return transformers.AutoTokenizer.from_pretrained(str(path)), str(path)
+            tokenizer = transformers.AutoTokenizer.from_pretrained(str(path))
         except (OSError, ValueError) as exc:
             raise InputError(
                 f"{path} exists but holds no tokenizer ({first_line(exc)}); "
                 "pass a folder with tokenizer.json or tokenizer_config.json"
             ) from exc
+        check_vocabulary(tokenizer, path)
+        return tokenizer, str(path)
     tried.append(f"local folder {path} (absent)")
     try:
         return transformers.AutoTokenizer.from_pretrained(name, local_files_only=True), f"HF cache ({name})"

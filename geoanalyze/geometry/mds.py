@@ -290,14 +290,48 @@ class LowRankEncoding:
         return {"factored": factored, "dense": dense, "saving": 1.0 - factored / dense}
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the PE file: ``position_embeddings`` (n x d, float32), ``A``, ``W``, ``positions``."""
+        """Write the PE file: ``position_embeddings`` (n x d, float32), ``A``, ``W``, ``positions``.
+
+        Refused (InputError, nothing written) when float32 cannot hold the table: see
+        :func:`check_float32`.
+        """
+        table = self.position_embeddings
+        # W's rows are orthonormal, its entries at most 1: P and A are the arrays float32 may spoil
+        check_float32([table, self.A], self.metadata.get("scale", 1.0))
         arrays: dict[str, np.ndarray] = {
-            "position_embeddings": self.position_embeddings.astype(np.float32),
+            "position_embeddings": table.astype(np.float32),
             "A": self.A.astype(np.float32),
             "W": self.W.astype(np.float32),
             "positions": self.positions.astype(np.int64),
         }
         save_arrays(path, arrays, kind="mds", metadata=self.metadata)
+
+
+#: float32's largest finite value, and the smallest largest entry of a table it holds with its full
+#: precision: below FLOAT32_LOWEST the table's small entries fall under float32's smallest normal
+#: number (tiny) while the rounding of the largest (its relative eps) would still be finer
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+FLOAT32_LOWEST = float(np.finfo(np.float32).tiny / np.finfo(np.float32).eps)
+
+
+def check_float32(tables: list[np.ndarray], scale: float = 1.0) -> None:
+    """Refuse tables float32 would spoil (the largest entry of them all decides): an entry beyond its
+    range (written as inf), or a largest entry below :data:`FLOAT32_LOWEST` (entries written subnormal
+    or as zeros, so the file scores otherwise than the table). The fix named is a --scale 1% inside
+    the range."""
+    largest = max((float(np.max(np.abs(table))) for table in tables if table.size), default=0.0)
+    if largest > FLOAT32_MAX:
+        raise InputError(
+            f"the encoding's largest entry ({largest:.3g}) exceeds float32's range ({FLOAT32_MAX:.3g}), the "
+            f"type of a PE file, so it would be written as inf; lower --scale (now {scale:g}) to at most "
+            f"{scale * (0.99 * FLOAT32_MAX / largest):.2g}"
+        )
+    if 0 < largest < FLOAT32_LOWEST:
+        raise InputError(
+            f"the encoding's largest entry ({largest:.3g}) is below {FLOAT32_LOWEST:.3g}, under which float32, "
+            f"the type of a PE file, rounds its entries to fewer bits or to zero; raise --scale (now {scale:g}) "
+            f"to at least {scale * (1.01 * FLOAT32_LOWEST / largest):.2g}"
+        )
 
 
 def orthonormal_rows(rank: int, dim: int, basis: str = "random", seed: int = 0) -> np.ndarray:
@@ -368,6 +402,11 @@ def mds_encoding(
     wanted = rank if rank is not None else dim
     top_only = method == "partial" or (method == "auto" and len(d) >= PARTIAL_FROM and wanted is not None)
     result = classical_mds(d, n_components=wanted if top_only else None, method=method)
+    if result.embedding.shape[1] == 0:
+        raise InputError(
+            "the distances are all zero (every kept position has the same distribution), so MDS has no "
+            "dimension to embed; use a corpus whose positions differ, or keep more positions (--min-count)"
+        )
     curve = stress_curve(result.embedding, d)
     encoding = low_rank_encoding(
         result,

@@ -10,18 +10,45 @@ The one page ``geoanalyze report`` writes and :func:`geoanalyze.write_report` wr
     **Gate passed** / **Gate FAILED**     (with --fail-above / --fail-if)
     ## <target> on <corpus>               per target: its Markdown section, figures linked from
                                           <page>_files/, or why it was not analysed
+
+A new page replaces its figure folder whole, so :func:`check_figure_folder` lets it do so only
+when the folder holds nothing but figures a report draws (``<index>-<figure>.png``, the names
+:func:`~geoanalyze.report.stress.write_figures` gives): a file of the user's there is never deleted.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
 from ..results import Gate, StressResult, display_path, gate_line, markdown_table
 from .render import provenance_line
 from .stress import report_header, report_row, write_figures
+
+#: the name of each figure a report draws: ``<index>-<figure>.png`` (report.stress.write_figures)
+REPORT_FIGURE = re.compile(r"[0-9]+-(hellinger|mds|shepard|null|layers)\.png")
+
+
+def check_figure_folder(folder: Path) -> None:
+    """Refuse to replace a figure folder that holds anything but an earlier report's figures (a user's
+    notes, a subfolder, another image), naming the first such entry; an absent folder passes."""
+    if not folder.is_dir() or folder.is_symlink():
+        return  # absent, or not a folder: the output checks name it
+    foreign = sorted(
+        entry.name
+        for entry in folder.iterdir()
+        if entry.is_symlink() or not entry.is_file() or not REPORT_FIGURE.fullmatch(entry.name)
+    )
+    if foreign:
+        more = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
+        raise InputError(
+            f"{folder / foreign[0]}{more} was not written by a report, and the report replaces its figure "
+            f"folder {folder} whole; move it out of the folder, or write the report elsewhere (-o another.md)"
+        )
 
 
 @dataclass(frozen=True)

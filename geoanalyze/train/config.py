@@ -56,6 +56,11 @@ PRESETS: dict[str, dict[str, Any]] = {
 #: the most tokens one optimiser step may hold (batch_size x sequence length): a sanity bound, far
 #: above what one device trains on, that refuses a mistyped size before anything is allocated
 MAX_STEP_TOKENS = 1 << 24
+#: the most optimiser updates (and evaluation batches, warm-up and evaluation intervals) a run may ask
+#: for: 500 times the paper preset's 20000, days of a GPU; ``steps = 2^70`` would start a run that
+#: never ends. Seeds: what numpy and torch take, as on the command line.
+MAX_STEPS = 10_000_000
+MAX_SEED = 2**32 - 1
 
 
 @dataclass
@@ -131,6 +136,9 @@ class TrainConfig:
             _at_least(name, getattr(self, name), minimum)
         for name in ("warmup_steps", "seed"):
             _at_least(name, getattr(self, name), 0)
+        for name in ("steps", "warmup_steps", "eval_every", "eval_batches"):
+            _at_most(name, getattr(self, name), MAX_STEPS, "a run of that size would never end")
+        _at_most("seed", self.seed, MAX_SEED, "seeds are what numpy and torch take")
         _at_least("max_length", self.max_length, 4)
         _at_least("order_length", self.order_length, 3)
         _at_least("order_vocab", self.order_vocab, 2)
@@ -289,6 +297,11 @@ def _convert(value: Any, kind: type, from_string: bool) -> Any:
     elif kind is str and isinstance(value, str):
         return value
     raise ValueError(value)
+
+
+def _at_most(name: str, value: int, maximum: int, why: str) -> None:
+    if value > maximum:
+        raise InputError(f"{name} must be at most {maximum:,} ({why}), got {value:,}; lower {name}")
 
 
 def _at_least(name: str, value: Any, minimum: int) -> None:
