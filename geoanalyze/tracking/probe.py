@@ -67,11 +67,9 @@ class GeometryProbe:
         if self.positions.size < 3:
             return {}
         rows: dict[str, Any] = {}
-        try:
-            table = model.position_vectors(int(self.positions.max()) + 1)[self.positions]
-        except Exception:  # a model without position vectors (pe none): no position row
-            table = None
-        if table is not None and table.ndim == 2 and np.all(np.isfinite(table)):
+        # every encoding has vectors (pe none: one point for all positions); the task's positions fit the model's
+        table = model.position_vectors(int(self.positions.max()) + 1)[self.positions]
+        if np.all(np.isfinite(table)):
             rows["position"] = self.row(table)
         for name, vectors in query_key_centroids(model, self.batch, self.positions).items():
             rows[name] = self.row(vectors)
