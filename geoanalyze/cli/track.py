@@ -188,7 +188,8 @@ def track(
     from ..progress import ProgressBars
 
     with ProgressBars() as bars:
-        result = score_series(members, options, progress=bars.track)
+        scored = bars.track("checkpoints scored", len(members))
+        result = score_series(members, options, progress=bars.track, on_record=lambda _: scored(1))
     if baseline is not None:
         result = replace(result, comparison=compare(result.records[0], result.records[1], rules))
     emit_track(result, format, output, plot, seed)
