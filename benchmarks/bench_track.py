@@ -61,7 +61,7 @@ def series_against_singles(run: Path, repeats: int) -> bool:
 
     timings = time_interleaved({"10 x stress": singles, "track": series}, repeats=repeats)
     ratio = timings["track"].best / timings["10 x stress"].best
-    rows = [(name, f"{t.best:.3f}", f"{t.median:.3f}") for name, t in timings.items()]
+    rows: list[tuple[str, ...]] = [(name, f"{t.best:.3f}", f"{t.median:.3f}") for name, t in timings.items()]
     print_table(rows, ("contender", "best s", "median s"))
     return verdict("track on 10 checkpoints <= 1.2 x 10 single stress runs", ratio <= 1.2, f"ratio {ratio:.3f}")
 
@@ -83,7 +83,7 @@ def probe_overhead(folder: Path, repeats: int) -> bool:
 
     timings = time_interleaved({"train": lambda: run(None), "train --geometry-every 50": lambda: run(probe)}, repeats)
     wall = timings["train --geometry-every 50"].best / timings["train"].best - 1
-    rows = [(name, f"{t.best:.3f}", f"{t.median:.3f}") for name, t in timings.items()]
+    rows: list[tuple[str, ...]] = [(name, f"{t.best:.3f}", f"{t.median:.3f}") for name, t in timings.items()]
     print_table(rows, ("contender", "best s", "median s"))
     # The probes' own seconds against the run's training time, measured inside one run: on a shared
     # machine the difference of two whole runs (printed above) is mostly the other load's.

