@@ -214,3 +214,15 @@ def test_an_interrupted_series_keeps_the_forward_passes_it_finished(trainer_outp
     finally:
         os.environ["GEOANALYZE_CACHE_DIR"] = saved
     assert all(record.layers for record in result.records)
+
+
+def test_a_checkpoint_with_another_tokenizer_is_refused(minilm_path: Path, tmp_path: Path) -> None:
+    """One token renamed in tokenizer.json and vocab.txt: another vocabulary, another corpus geometry."""
+    linked_copy(minilm_path, tmp_path / "checkpoint-1")
+    other = linked_copy(minilm_path, tmp_path / "checkpoint-2")
+    for name in ("tokenizer.json", "vocab.txt"):
+        text = (minilm_path / name).read_text(encoding="utf-8")
+        (other / name).unlink()
+        (other / name).write_text(text.replace("[unused1]", "[renamed]"), encoding="utf-8")
+    run = invoke(["track", tmp_path / "checkpoint-1", other, *CORPUS], cwd=tmp_path)
+    refused(run, "checkpoint-2 differs from", "tokenizer vocabulary")
