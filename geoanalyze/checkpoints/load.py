@@ -116,32 +116,52 @@ def _json_object(file: Path, fix: str) -> dict[str, Any]:
     return config
 
 
+#: sub-configs whose sizes are the model's (T5Gemma's encoder and decoder, a multimodal model's text)
+_SUB_CONFIGS = ("text_config", "encoder", "decoder")
+#: sizes that may be one integer per layer (Gemma 3n's intermediate sizes)
+_PER_LAYER = ("intermediate_size",)
+
+
 def read_config(path: Path) -> dict[str, Any]:
-    """config.json, checked for the types and sizes that would otherwise fail deep inside transformers."""
+    """config.json, checked for the types and sizes that would otherwise fail deep inside transformers.
+
+    Only what the toolkit reads is checked, with the types transformers allows: the sizes (also in the
+    sub-configs of :data:`_SUB_CONFIGS`, and per layer where a list is legitimate), the RoPE parameters,
+    and that no number is infinite or NaN; any other field is transformers' to judge."""
     file = path / "config.json"
     config = _json_object(file, "re-download the checkpoint")
+    _check_config(file, config)
+    return config
+
+
+def _check_config(file: Path, config: dict[str, Any], where: str = "") -> None:
     architectures = config.get("architectures")
     if architectures is not None and not (
         isinstance(architectures, list) and all(isinstance(a, str) for a in architectures)
     ):
         raise FormatError(f"{file}: architectures must be a list of class names, got {architectures!r}; fix the config")
     if "model_type" in config and not isinstance(config["model_type"], str):
-        raise FormatError(f"{file}: model_type must be a string, got {config['model_type']!r}; fix the config")
+        raise FormatError(f"{file}: {where}model_type must be a string, got {config['model_type']!r}; fix the config")
     for key, (lowest, limit) in [
         *((k, (1, v)) for k, v in _CONFIG_LIMITS.items()),
         *((k, (0, v)) for k, v in _CONFIG_LIMITS_FROM_0.items()),
     ]:
         if key in config and config[key] is not None:
             value = config[key]
-            if isinstance(value, bool) or not isinstance(value, int) or not lowest <= value <= limit:
+            values = value if key in _PER_LAYER and isinstance(value, list) and value else [value]
+            if any(isinstance(v, bool) or not isinstance(v, int) or not lowest <= v <= limit for v in values):
+                per_layer = " (or a list of them, one per layer)" if key in _PER_LAYER else ""
                 raise FormatError(
-                    f"{file}: {key} must be an integer in {lowest}..{limit}, got {value!r}; fix the config"
+                    f"{file}: {where}{key} must be an integer in {lowest}..{limit}{per_layer}, got {value!r}; "
+                    "fix the config"
                 )
     for key, value in config.items():
         if isinstance(value, float) and not math.isfinite(value):
-            raise FormatError(f"{file}: {key} must be a finite number, got {value!r}; fix the config")
-    _check_numbers(file, config)
-    return config
+            raise FormatError(f"{file}: {where}{key} must be a finite number, got {value!r}; fix the config")
+    _check_numbers(file, config, where)
+    for key in _SUB_CONFIGS:
+        if isinstance(config.get(key), dict):
+            _check_config(file, config[key], f"{where}{key}.")
 
 
 #: sizes of a model written by ``geoanalyze train`` (config.json of models.ModelConfig), and the most
@@ -186,23 +206,33 @@ def check_trained_config(folder: Path) -> dict[str, Any]:
     return config
 
 
-def _check_numbers(file: Path, config: dict[str, Any], where: str = "") -> None:
-    """RoPE and scaling parameters, also nested (rope_parameters, rope_scaling, per layer type), must be numbers."""
-    numeric = ("theta", "base", "factor", "rotary_pct", "partial_rotary_factor", "scaling")
+#: the RoPE parameters the mechanism depends on, at the top level of a config
+_ROPE_KEYS = ("rope_theta", "rotary_emb_base", "rope_local_base_freq", "rotary_pct", "partial_rotary_factor")
+#: fractions of the head that rotate: 0 is legitimate (no rotary dims)
+_FRACTIONS = ("rotary_pct", "partial_rotary_factor")
+
+
+def _check_numbers(file: Path, config: dict[str, Any], where: str = "", rope: bool = False) -> None:
+    """RoPE parameters, also nested (rope_parameters, rope_scaling, per layer type), must be numbers:
+    positive, or non-negative for the rotary fractions. Outside the RoPE parameters (``rope`` False)
+    only :data:`_ROPE_KEYS` are checked (a loss weight of 0.0 is no concern of ours)."""
+    numeric = ("theta", "base", "factor", "rotary_pct", "scaling")
     for key, value in config.items():
         name = f"{where}{key}"
-        if (isinstance(value, dict) and key.startswith(("rope", "rotary"))) or key in (
-            "full_attention",
-            "sliding_attention",
-        ):
-            if isinstance(value, dict):
-                _check_numbers(file, value, f"{name}.")
+        if isinstance(value, dict) and (key.startswith(("rope", "rotary")) or (rope and key.endswith("_attention"))):
+            _check_numbers(file, value, f"{name}.", rope=True)
             continue
-        checked = any(part in key for part in numeric) and value is not None and not isinstance(value, dict | list)
-        if checked and (
-            isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0
-        ):
-            raise FormatError(f"{file}: {name} must be a positive number, got {value!r}; fix the config")
+        checked = (key in _ROPE_KEYS) or (rope and any(part in key for part in numeric))
+        if not checked or value is None or isinstance(value, dict | list):
+            continue
+        lowest_ok = value >= 0 if key in _FRACTIONS and isinstance(value, int | float) else None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            lowest_ok = False
+        elif lowest_ok is None:
+            lowest_ok = value > 0
+        if not lowest_ok:
+            kind = "a non-negative number" if key in _FRACTIONS else "a positive number"
+            raise FormatError(f"{file}: {name} must be {kind}, got {value!r}; fix the config")
 
 
 def auto_config(path: Path, trust_remote_code: bool = False) -> Any:
@@ -279,6 +309,7 @@ class Checkpoint:
     config: dict[str, Any]
     mechanism: Mechanism
     _tensors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _files: dict[str, Path] = field(default_factory=dict, repr=False)  # tensor name -> its weights file
 
     @property
     def hidden_size(self) -> int:
@@ -319,8 +350,11 @@ class Checkpoint:
 
     @functools.cached_property
     def tensor_names(self) -> list[str]:
+        """Every tensor's name; FormatError naming both files when two weight files hold one name."""
         names: list[str] = []
+        where = self._files
         for file in self._weights:
+            before = len(names)
             try:
                 if file.suffix == ".safetensors":
                     from safetensors import safe_open
@@ -333,6 +367,13 @@ class Checkpoint:
                 raise
             except Exception as exc:  # safetensors and torch raise many types on corrupt files
                 raise FormatError(f"{file} is unreadable ({exc}); re-download the checkpoint") from exc
+            for name in names[before:]:
+                if name in where:
+                    raise FormatError(
+                        f"{self.path}: the tensor {name} is in two files, {where[name].name} and {file.name}; "
+                        "remove the stale one (a leftover of another download?)"
+                    )
+                where[name] = file
         return names
 
     def _legacy_state(self) -> dict[str, np.ndarray]:
@@ -374,6 +415,7 @@ class Checkpoint:
             raise IncompatibleError(
                 f"{self.name} ({mechanism.architecture}) has no position table: its positions are {mechanism.describe_kind()}"
             )
+        self._one_table(mechanism.table)
         table = self.tensor(find_tensor(self.tensor_names, mechanism.table))
         if table.ndim != 2 or table.shape[0] < 1 or (mechanism.table_shape and table.shape != mechanism.table_shape):
             raise FormatError(
@@ -383,6 +425,16 @@ class Checkpoint:
         if not np.all(np.isfinite(table)):
             raise FormatError(f"{self.path}: the position table {mechanism.table} holds NaN or infinite values")
         return table
+
+    def _one_table(self, suffix: str) -> None:
+        """FormatError naming the files when tensors of two models' names hold the position table
+        (``bert.`` in one file, ``roberta.`` in another): which one the model reads is not known."""
+        matches = [name for name in self.tensor_names if name == suffix or name.endswith("." + suffix)]
+        if len(matches) > 1 and suffix not in matches:
+            where = ", ".join(f"{name} in {self._files[name].name}" for name in matches if name in self._files)
+            raise FormatError(
+                f"{self.path} holds {len(matches)} position tables ({where}); keep the files of one model"
+            )
 
     def position_vectors(self, positions: Any) -> np.ndarray:
         """Position vectors for the given positions: table rows (offset applied) or implied vectors."""
@@ -416,11 +468,39 @@ def load_checkpoint(name: str, trust_remote_code: bool = False) -> Checkpoint:
     """Resolve a checkpoint by name or path (offline-first), read its config and its position mechanism."""
     path, origin = resolve_checkpoint(name)
     config = read_config(path)
+    check_quantization(path, config)
     checkpoint = Checkpoint(name, path, origin, config, mechanism_of(path, trust_remote_code))
     # Read the weights' index now, so a corrupt or empty file fails before any corpus work.
     if isinstance(checkpoint.mechanism, LearnedTable) and not checkpoint.tensor_names:
         raise FormatError(f"{path} holds no tensors; re-download the checkpoint")
     return checkpoint
+
+
+def check_quantization(path: Path, config: dict[str, Any]) -> None:
+    """A quantized checkpoint (``quantization_config``: bitsandbytes, GPTQ, AWQ, ...) loads only where its
+    backend is installed: transformers' own quantizer for the config says whether it is, before any corpus
+    work; where it is, the weights load as transformers loads them."""
+    quantization = config.get("quantization_config")
+    if quantization is None:
+        return
+    file = path / "config.json"
+    method = quantization.get("quant_method") if isinstance(quantization, dict) else None
+    if not isinstance(method, str):
+        raise FormatError(f"{file}: quantization_config must be an object with a quant_method; fix the config")
+    from ..hub import import_transformers
+
+    import_transformers()
+    from transformers.quantizers import AutoHfQuantizer
+
+    try:
+        AutoHfQuantizer.from_config(quantization).validate_environment(device_map=None, dtype=None)
+    except ImportError as exc:  # the backend is not installed; transformers' message names the package
+        raise InputError(
+            f"{path} is quantized with {method}, whose backend is not installed ({first_line(exc)}); "
+            "install it, or pass an unquantized copy of the checkpoint"
+        ) from exc
+    except (ValueError, RuntimeError) as exc:  # an unknown method, a backend that needs a GPU here
+        raise InputError(f"{path} is quantized with {method}, which cannot load here ({first_line(exc)})") from exc
 
 
 def fingerprint(path: Path) -> str:

@@ -39,8 +39,15 @@ import numpy as np
 from ..errors import InputError
 
 KINDS = ("learned", "fixed", "rope", "alibi", "relative", "none")
-_POSITION_NAME = re.compile(r"(^|[._])(position_embeddings?|wpe|embed_positions|pos_embed(dings)?)$")
+_POSITION_NAME = re.compile(
+    r"(^|[._])(position_embeddings?|wpe|embed_positions|pos_embed(dings)?|positions_embed|pos_encoding)$"
+)
 _RELATIVE_NAME = re.compile(r"relative_attention_bias|rel_embeddings|relative_positional|distance_embedding")
+#: classes of relative schemes that no module name marks (XLNet, Funnel, CPM-Ant) -> what to call them
+_RELATIVE_CLASSES = (
+    (re.compile(r"RelativeAttention$|RelMultiheadAttention$"), "relative positional attention"),
+    (re.compile(r"SegmentPositionEmbedding$"), "bucketed relative position bias"),
+)
 
 #: last components of the module names of query and key projections
 QUERY_NAMES = ("query", "q_proj", "q_lin", "q", "query_proj", "wq")
@@ -321,7 +328,9 @@ def layer_list(model: Any, config: Any) -> list[Any]:
     if not lists:
         return []
     exact = [item for item in lists if len(item[3]) == wanted]
-    chosen = min(exact or lists, key=lambda item: (item[0], item[1]) if exact else (item[1], item[0]))
+    # Without a list of the configured length (LongCat-Flash counts two attentions per layer), the
+    # shallowest: the experts of one block are deeper than the blocks.
+    chosen = min(exact or lists, key=lambda item: (item[0], item[1]))
     return list(chosen[3])
 
 
@@ -354,11 +363,11 @@ def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
     if rope_sets:
         return _rope_mechanism(common, config, rope_sets, n_blocks, attention)
     # An absolute table: learned (a parameter, read from the checkpoint) or fixed (a buffer).
-    table = _position_table(model)
+    table = _position_table(model, config)
     if table is not None:
-        name, module, tensor, is_buffer = table
-        shape, offset = tuple(int(s) for s in tensor.shape), _offset(module)
-        if not is_buffer:
+        name, module, tensor, fixed = table
+        shape, offset = tuple(int(s) for s in tensor.shape), _offset(model, name, module)
+        if not fixed:
             return LearnedTable(**common, table=prefix + name, table_shape=shape, offset=offset)
         rows = tensor.detach().double().cpu().numpy().tolist()
         values = tuple(tuple(row) for row in rows)
@@ -370,6 +379,8 @@ def _relative_scheme(model: Any, config: Any) -> str:
     """The relative schemes a model has (noted beside a table, or the mechanism itself), comma-separated."""
     relative = sorted({_relative_kind(name) for name, _ in model.named_modules() if _RELATIVE_NAME.search(name)})
     relative = [r for r in relative if r]
+    classes = {type(module).__name__ for module in model.modules()}
+    relative += sorted({text for pattern, text in _RELATIVE_CLASSES if any(pattern.search(name) for name in classes)})
     pet = getattr(config, "position_embedding_type", None)
     if isinstance(pet, str) and pet.startswith("relative"):
         relative.append(f"{pet} distance embeddings")
@@ -384,18 +395,30 @@ def _rope_mechanism(
     notes = []
     if len(sets) > 1:
         notes.append(f"layers use {len(sets)} RoPE sets ({', '.join(sets)}); the position row is {main}'s")
-    if all(name is None for name in layers) and layers:
+    nope = [block for block in sorted(attention) if block <= len(layers) and layers[block - 1] is None]
+    if attention and len(nope) == len(attention):
         notes.append("every attention layer skips its rotary embedding (NoPE)")
+    elif nope:
+        notes.append(f"blocks {', '.join(map(str, nope))} apply no rotary embedding (NoPE); the others use RoPE")
     return RopeMechanism(**common, notes=tuple(notes), rope=sets, rope_main=main, rope_layers=tuple(layers))
 
 
-def _hidden_size(config: Any) -> int:
+def _hidden_size(config: Any, depth: int = 0) -> int:
+    """The width of the hidden states: the config's own, else its text config's (``get_text_config()``),
+    else its encoder's (T5Gemma keeps its sizes in encoder and decoder sub-configs)."""
     for key in ("hidden_size", "d_model", "n_embd", "dim"):
         value = getattr(config, key, None)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-    text = getattr(config, "text_config", None)
-    return _hidden_size(text) if text is not None else 0
+    if depth > 2:
+        return 0
+    text = config.get_text_config() if callable(getattr(config, "get_text_config", None)) else None
+    for sub in (text, getattr(config, "text_config", None), getattr(config, "encoder", None)):
+        if sub is not None and sub is not config:
+            width = _hidden_size(sub, depth + 1)
+            if width:
+                return width
+    return 0
 
 
 def _relative_kind(name: str) -> str:
@@ -415,7 +438,7 @@ def _attention_layers(blocks: list[Any]) -> dict[int, list[Any]]:
         found = [
             module
             for name, module in block.named_modules()
-            if name and re.search(r"attention|attn", type(module).__name__, re.IGNORECASE)
+            if name and re.search(r"attention|attn|MLA$", type(module).__name__, re.IGNORECASE)
         ]
         if found:
             out[index + 1] = found
@@ -531,36 +554,187 @@ def _rope_layers(
         name: str | None = main
         if isinstance(layer_types, list | tuple) and len(layer_types) >= block and layer_types[block - 1] in sets:
             name = str(layer_types[block - 1])
-        if any(getattr(module, "use_rope", None) in (False, 0) for module in attention[block]):
+        if _config_nope(config, block - 1):
+            name = None
+        if any(
+            getattr(module, "use_rope", None) in (False, 0) or rope_applied(module) is False
+            for module in attention[block]
+        ):
             name = None
         out.append(name)
     return out
 
 
-def _position_table(model: Any) -> tuple[str, Any, Any, bool] | None:
-    import torch
+def _config_nope(config: Any, layer: int) -> bool:
+    """Whether the config gives layer ``layer`` no RoPE: a per-layer RoPE base of 0 (Granite SWA's
+    ``layer_rope_theta``), or no RoPE parameters for its layer type (Beam's NoPE full attention)."""
+    thetas = getattr(config, "layer_rope_theta", None)
+    if isinstance(thetas, list | tuple) and layer < len(thetas) and not thetas[layer]:
+        return True
+    layer_types = getattr(config, "layer_types", None)
+    parameters = getattr(config, "rope_parameters", None)
+    if isinstance(layer_types, list | tuple) and layer < len(layer_types) and isinstance(parameters, dict):
+        kind = layer_types[layer]
+        return kind in parameters and parameters[kind] is None
+    return False
 
-    candidates = []
+
+def rope_applied(module: Any) -> bool | None:
+    """Whether the module's own forward rotates its queries and keys: False when every rotary call in it
+    sits under a condition on the module's attributes that is false for this module (Cohere 2 rotates only
+    in sliding-window layers: ``if self.sliding_window is not None``; EXAONE 4 and AFMoE alike); None when
+    its forward makes no rotary call or cannot be read."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(type(module).forward)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    function = tree.body[0] if tree.body else None
+    if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    found: list[bool] = []
+    _rotary_calls(function.body, module, True, found)
+    return any(found) if found else None
+
+
+def _rotary_calls(statements: Sequence[Any], module: Any, reachable: bool, found: list[bool]) -> None:
+    """Append, for each rotary call in ``statements``, whether it can run (its enclosing conditions allow it)."""
+    import ast
+
+    for statement in statements:
+        if isinstance(statement, ast.If):
+            value = _condition(statement.test, module)
+            _rotary_calls(statement.body, module, reachable and value is not False, found)
+            _rotary_calls(statement.orelse, module, reachable and value is not True, found)
+            continue
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call):
+                function = node.func
+                called = function.id if isinstance(function, ast.Name) else getattr(function, "attr", "")
+                if "rotary" in called.lower() or "rope" in called.lower():
+                    found.append(reachable)
+
+
+def _condition(test: Any, module: Any) -> bool | None:
+    """The value of a condition on ``self``'s attributes (``self.x is not None``, ``not self.y``, and/or of
+    them) for this module; None when it depends on anything else."""
+    import ast
+
+    if isinstance(test, ast.BoolOp):
+        values = [_condition(value, module) for value in test.values]
+        decisive = isinstance(test.op, ast.Or)
+        if decisive in values:
+            return decisive
+        return None if None in values else not decisive
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        value = _condition(test.operand, module)
+        return None if value is None else not value
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant):
+        left, right = _attribute(test.left, module), test.comparators[0].value
+        if left is _UNKNOWN:
+            return None
+        comparisons = {
+            ast.Is: left is right,
+            ast.IsNot: left is not right,
+            ast.Eq: left == right,
+            ast.NotEq: left != right,
+        }
+        return comparisons.get(type(test.ops[0]))
+    value = _attribute(test, module)
+    return None if value is _UNKNOWN or not isinstance(value, bool | int | type(None)) else bool(value)
+
+
+_UNKNOWN = object()
+
+
+def _attribute(node: Any, module: Any) -> Any:
+    """The value of ``self.a.b`` on the module (_UNKNOWN for anything that is not such a chain)."""
+    import ast
+
+    names = []
+    while isinstance(node, ast.Attribute):
+        names.append(node.attr)
+        node = node.value
+    if not (isinstance(node, ast.Name) and node.id == "self" and names):
+        return _UNKNOWN
+    value = module
+    for name in reversed(names):
+        if not hasattr(value, name):
+            return _UNKNOWN
+        value = getattr(value, name)
+    return value
+
+
+def _position_table(model: Any, config: Any) -> tuple[str, Any, Any, bool] | None:
+    """(tensor name, module, table, fixed) of the module that embeds absolute positions: a learned
+    parameter (read from the checkpoint), or a fixed table computed as the model computes it."""
     for name, module in model.named_modules():
         if not _POSITION_NAME.search(name) or "token_type" in name:
             continue
-        weight = getattr(module, "weight", None)
-        weights = getattr(module, "weights", None)  # fixed sinusoidal modules (XGLM, M2M-100)
+        found = _table_of(module, config)
+        if found is not None:
+            suffix, table, fixed = found
+            return f"{name}.{suffix}" if suffix else name, module, table, fixed
+    # A table kept as a buffer of a larger module (CTRL's pos_encoding).
+    for name, buffer in model.named_buffers():
+        if _POSITION_NAME.search(name) and buffer.ndim == 2 and buffer.device.type != "meta":
+            return name, model, buffer, True
+    return None
+
+
+def _table_of(module: Any, config: Any) -> tuple[str, Any, bool] | None:
+    """A position module's table: its weight, or the sinusoid it computes (values on the host)."""
+    import torch
+
+    weight = getattr(module, "weight", None)
+    weights = getattr(module, "weights", None)  # fixed sinusoidal modules (XGLM, M2M-100)
+    sinusoidal = "sinusoid" in type(module).__name__.lower()
+    with torch.no_grad():
         if isinstance(weight, torch.Tensor) and weight.ndim == 2:
-            is_buffer = not isinstance(weight, torch.nn.Parameter) and weight.device.type != "meta"
-            candidates.append((f"{name}.weight", module, weight, is_buffer))
-        elif isinstance(weights, torch.Tensor) and weights.ndim == 2 and weights.device.type != "meta":
-            candidates.append((f"{name}.weights", module, weights, True))
-    return candidates[0] if candidates else None
+            if hasattr(module, "create_weight"):  # computed, never stored (Marian, Pegasus)
+                return "weight", module.create_weight(), True
+            if sinusoidal and callable(getattr(type(module), "get_embedding", None)):  # FSMT
+                rows, width = weight.shape
+                return "weight", type(module).get_embedding(rows, width, getattr(module, "padding_idx", None)), True
+            learned = isinstance(weight, torch.nn.Parameter) or weight.device.type == "meta"
+            return "weight", weight, not learned
+        if isinstance(weights, torch.Tensor) and weights.ndim == 2 and weights.device.type != "meta":
+            return "weights", weights, True
+        if sinusoidal and not any(True for _ in module.parameters()):  # computed in forward (PegasusX)
+            rows = _config_int(config, ("max_position_embeddings", "n_positions")) or 512
+            width = getattr(module, "embed_dim", None) or _hidden_size(config)
+            table = module(torch.zeros(1, rows, width))
+            if isinstance(table, torch.Tensor) and table.shape[-2:] == (rows, width):
+                return "", table.reshape(rows, width), True
+    return None
 
 
-def _offset(module: Any) -> int:
+def _config_int(config: Any, keys: Sequence[str]) -> int | None:
+    for key in keys:
+        value = getattr(config, key, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _offset(model: Any, name: str, module: Any) -> int:
+    """Row of position 0: an ``offset`` attribute (OPT, BART), the row after the padding index (RoBERTa),
+    or the first of the position ids its embeddings module keeps (MRA, YOSO, Nystromformer: 2)."""
+    import torch
+
     offset = getattr(module, "offset", None)
     if isinstance(offset, int) and not isinstance(offset, bool):
         return offset
     padding = getattr(module, "padding_idx", None)
     if isinstance(padding, int) and not isinstance(padding, bool):
         return padding + 1
+    parent = model.get_submodule(name.rsplit(".", 2)[0]) if name.count(".") >= 2 else model
+    ids = getattr(parent, "position_ids", None)
+    if isinstance(ids, torch.Tensor) and ids.numel() and ids.device.type != "meta":
+        return max(0, int(ids.reshape(-1)[0]))
     return 0
 
 
