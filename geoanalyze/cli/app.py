@@ -39,6 +39,10 @@ def _install_startup_handlers() -> None:
     program = sys.argv[0] if sys.argv else ""
     if os.path.basename(program) != "geoanalyze" and not program.endswith(os.path.join("geoanalyze", "__main__.py")):
         return
+    if "__mp_main__" in sys.modules:
+        # a counting worker, spawned: it runs the program's script again as __mp_main__. The pool
+        # stops it with SIGTERM when a job fails; only the program itself says "error: interrupted"
+        return
     for signum in TERMINATING:
         if signal.getsignal(signum) == signal.SIG_DFL:
             signal.signal(signum, _interrupted_while_starting)

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import geoanalyze_process
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from geoanalyze.hub import packaged_minilm_path
@@ -123,3 +124,21 @@ def test_a_bad_model_max_length_gives_way_to_max_length(sandbox: Sandbox) -> Non
         sandbox.accepted("marginals", "t.txt", "-t", "tok", "--max-length", "3", "-f", "json", "--no-cache").stdout
     )
     assert counts["n_positions"] == 3 and counts["totals"] == [120, 120, 120]  # 120 texts cut to 3 tokens
+
+
+@pytest.mark.slow  # ~16 s: two spawned workers import the program
+def test_an_unknown_word_met_in_a_worker_process_is_one_error_line(sandbox: Sandbox) -> None:
+    # the console script in real processes: a worker's error is the one line, and the workers the
+    # pool then stops say nothing (was: two more "error: interrupted" lines, one per stopped worker)
+    _word_level(sandbox.path("nounk"), {"alpha": 0, "beta": 1, "gamma": 2, "delta": 3}, None)
+    for index in range(3):
+        sandbox.write(f"shards/s{index}.txt", WORDS + ("alpha omega\n" if index == 2 else ""))
+    run = geoanalyze_process(
+        "marginals", "shards/*.txt", "-t", "nounk", "--workers", "2", "--no-cache", cwd=sandbox.root
+    )
+    assert run.code == 2, str(run)
+    assert run.stderr.strip().splitlines() == [
+        "error: tokenizer nounk: the word 'omega' is not in its vocabulary, and the tokenizer has no unknown "
+        "token ([UNK]) to stand for it; add an unk_token to its tokenizer.json, or use a tokenizer that covers "
+        "the corpus"
+    ], str(run)
