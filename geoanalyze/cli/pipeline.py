@@ -395,10 +395,11 @@ def _embeddable(geometry: Any, distance: str) -> np.ndarray:
 
 def _plot_mds(fitted: Any, curve: dict[int, float], geometry: Any, path: Path, rank: int, sources: list[str]) -> None:
     from ..analysis import known_distances
-    from ..report.figures import mds_figure
+    from ..report.figures import corpus_caption, mds_figure
 
     truth = known_distances(geometry)  # a synthetic corpus's exact distances, drawn beside the estimate
-    mds_figure(fitted, curve, geometry.positions, path, rank=rank, subtitle=", ".join(sources), truth=truth)
+    named = corpus_caption(geometry) or ", ".join(sources)  # the corpus the counts are of, not their file
+    mds_figure(fitted, curve, geometry.positions, path, rank=rank, subtitle=named, truth=truth)
 
 
 def _into_checkpoint(encoding: Any, checkpoint: Path, staged: Path) -> dict[str, Any]:

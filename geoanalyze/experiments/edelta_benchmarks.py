@@ -215,58 +215,89 @@ def figures(options: ExperimentOptions, results: Results, sizes: tuple[int, ...]
         loss_figure(results.runs, options.work_dir / "edelta_loss_curves.png")
         drawn["edelta_loss_curves.png"] = "Validation MSE over training, one line per model and seed"
     if gate_figure(results, sizes, options.work_dir / "edelta_gate.png"):
-        drawn["edelta_gate.png"] = "EΔ's gate gamma over training (solid: sequence tasks; dashed: negation)"
+        drawn["edelta_gate.png"] = "EΔ's gate gamma over training, one look per task and seed (a point: one evaluation)"
     return drawn
 
 
 def loss_figure(runs: dict[str, dict[str, list[dict[str, Any]]]], path: Any) -> None:
-    from ..plotting import pyplot, save
+    """Validation MSE against step, one panel per task, one look per model (its seeds alike); when
+    every run was evaluated once (smoke), one panel of the final values, task by task."""
+    from ..plotting import Looks, pyplot, save, series, single_points
 
     plt = pyplot()
+    looks = Looks(*dict.fromkeys(name for per_model in runs.values() for name in per_model))
+    histories = {
+        f"{task} {name}": [r["history"] for r in results] for task, m in runs.items() for name, results in m.items()
+    }
+    if single_points(histories):
+        figure, axis = plt.subplots(figsize=(1.6 * len(runs) + 3.5, 3.8), layout="constrained")
+        _final_values(axis, runs, looks)
+        save(figure, path)
+        return
     figure, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 3.6), layout="constrained", squeeze=False)
     for axis, (task, per_model) in zip(axes[0], runs.items(), strict=True):
         for name, results in per_model.items():
             for i, result in enumerate(results):
                 steps = [r["step"] for r in result["history"]]
-                axis.plot(
-                    steps,
-                    [r["valid_mse"] for r in result["history"]],
-                    label=name if i == 0 else None,
-                    color=f"C{list(per_model).index(name)}",
-                    alpha=0.9,
-                )
+                mses = [r["valid_mse"] for r in result["history"]]
+                series(axis, steps, mses, looks(name), label=name if i == 0 else None, alpha=0.9)
         axis.set_yscale("log")
         axis.set_title(task)
-        axis.set_xlabel("step")
-        axis.set_ylabel("validation MSE")
+        axis.set_xlabel("training step")
+        axis.set_ylabel("validation MSE (log scale)")
         axis.legend(fontsize=7)
     save(figure, path)
 
 
+def _final_values(axis: Any, runs: dict[str, dict[str, list[dict[str, Any]]]], looks: Any) -> None:
+    """Each model's validation MSE per task (one point per seed), the models side by side in each task."""
+    tasks = list(runs)
+    models = list(dict.fromkeys(name for per_model in runs.values() for name in per_model))
+    width = 0.7 / max(len(models), 1)
+    steps = sorted({r["history"][-1]["step"] for m in runs.values() for rs in m.values() for r in rs})
+    for k, name in enumerate(models):
+        x, y = [], []
+        for t, task in enumerate(tasks):
+            for result in runs[task].get(name, []):
+                x.append(t + (k - (len(models) - 1) / 2) * width)
+                y.append(result["history"][-1]["valid_mse"])
+        axis.plot(x, y, label=name, **looks(name).points())
+    axis.set_yscale("log")
+    axis.set_xticks(range(len(tasks)), tasks)
+    axis.set_xlabel("task")
+    axis.set_ylabel("validation MSE (log scale)")
+    axis.set_title(f"validation MSE after {', '.join(map(str, steps))} steps (one evaluation per run)")
+    axis.legend(fontsize=7)
+
+
 def gate_figure(results: Results, sizes: tuple[int, ...], path: Any) -> bool:
     """EΔ's gate curves, when there are any (False: nothing drawn, nothing written)."""
-    from ..plotting import pyplot, save
+    from ..plotting import Looks, pyplot, save, series
 
     plt = pyplot()
     figure, axis = plt.subplots(figsize=(6, 3.8), layout="constrained")
+    looks = Looks()
     drawn = False
     for task, per_model in results.runs.items():
         for result in per_model.get("edelta", []):
             steps = [r["step"] for r in result["history"]]
-            axis.plot(steps, [r["gate"] for r in result["history"]], label=f"{task} (seed {result['seed']})")
+            label = f"{task} (seed {result['seed']})"
+            series(axis, steps, [r["gate"] for r in result["history"]], looks(label), label=label)
             drawn = True
     if "edelta" in results.negation and sizes:
         for result in results.negation["edelta"][max(sizes)]:
             curve = np.asarray(result["gate_curve"])
-            axis.plot(curve[:, 0], curve[:, 1], "--", label=f"negation {max(sizes)} (seed {result['seed']})")
+            label = f"negation {max(sizes)} (seed {result['seed']})"
+            series(axis, curve[:, 0], curve[:, 1], looks(label), label=label)
             drawn = True
     if not drawn:
         plt.close(figure)
         return False
     axis.axhline(GATE_LOW, color="grey", lw=0.8)
     axis.axhline(GATE_HIGH, color="grey", lw=0.8)
-    axis.set_xlabel("step")
-    axis.set_ylabel("mean gate gamma")
+    axis.set_xlabel("training step")
+    axis.set_ylabel("mean gate gamma (0-1)")
+    axis.set_title(f"EΔ's gate over training (grey: the bounds {GATE_LOW} and {GATE_HIGH})")
     axis.set_ylim(0, 1)
     axis.legend(fontsize=7)
     save(figure, path)

@@ -267,16 +267,18 @@ def length_checks(
 
 
 def _ratio_figure(ratios: dict[str, list[float]], L: int, path: Path) -> None:
+    from ..plotting import Looks, series
     from ..plotting import pyplot as _pyplot
     from ..plotting import save as _save
 
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(5.5, 3.8), layout="constrained")
+    looks = Looks()
     for name, values in ratios.items():
-        axis.plot([m * L for m in MULTIPLIERS], values, marker="o", label=name)
+        series(axis, [m * L for m in MULTIPLIERS], values, looks(name), label=name)
     axis.set_xscale("log", base=2)
     axis.axhline(1.0, color="grey", lw=0.8, ls="--")
-    axis.set_xlabel("evaluation block length")
+    axis.set_xlabel("evaluation block length (tokens)")
     axis.set_ylabel("ppl(length) / ppl(L)")
     axis.set_title(f"length generalization, trained at L = {L}")
     axis.legend(fontsize=8)

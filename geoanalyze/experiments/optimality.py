@@ -680,25 +680,33 @@ def mds_parameters(options: ExperimentOptions) -> ExperimentResult:
 # --- figures -----------------------------------------------------------------------------------------
 
 
+#: a hatch per marker of :mod:`geoanalyze.plotting`'s cycle, so that bars differ in more than colour
+HATCHES = {"o": "", "s": "//", "^": "\\\\", "D": "..", "v": "xx", "P": "++", "X": "--"}
+
+
 def _family_figure(path: Any, family: list[dict[str, Any]], named: dict[str, Any], encoding: str) -> None:
+    from ..plotting import Looks, series
     from ..plotting import pyplot as _pyplot
     from ..plotting import save as _save
 
     plt = _pyplot()
     figure, axes = plt.subplots(1, 3, figsize=(16, 4.4), layout="constrained")
+    looks = Looks()
     x = [row["roughness"] for row in family]
     for key, label in ((encoding, f"best {encoding}"), ("mds rank 1", "MDS rank 1"), ("mds rank 2", "MDS rank 2")):
-        axes[0].plot(x, [row[key]["scaled_stress"] for row in family], marker="o", label=label)
-    axes[0].plot(x, [row["null"] for row in family], "k--", label="random (null mean)")
+        series(axes[0], x, [row[key]["scaled_stress"] for row in family], looks(key), label=label)
+    series(axes[0], x, [row["null"] for row in family], looks("null"), label="random (null mean)")
     axes[0].axhline(OPTIMAL_WITHIN, color="grey", lw=0.8, label=f"optimum + {OPTIMAL_WITHIN}")
     axes[0].set_yscale("log")
     axes[0].set_xlabel("roughness (0: smooth, 1: independent positions)")
+    axes[0].set_ylabel("scaled stress (log scale)")
     axes[0].set_title("scaled stress against the true distances")
     axes[0].legend(fontsize=8)
     for key, label in (("mds", "exact MDS (the corpus itself)"), (encoding, f"best {encoding}")):
-        axes[1].plot(x, [row[key]["lag_violation"] for row in family], marker="o", label=label)
+        series(axes[1], x, [row[key]["lag_violation"] for row in family], looks(key), label=label)
     axes[1].axhline(0.5, color="k", ls="--", lw=0.8, label="random")
-    axes[1].set_xlabel("roughness")
+    axes[1].set_xlabel("roughness (0: smooth, 1: independent positions)")
+    axes[1].set_ylabel("lag violation (share of pairs)")
     axes[1].set_title("lag violation")
     axes[1].legend(fontsize=8)
     names = list(named)
@@ -707,27 +715,34 @@ def _family_figure(path: Any, family: list[dict[str, Any]], named: dict[str, Any
         (-0.2, 0.0, 0.2), ((encoding, encoding), ("mds rank 2", "MDS rank 2"), ("null", "random")), strict=True
     ):
         values = [named[name][key] if key == "null" else named[name][key]["scaled_stress"] for name in names]
-        axes[2].bar(positions + offset, values, width=0.2, label=label)
+        look = looks(key)
+        axes[2].bar(positions + offset, values, width=0.2, label=label, color=look.colour, hatch=HATCHES[look.marker])
     axes[2].set_xticks(positions, names, rotation=20, fontsize=8)
+    axes[2].set_xlabel("corpus")
+    axes[2].set_ylabel("scaled stress")
     axes[2].set_title("scaled stress, other corpora")
     axes[2].legend(fontsize=8)
     _save(figure, path)
 
 
 def _alibi_figure(path: Any, shift: list[dict[str, Any]], others: dict[str, Any]) -> None:
+    from ..plotting import Looks, series
     from ..plotting import pyplot as _pyplot
     from ..plotting import save as _save
 
     plt = _pyplot()
     figure, axes = plt.subplots(1, 2, figsize=(12, 4.4), layout="constrained")
+    looks = Looks()
     lengths = [row["length"] for row in shift]
     for key, label in (("alibi", "ALiBi line"), ("mds rank 1", "MDS rank 1"), ("mds rank 2", "MDS rank 2")):
-        axes[0].plot(lengths, [max(row[key]["scaled_stress"], 1e-8) for row in shift], marker="o", label=label)
-    axes[0].plot(lengths, [row["null"] for row in shift], "k--", label="random (null mean)")
+        values = [max(row[key]["scaled_stress"], 1e-8) for row in shift]
+        series(axes[0], lengths, values, looks(key), label=label)
+    series(axes[0], lengths, [row["null"] for row in shift], looks("null"), label="random (null mean)")
     axes[0].axhline(OPTIMAL_WITHIN, color="grey", lw=0.8, label=f"optimum + {OPTIMAL_WITHIN}")
     axes[0].set_xscale("log", base=2)
     axes[0].set_yscale("log")
-    axes[0].set_xlabel("sequence length n (shift corpus)")
+    axes[0].set_xlabel("sequence length n (shift corpus, tokens)")
+    axes[0].set_ylabel("scaled stress (log scale)")
     axes[0].set_title("scaled stress against the true distances")
     axes[0].legend(fontsize=8)
     everything = {f"shift {row['length']}": row for row in shift} | others
@@ -736,7 +751,8 @@ def _alibi_figure(path: Any, shift: list[dict[str, Any]], others: dict[str, Any]
         axes[1].annotate(name, (fit["shift_equivariance"], fit["alibi"]["relative"]), fontsize=7)
     axes[1].axhline(1.0, color="k", ls="--", lw=0.8, label="random")
     axes[1].set_xlabel("shift-equivariance of the corpus (share of D explained by the lag)")
-    axes[1].set_ylabel("ALiBi scaled stress / null's")
+    axes[1].set_ylabel("ALiBi scaled stress / null's (log scale)")
+    axes[1].set_title("ALiBi's fit against the corpus's shift-equivariance")
     axes[1].set_yscale("log")
     axes[1].legend(fontsize=8)
     _save(figure, path)

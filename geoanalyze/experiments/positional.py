@@ -147,7 +147,7 @@ def necessity(options: ExperimentOptions) -> ExperimentResult:
             "runs": runs,
             "final_accuracy": final,
             "chance_band": band,
-            "config": config.to_dict(),
+            "config": in_folder(config.to_dict(), options.work_dir),
         },
         sections=sections,
         figures={figure: "Held-out accuracy on the order task during training, per positional encoding"},
@@ -322,7 +322,12 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
         "monotonicity",
         "After MLM, statistically close positions get geometrically close vectors",
         monotonicity_checks(scores, options.preset),
-        data={"scores": scores, "run": lines, "positions": positions, "config": config.to_dict()},
+        data={
+            "scores": scores,
+            "run": lines,
+            "positions": positions,
+            "config": in_folder(config.to_dict(), options.work_dir),
+        },
         sections=[monotonicity_section(rows, corpus, len(positions), config.steps, lines[-1]["eval_loss"])],
         figures={figure: "Pairwise distances of each encoding against the corpus's corrected Hellinger distances"},
         preset=options.preset,
@@ -522,14 +527,19 @@ def mds_training(options: ExperimentOptions) -> ExperimentResult:
         {k: v["mlm_curve"] for k, v in results.items()},
         "eval_loss",
         "MLM held-out loss",
-        title=f"MLM on {config.dataset}, {config.steps} steps per run",
+        title=f"MLM on {in_folder(config.dataset, options.work_dir)}, {config.steps} steps per run",
     )
     heading = f"### Equal steps ({config.steps} per run), {task_name}, n = {n} positions, d = {width}"
     return ExperimentResult(
         "mds-training",
         "MDS positional encodings in training, against the usual ones at equal steps",
         checks,
-        data={"results": results, "parameters": saving, "rank": rank, "config": config.to_dict()},
+        data={
+            "results": results,
+            "parameters": saving,
+            "rank": rank,
+            "config": in_folder(config.to_dict(), options.work_dir),
+        },
         sections=[mds_training_section(heading, results, task_name, rank, saving)],
         figures={figure: "MLM held-out loss during training, per positional encoding"},
         preset=options.preset,
@@ -781,6 +791,19 @@ def _train_run(
     return [json.loads(line) for line in lines]
 
 
+def in_folder(value: Any, work_dir: Path) -> Any:
+    """A setting as the record and the figures name it: a path inside the experiment's folder
+    relative to that folder (it is staged under another name, moved into place when the experiment
+    ends), in a dict or list at any depth; anything else unchanged."""
+    if isinstance(value, dict):
+        return {key: in_folder(item, work_dir) for key, item in value.items()}
+    if isinstance(value, list):
+        return [in_folder(item, work_dir) for item in value]
+    if isinstance(value, str | Path) and str(value) and Path(value).absolute().is_relative_to(work_dir.absolute()):
+        return Path(value).absolute().relative_to(work_dir.absolute()).as_posix()
+    return value
+
+
 def _load_model(options: ExperimentOptions, experiment: str, name: str) -> Any:
     from ..models import Transformer
 
@@ -819,16 +842,23 @@ def _curves_figure(
     chance: tuple[float, float] | None = None,
     title: str = "",
 ) -> None:
+    from ..plotting import Looks, dot_plot, series, single_points
     from ..plotting import pyplot as _pyplot
     from ..plotting import save as _save
 
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(7, 4.2), layout="constrained")
-    for name, lines in runs.items():
-        axis.plot([x["step"] for x in lines], [x[key] for x in lines], marker="o", markersize=3, label=name)
+    looks = Looks(*runs)
+    if single_points({name: [lines] for name, lines in runs.items()}):  # one evaluation per run (smoke)
+        dot_plot(axis, {name: [lines[0][key]] for name, lines in runs.items()}, looks, "positional encoding")
+        steps = sorted({lines[0]["step"] for lines in runs.values()})
+        title = f"{title} (one evaluation, at step {', '.join(map(str, steps))})".strip()
+    else:
+        for name, lines in runs.items():
+            series(axis, [x["step"] for x in lines], [x[key] for x in lines], looks(name), label=name)
+        axis.set_xlabel("training step")
     if chance is not None:
         axis.axhspan(*chance, color="grey", alpha=0.2, label="chance (3 sd)")
-    axis.set_xlabel("step")
     axis.set_ylabel(label)
     if title:
         axis.set_title(title)
@@ -837,17 +867,21 @@ def _curves_figure(
 
 
 def _separation_figure(path: Path, runs: dict[str, list[dict[str, Any]]]) -> None:
+    from ..plotting import Looks, series
     from ..plotting import pyplot as _pyplot
     from ..plotting import save as _save
 
     plt = _pyplot()
     figure, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+    looks = Looks(*runs)
     for name, lines in runs.items():
         steps = [x["step"] for x in lines]
-        axes[0].plot(steps, [x["separation"] for x in lines], marker="o", markersize=3, label=name)
-        axes[1].plot(steps, [x["relative_separation"] for x in lines], marker="o", markersize=3, label=name)
-    for axis, title in zip(axes, ("min_{i != j} ||p_i - p_j||", "min / median pairwise distance"), strict=True):
-        axis.set_xlabel("step")
+        series(axes[0], steps, [x["separation"] for x in lines], looks(name), label=name)
+        series(axes[1], steps, [x["relative_separation"] for x in lines], looks(name), label=name)
+    labels = ("min_{i != j} ||p_i - p_j|| (table units)", "min / median pairwise distance (ratio)")
+    for axis, title, ylabel in zip(axes, ("separation", "relative separation"), labels, strict=True):
+        axis.set_xlabel("training step")
+        axis.set_ylabel(ylabel)
         axis.set_title(title)
         axis.set_ylim(bottom=0)
         axis.legend(fontsize=8)

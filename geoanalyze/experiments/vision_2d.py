@@ -316,6 +316,7 @@ def _accuracy_figure(mean: dict[str, float], std: dict[str, float], path: Path, 
     names = list(mean)
     axis.bar(names, [mean[n] for n in names], yerr=[std[n] for n in names], capsize=4)
     axis.set_ylim(min(mean.values()) - 0.05, 1.0)
+    axis.set_xlabel("positional encoding")
     axis.set_ylabel("test accuracy")
     axis.set_title(f"ViT on {title}")
     axis.tick_params(axis="x", labelrotation=20)

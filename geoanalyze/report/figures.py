@@ -58,6 +58,11 @@ def distance_heatmap(
     ``truth``: the exact distances (n x n, NaN where unknown), "known" to look them up
     (:func:`known_distances`), or None. When there are some, the signal panel draws the true
     d(i, anchor) too, and a fourth panel the mean naive, corrected and true distance by lag.
+
+    Each heatmap has its own scale (the corrected distances are far smaller than the naive ones)
+    over the pairs of distinct positions, leaving out the positions that share no token with any
+    other (:func:`geoanalyze.plotting.isolated_positions`: [CLS], a fixed [SEP]), which saturate;
+    the diagonal is masked, and d(anchor, anchor) = 0 is left out of the signal panel's curves.
     """
     if isinstance(truth, str):
         truth = known_distances(geometry)
@@ -68,44 +73,68 @@ def distance_heatmap(
     positions = geometry.positions
     extent = (positions[0] - 0.5, positions[-1] + 0.5, positions[-1] + 0.5, positions[0] - 0.5)
     label = "Hellinger" if geometry.metric == "hellinger" else "Fisher-Rao"
-    vmax = float(np.nanmax(geometry.naive)) or 1.0
+    isolated = style.isolated_positions(geometry.naive)
     for axis, matrix, title in (
         (axes[0], geometry.naive, f"naive {label}"),
         (axes[1], geometry.corrected, f"bias-corrected {label}"),
     ):
-        image = axis.imshow(matrix, cmap="viridis", vmin=0.0, vmax=vmax, extent=extent, interpolation="nearest")
-        axis.set_title(title)
+        style.heatmap(figure, axis, matrix, f"{title} distance", extent=extent, skip=isolated)
+        axis.set_title(
+            title + ("" if not isolated.size else f"\n(own scale; position {_listed(positions[isolated])} saturates)")
+        )
         axis.set_xlabel("position j")
         axis.set_ylabel("position i")
-        figure.colorbar(image, ax=axis)
-    axes[2].plot(positions, geometry.noise_floor, label="noise floor (split-half)")
-    anchor = len(positions) // 2
-    axes[2].plot(positions, geometry.naive[anchor], label=f"naive d(i, {positions[anchor]})", alpha=0.8)
-    axes[2].plot(positions, geometry.corrected[anchor], label=f"corrected d(i, {positions[anchor]})", alpha=0.8)
+    _signal_panel(axes[2], geometry, truth, label)
     if truth is not None:
-        axes[2].plot(
-            positions, truth[anchor], color="black", linestyle="--", label=f"{TRUE_LABEL} d(i, {positions[anchor]})"
-        )
-    axes[2].set_xlabel("position i")
-    axes[2].set_ylabel(label)
-    axes[2].set_title(f"signal vs noise (snr {geometry.summary.get('snr', float('nan')):.3g})")
-    axes[2].legend(fontsize=8)
-    if truth is not None:
-        for matrix, name, colour, line in (
-            (geometry.naive, "naive (estimated)", None, "-"),
-            (geometry.corrected, "corrected (estimated)", None, "-"),
-            (truth, TRUE_LABEL, "black", "--"),
-        ):
-            lags, means = _by_lag(matrix, positions)
-            axes[3].plot(lags, means, linestyle=line, color=colour, label=name)
-        axes[3].set_xlabel("lag |i - j|")
-        axes[3].set_ylabel(f"mean {label} distance")
-        axes[3].set_title("estimated vs true distance by lag")
-        axes[3].legend(fontsize=8)
+        _lag_panel(axes[3], geometry, truth, label)
     if subtitle:
         figure.suptitle(subtitle)
     _save(figure, path)
     return figure
+
+
+def _listed(positions: np.ndarray) -> str:
+    return ", ".join(str(p) for p in positions)
+
+
+def _signal_panel(axis: Any, geometry: PositionGeometry, truth: np.ndarray | None, label: str) -> None:
+    """The noise floor per position, and d(i, anchor) naive, corrected (and true), the anchor's own 0 left out."""
+    positions = geometry.positions
+    anchor = len(positions) // 2
+    looks = style.Looks()
+
+    def row(matrix: np.ndarray) -> np.ndarray:
+        values = np.array(matrix[anchor], dtype=float)
+        values[anchor] = np.nan  # d(anchor, anchor) = 0 by definition: not a spike of the curve
+        return values
+
+    at = positions[anchor]
+    style.series(axis, positions, geometry.noise_floor, looks("noise"), label="noise floor (split-half)")
+    style.series(axis, positions, row(geometry.naive), looks("naive"), label=f"naive d(i, {at})")
+    style.series(axis, positions, row(geometry.corrected), looks("corrected"), label=f"corrected d(i, {at})")
+    if truth is not None:
+        style.series(axis, positions, row(truth), style.TRUE_LOOK, label=f"{TRUE_LABEL} d(i, {at})")
+    axis.set_xlabel("position i")
+    axis.set_ylabel(f"{label} distance")
+    axis.set_title(f"signal vs noise (snr {geometry.summary.get('snr', float('nan')):.3g})")
+    axis.legend(fontsize=8)
+
+
+def _lag_panel(axis: Any, geometry: PositionGeometry, truth: np.ndarray, label: str) -> None:
+    """The mean naive, corrected and true distance at each lag."""
+    looks = style.Looks()
+    for matrix, name in (
+        (geometry.naive, "naive (estimated)"),
+        (geometry.corrected, "corrected (estimated)"),
+        (truth, TRUE_LABEL),
+    ):
+        lags, means = _by_lag(matrix, geometry.positions)
+        look = style.TRUE_LOOK if name == TRUE_LABEL else looks(name)
+        style.series(axis, lags, means, look, label=name)
+    axis.set_xlabel("lag |i - j|")
+    axis.set_ylabel(f"mean {label} distance")
+    axis.set_title("estimated vs true distance by lag")
+    axis.legend(fontsize=8)
 
 
 def mds_figure(
@@ -133,16 +162,18 @@ def mds_figure(
     tolerance = 1e-9 * float(np.abs(values).max()) if values.size else 0.0
     significant = np.abs(shown) > tolerance
     index = np.arange(1, len(shown) + 1)
-    axes[0].bar(index[significant & (shown > 0)], shown[significant & (shown > 0)], color="tab:blue", label="positive")
+    positive = significant & (shown > 0)
+    axes[0].bar(index[positive], shown[positive], color=style.PALETTE[0], label="positive")
     negative = significant & (shown < 0)
     if negative.any():
-        axes[0].bar(index[negative], -shown[negative], color="tab:red", label="negative (non-Euclidean part)")
+        axes[0].bar(
+            index[negative], -shown[negative], color=style.PALETTE[1], hatch="//", label="negative (non-Euclidean part)"
+        )
     if truth is not None:
         true_values = true_eigenvalues(truth)[: len(shown)]
         keep = true_values > tolerance
-        axes[0].plot(
-            np.arange(1, len(true_values) + 1)[keep], true_values[keep], "k.--", linewidth=0.8, label=TRUE_LABEL
-        )
+        where = np.arange(1, len(true_values) + 1)[keep]
+        style.series(axes[0], where, true_values[keep], style.TRUE_LOOK, label=TRUE_LABEL, linewidth=0.8)
     axes[0].set_yscale("log")
     axes[0].set_title(f"eigen-spectrum (effective rank {result.effective_rank_})")
     axes[0].set_xlabel("component")
@@ -151,7 +182,7 @@ def mds_figure(
     ranks = sorted(curve)
     top = max((curve[r] for r in ranks), default=1.0) or 1.0
     kept = [r for r in ranks if curve[r] > 1e-12 * top]
-    axes[1].plot(kept, [curve[r] for r in kept], marker="o", color=style.colour("mds"))
+    style.series(axes[1], kept, [curve[r] for r in kept], style.Looks()("mds"))
     exact = [r for r in ranks if r not in kept]
     if exact:
         axes[1].annotate(
@@ -168,11 +199,11 @@ def mds_figure(
     coords = result.embedding_
     y = coords[:, 1] if coords.shape[1] > 1 else np.zeros(len(coords))
     scatter = axes[2].scatter(coords[:, 0], y, c=positions, cmap="plasma", s=12)
-    axes[2].plot(coords[:, 0], y, color="grey", linewidth=0.4, alpha=0.6)
+    axes[2].plot(coords[:, 0], y, color=style.GREY, linewidth=0.4, alpha=0.6)
     axes[2].set_title("MDS map (first two coordinates)")
     axes[2].set_xlabel("MDS coordinate 1")
     axes[2].set_ylabel("MDS coordinate 2")
-    figure.colorbar(scatter, ax=axes[2], label="position")
+    figure.colorbar(scatter, ax=axes[2], label="position (token index)")
     if subtitle:
         figure.suptitle(subtitle)
     _save(figure, path)
@@ -224,17 +255,19 @@ def layer_figure(
     """
     plt = _pyplot()
     figure, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
-    for projection in sorted({row["projection"] for row in layers}):
+    looks = style.Looks(*dict.fromkeys(row["projection"] for row in layers), *(references or {}))
+    for projection in dict.fromkeys(row["projection"] for row in layers):  # in the table's order
         rows = sorted((row for row in layers if row["projection"] == projection), key=lambda row: row["layer"])
         x = [row["layer"] for row in rows]
-        colour = style.colour(projection)
-        axes[0].plot(x, [row["stress"] for row in rows], marker="o", label=projection, color=colour)
-        axes[1].plot(x, [row["scaled_stress"] for row in rows], marker="o", label=projection, color=colour)
+        look = looks(projection)
+        style.series(axes[0], x, [row["stress"] for row in rows], look, label=projection)
+        style.series(axes[1], x, [row["scaled_stress"] for row in rows], look, label=projection)
     for name, values in (references or {}).items():
+        look = looks(name)
         for axis, key in ((axes[0], "stress"), (axes[1], "scaled_stress")):
             value = values.get(key)
             if value is not None and np.isfinite(value) and (key != "stress" or value > 0):
-                axis.axhline(value, color=style.colour(name), linestyle="--", linewidth=0.9, label=name)
+                axis.axhline(value, color=look.colour, linestyle="--", linewidth=0.9, label=name)
     axes[0].set_yscale("log")
     axes[0].set_title(f"stress per layer {title}".strip())
     axes[0].set_ylabel("stress (log scale)")
@@ -249,10 +282,10 @@ def layer_figure(
 
 #: marker and colour of each category in the null figure
 CATEGORY_STYLE = {
-    "better": ("o", "tab:green"),
-    "indistinguishable": ("s", "tab:blue"),
-    "worse": ("X", "tab:red"),
-    "undecided": ("d", "tab:olive"),
+    "better": ("o", style.PALETTE[2]),
+    "indistinguishable": ("s", style.PALETTE[0]),
+    "worse": ("X", style.PALETTE[1]),
+    "undecided": ("d", style.PALETTE[4]),
 }
 
 
@@ -280,7 +313,7 @@ def null_figure(
             value = entry.get(key)
             if null is None or value is None or not np.isfinite(value):
                 continue
-            axis.plot([null["low"], null["high"]], [row, row], color="0.75", linewidth=6, solid_capstyle="butt",
+            axis.plot([null["low"], null["high"]], [row, row], color=style.GREY, linewidth=6, solid_capstyle="butt",
                       label="random tables (range)" if "null" not in seen else None)  # fmt: skip
             seen.add("null")
             category = null.get("category", "undecided")
@@ -312,12 +345,14 @@ def training_curves(rows: list[dict[str, Any]], path: str | os.PathLike[str], su
     plt = _pyplot()
     figure, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
     steps = [row["step"] for row in rows]
+    looks = style.Looks()
     for axis, kind in ((axes[0], "loss"), (axes[1], "accuracy")):
-        for split, colour in (("train", "tab:blue"), ("eval", "tab:orange")):
+        for split in ("train", "eval"):
             values = [row.get(f"{split}_{kind}") for row in rows]
             points = [(s, v) for s, v in zip(steps, values, strict=True) if v is not None and np.isfinite(v)]
             if points:
-                axis.plot(*zip(*points, strict=True), marker="o", label=split, color=colour)
+                xs, ys = zip(*points, strict=True)
+                style.series(axis, xs, ys, looks(split), label=split)
         axis.set_xlabel("step")
         axis.set_ylabel(kind)
         axis.set_title(f"{kind} during training")
