@@ -16,6 +16,7 @@ from rich.text import Text
 
 from ..geometry.null import ASPECTS
 from ..results import (
+    LAYER_LEGEND,
     PROJECTION_LEGEND,
     SCORE_COLUMNS,
     StressResult,
@@ -106,9 +107,8 @@ def layer_report(result: StressResult, show_legend: bool, width: int) -> list[An
     parts += [escape(line) for summary in peak_lines(result) for line in wrapped(summary, width=width)]
     if show_legend:
         projections = {row.projection for row in result.layers}
-        layer = "layer: l, the layer whose rows follow (1..L; 0 = the embedding output); projection: the row kind"
         rows = [line for key, line in PROJECTION_LEGEND.items() if key in projections]
-        parts += legend_lines([layer, *rows], width)
+        parts += legend_lines([LAYER_LEGEND, *rows], width)
     return parts
 
 

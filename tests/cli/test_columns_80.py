@@ -48,7 +48,20 @@ COMMANDS: dict[str, tuple[Any, ...]] = {
         "scaled=0.9",
     ),
     "stress the checkpoint": ("stress", MINILM, "--dataset", DRIFT_WORDS, *LAYERS, *FAST),
-    "report": ("report", MINILM, "sinusoidal", "--dataset", DRIFT_WORDS, "--layers", "none", *FAST, "-o", "r.md"),
+    "report": (
+        "report",
+        MINILM,
+        "sinusoidal",
+        "--dataset",
+        DRIFT_WORDS,
+        "--layers",
+        "none",
+        *FAST,
+        "-o",
+        "r.md",
+        "--fail-above",
+        "scaled=0.99",
+    ),
     "distances": ("distances", "counts.safetensors"),
     "distances of a noisy corpus": ("distances", DRIFT.parent / "stationary.txt", "-t", "whitespace"),
     "marginals": ("marginals", DRIFT_WORDS, "-t", "whitespace", "-o", "words.safetensors"),
@@ -169,6 +182,7 @@ def test_the_report_summary_has_every_score_of_every_target_on_one_line(
     page = gfm_tables((work / "r.md").read_text(encoding="utf-8"))[0]
     assert page[0][0] == "target"
     assert score_columns(tables(text), "target") == [row[1:] for row in page[1:]]
+    assert "gate passed: fail above scaled_stress > 0.99" in text  # a passing gate says so, as stress's does
 
 
 def test_distances_warns_of_a_noisy_corpus_as_stress_does(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
