@@ -4,6 +4,13 @@ Counts, distances and forward passes are cached as safetensors files in
 ``$GEOANALYZE_CACHE_DIR`` (else the platform's user cache folder), one folder per kind. A cache
 is an optimisation only: one that cannot be read holds nothing, one that cannot be written
 leaves a note and never fails the job.
+
+Cache keys come from content: a local corpus is keyed by the SHA-256 of its bytes
+(:func:`file_digests`), never by its path, size and modification time alone, so a file
+replaced by another of the same size and mtime (``cp -p``, ``tar x``, a container image with
+fixed mtimes) is never served the old counts. Hashing reads each file once per version: the
+digest is remembered under the file's device, inode, size, mtime and ctime, and the ctime
+changes with every write and every ``touch``/``cp -p``/``tar`` of the file (no tool can set it).
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +27,8 @@ from . import notes
 from .errors import first_line
 
 CACHE_ENV = "GEOANALYZE_CACHE_DIR"
+DIGEST_CHARS = 32  # of the hex SHA-256: 128 bits
+_READ_BLOCK = 1 << 20
 
 
 def cache_entry(folder: str, key_parts: dict[str, Any]) -> Path:
@@ -81,3 +90,58 @@ def cache_failure(exc: BaseException) -> str:
             return os.strerror(int(next(group for group in spelled.groups() if group)))
         current = current.__cause__ or current.__context__
     return first_line(exc, 160)
+
+
+def file_digests(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """The SHA-256 (first :data:`DIGEST_CHARS` hex digits) of each file's bytes, in order.
+
+    SHA-256, not BLAKE2: with the CPU's SHA instructions it hashes ~0.9 GB/s on one core, twice
+    BLAKE2b's speed here. The digests of a list of files are remembered in the cache under the
+    files' (path, device, inode, size, mtime_ns, ctime_ns): an unchanged file is hashed once,
+    a file written, replaced or re-stamped since (its ctime moved) is hashed again. A file that
+    cannot be looked at or read raises OSError (the caller keys it otherwise, and reading it
+    reports the problem).
+    """
+    stats = [(os.path.realpath(path), os.stat(path)) for path in paths]
+    key = hashlib.sha256(
+        "\n".join(
+            f"{real}:{s.st_dev}:{s.st_ino}:{s.st_size}:{s.st_mtime_ns}:{s.st_ctime_ns}" for real, s in stats
+        ).encode()
+    ).hexdigest()[:DIGEST_CHARS]
+    memo = cache_dir() / "digests" / f"{key}.json"
+    remembered = _remembered(memo, len(stats))
+    if remembered is not None:
+        return remembered
+    digests = [_sha256_of(real) for real, _ in stats]
+    write_cache(lambda: _remember(memo, digests))
+    return digests
+
+
+def _sha256_of(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(_READ_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()[:DIGEST_CHARS]
+
+
+def _remembered(memo: Path, count: int) -> list[str] | None:
+    """The digests a memo holds, or None (absent, unreadable, damaged: hashed again, never trusted)."""
+    try:
+        held = json.loads(memo.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if (
+        isinstance(held, list)
+        and len(held) == count
+        and all(isinstance(d, str) and len(d) == DIGEST_CHARS for d in held)
+    ):
+        return held
+    return None
+
+
+def _remember(memo: Path, digests: list[str]) -> None:
+    from .io import write_text
+
+    memo.parent.mkdir(parents=True, exist_ok=True)
+    write_text(memo, json.dumps(digests))

@@ -18,6 +18,7 @@ from ..corpus.sources import default_tokenizer
 from ..errors import GeoanalyzeError, InputError
 from ..report.render import FORMATS
 from . import outputs
+from .inputs import check_applicable, given_options, refuse_counted_twice, traits_of
 from .outputs import Folder, Output, all_or_none, guard
 
 __all__ = ["Folder", "Output", "all_or_none", "guard"]
@@ -85,12 +86,69 @@ def check_format(fmt: str) -> str:
 
 
 def check_output_suffix(path: Path | None, suffix: str, what: str, option: str = "--output") -> None:
-    """A file output: the right suffix, and a place a file can go (checked before any work)."""
+    """A file output: the right suffix, not written as a folder (``-o c.safetensors/``), and a place
+    a file can go (checked before any work)."""
     if path is None:
         return
+    if given_as_folder(option):
+        raise InputError(
+            f"{option} {path}/ ends in a slash, which names a folder; {what} are written to a file: "
+            f"drop the slash ({option} {path})"
+        )
     if path.suffix != suffix:
         raise InputError(f"{option} {path} should end in {suffix} ({what} are written as {suffix})")
     check_output_place(path, option=option)
+
+
+#: the short names of the file options whose values are checked for a trailing slash
+_SHORT_NAMES = {"--output": "-o"}
+
+
+def given_as_folder(option: str, argv: list[str] | None = None) -> bool:
+    """Whether the command line gave ``option`` a value ending in a path separator. A Path drops
+    the trailing slash (``Path("c.safetensors/")`` is ``c.safetensors``), so the words typed are read."""
+    names = [option, *([_SHORT_NAMES[option]] if option in _SHORT_NAMES else [])]
+    words = sys.argv[1:] if argv is None else argv
+    separators = tuple({"/", os.sep})
+    for index, word in enumerate(words):
+        for name in names:
+            if word == name and index + 1 < len(words):
+                value = words[index + 1]
+            elif word.startswith(f"{name}=") and name.startswith("--"):
+                value = word[len(name) + 1 :]
+            elif not name.startswith("--") and word.startswith(name) and len(word) > len(name):
+                value = word[len(name) :]
+            else:
+                continue
+            if len(value) > 1 and value.endswith(separators):
+                return True
+    return False
+
+
+def split_compare(text: str) -> tuple[str, ...]:
+    """--compare's specs, split at commas as :func:`geoanalyze.analysis.split_specs` does, except a
+    comma inside quotes or after a backslash, which is part of a spec: ``file:"a,b.npy",rope``,
+    ``file:'a,b.npy'`` and ``file:a\\,b.npy`` each name the file ``a,b.npy``."""
+    from ..analysis import split_specs
+
+    held, quote, escaped = [], "", False
+    for char in text:
+        if escaped:
+            held.append("\x00" if char == "," else char if char in "\\\"'" else "\\" + char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif quote:
+            quote = "" if char == quote else quote
+            held.append("\x00" if char == "," else "" if not quote else char)
+        elif char in "\"'":
+            quote = char
+        else:
+            held.append(char)
+    if quote:
+        raise InputError(f"--compare {text!r} opens a {quote} quote it does not close; close it")
+    held.append("\\" if escaped else "")
+    return tuple(spec.replace("\x00", ",") for spec in split_specs("".join(held)))
 
 
 def check_output_place(path: Path | None, folder: bool = False, option: str = "--output") -> None:
@@ -129,13 +187,17 @@ class CorpusOptions:
     workers: int | None = None
     cluster: str | None = None
     work_dir: Path | None = None
+    include_hidden: bool = False
+    #: the parameter names given on the command line: each must apply to an input (inputs.OPTION_APPLIES)
+    given: frozenset[str] = frozenset()
 
 
-def corpus_options(params: Mapping[str, Any]) -> CorpusOptions:
+def corpus_options(params: Mapping[str, Any], given: frozenset[str] = frozenset()) -> CorpusOptions:
     """A command's corpus options from its parsed parameters (``ctx.params``), by the names of the
     shared options (options.py): --no-special-tokens and --no-cache are stored as what they turn
-    off, --sample's FRACTION as ``sample``. An option the command does not take keeps its default."""
-    values = dict(params)
+    off, --sample's FRACTION as ``sample``. An option the command does not take keeps its default.
+    ``given``: the names given on the command line (:func:`inputs.given_options`)."""
+    values = dict(params, given=given)
     if "no_special_tokens" in values:
         values["add_special_tokens"] = not values.pop("no_special_tokens")
     if "no_cache" in values:
@@ -165,9 +227,13 @@ def load_counts(
 
     @functools.cache
     def resolve(source: str) -> Any:  # each corpus resolved once (a folder's files are listed once)
-        return resolve_source(source, options.split, options.data_dir, options.text_column)
+        return resolve_source(source, options.split, options.data_dir, options.text_column, options.include_hidden)
 
+    check_applicable(
+        options.given, [(s, traits_of(kind, resolve(s) if kind == "corpus" else None)) for s, kind in plan]
+    )
     _refuse_overlapping_sources([source for source, kind in plan if kind == "corpus"], resolve)
+    refuse_counted_twice(plan, resolve, _header)
     if options.cluster and options.cluster != "local" and any(kind == "corpus" for _, kind in plan):
         from ..corpus.streaming import connect
 
@@ -238,12 +304,32 @@ def _refuse_overlapping_sources(corpora: list[str], resolve: Callable[[str], Any
             identity = file_identity(file)
             if identity in owner and owner[identity][0] != source:
                 first, path = owner[identity]
-                same = _short_path(file) if path == file else f"{_short_path(path)} (the same file as {_short_path(file)})"
+                same = (
+                    _short_path(file) if path == file else f"{_short_path(path)} (the same file as {_short_path(file)})"
+                )
                 raise InputError(
                     f"{same} is read by both {first!r} and {source!r}: its texts would be counted "
                     "twice and every N_i doubled; give each file once (narrow the folder or the pattern)"
                 )
             owner[identity] = (source, file)
+
+
+def check_dataset_options(ctx: Any, dataset: str) -> None:
+    """`stress` and `report`: the corpus options given (--split, --data-dir, --text-column) must
+    apply to --dataset (inputs.OPTION_APPLIES); the corpus is resolved only when one is given."""
+    from ..corpus.sources import resolve_source
+
+    given = given_options(ctx) & {"split", "data_dir", "text_column"}
+    if given:
+        params = ctx.params
+        resolved = resolve_source(dataset, params.get("split"), params.get("data_dir"), params.get("text_column"))
+        check_applicable(given, [(dataset, traits_of("corpus", resolved))])
+
+
+def _header(path: str) -> dict[str, Any]:
+    from ..io import read_metadata
+
+    return read_metadata(path) or {}
 
 
 def file_identity(source: str) -> str:
@@ -280,7 +366,7 @@ def _check_mergeable_before_counting(plan: list[tuple[str, str]], options: Corpu
     """Refuse a mix of tokenizers, max lengths or options now, not after hours of counting."""
     if len(plan) < 2:
         return
-    from ..corpus.marginals import check_mergeable
+    from ..corpus.marginals import check_mergeable, tokenizer_identity
     from ..corpus.tokenize import get_tokenizer
     from ..io import read_metadata
 
@@ -297,7 +383,7 @@ def _check_mergeable_before_counting(plan: list[tuple[str, str]], options: Corpu
                 )
             tok = tokenizers[spec]
             metadata = {
-                "tokenizer": tok.identity(),
+                "tokenizer": tokenizer_identity(tok),
                 "max_length": tok.max_length,
                 "exclude_special": bool(options.exclude_special),
                 "add_special_tokens": bool(getattr(tok, "add_special_tokens", False)),
@@ -325,19 +411,7 @@ def load_geometry(
                 f"{sources[0]} holds {geometry.metric} distances but --metric is {metric}; "
                 "recompute from the counts or change --metric"
             )
-        fixed = {
-            "--tokenizer": options.tokenizer is not None,
-            "--max-length": options.max_length is not None,
-            "--limit": options.limit is not None,
-            "--exclude-special": options.exclude_special,
-            "--no-special-tokens": not options.add_special_tokens,
-        }
-        given = [flag for flag, used in fixed.items() if used]
-        if given:
-            raise InputError(
-                f"{given[0]} cannot change a distances file (it was fixed when the counts were made); "
-                "pass the counts file or the corpus instead"
-            )
+        check_applicable(options.given, [(sources[0], traits_of("distances"))])
         geometry = geometry.select(geometry.totals >= min_count, min_count)
         return geometry, [{"source": sources[0], "from": "distances file"}]
     counts, source_notes = load_counts(sources, options)

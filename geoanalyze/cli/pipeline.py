@@ -32,6 +32,7 @@ from .common import (
     load_counts,
     load_geometry,
 )
+from .inputs import given_options
 
 CountsOutput = Annotated[Path | None, opt.path_option("--output", "-o", help="Write the counts here (.safetensors).")]
 DistancesOutput = Annotated[
@@ -66,6 +67,13 @@ Plot = Annotated[
     Path | None, opt.path_option("--plot", hidden=True, help="Write the spectrum / stress / map PNG here (old).")
 ]
 Method = Annotated[str, opt.text_option("--method", help="Eigensolver: auto, full or partial (top r).")]
+IncludeHidden = Annotated[
+    bool,
+    typer.Option(
+        "--include-hidden",
+        help="Read hidden files and folders (.git/, .ipynb_checkpoints/, .notes.txt) of a folder corpus or glob too.",
+    ),
+]
 
 
 def _inputs(sources: list[str], data_dir: Path | None, tokenizer: str | None, *more: Path | None) -> list[Any]:
@@ -106,6 +114,7 @@ def marginals(
     split: opt.Split = None,
     data_dir: opt.DataDir = None,
     text_column: opt.TextColumn = None,
+    include_hidden: IncludeHidden = False,
     limit: opt.Limit = None,
     tokenizer: opt.TokenizerOpt = None,
     max_length: opt.MaxLength = None,
@@ -134,7 +143,7 @@ def marginals(
     check_output_suffix(output, ".safetensors", "counts")
     guard(_inputs(sources, data_dir, tokenizer), [Output("--output", output), Folder("--work-dir", work_dir)])
     reports: list[dict[str, Any]] = []
-    counts, notes = load_counts(sources, corpus_options(ctx.params), reports=reports)
+    counts, notes = load_counts(sources, corpus_options(ctx.params, given_options(ctx)), reports=reports)
     if output is not None:
         with all_or_none() as stage:
             counts.save(stage(output))
@@ -209,6 +218,7 @@ def distances(
     split: opt.Split = None,
     data_dir: opt.DataDir = None,
     text_column: opt.TextColumn = None,
+    include_hidden: IncludeHidden = False,
     limit: opt.Limit = None,
     tokenizer: opt.TokenizerOpt = None,
     max_length: opt.MaxLength = None,
@@ -239,7 +249,7 @@ def distances(
         _inputs(sources, data_dir, tokenizer),
         [Output("--output", output), Output("--heatmap", heatmap), Folder("--work-dir", work_dir)],
     )
-    counts, notes = load_counts(sources, corpus_options(ctx.params))
+    counts, notes = load_counts(sources, corpus_options(ctx.params, given_options(ctx)))
     geometry = position_geometry(counts, metric=metric, min_count=min_count)
     with all_or_none() as stage:
         if output is not None:
@@ -313,6 +323,7 @@ def mds(
     split: opt.Split = None,
     data_dir: opt.DataDir = None,
     text_column: opt.TextColumn = None,
+    include_hidden: IncludeHidden = False,
     limit: opt.Limit = None,
     tokenizer: opt.TokenizerOpt = None,
     max_length: opt.MaxLength = None,
@@ -347,7 +358,7 @@ def mds(
     _check_mds_options(distance, into_checkpoint, checkpoint_output)
     if into_checkpoint is not None and dim is None:
         dim = _hidden_size(into_checkpoint)
-    geometry, notes = load_geometry(sources, corpus_options(ctx.params), metric, min_count)
+    geometry, notes = load_geometry(sources, corpus_options(ctx.params, given_options(ctx)), metric, min_count)
     matrix = _embeddable(geometry, distance)
     about = {"metric": metric, "distance": distance, "counts": geometry.metadata}
     fitted, curve, encoding = mds_encoding(

@@ -14,7 +14,17 @@ from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import DataNotFoundError, GeoanalyzeError, InputError, ThresholdError, first_line
 from ..report.render import grid_table, print_json, print_table
 from . import options as opt
-from .common import Folder, Output, all_or_none, check_output_place, check_output_suffix, guard, handles_errors
+from .common import (
+    Folder,
+    Output,
+    all_or_none,
+    check_dataset_options,
+    check_output_place,
+    check_output_suffix,
+    guard,
+    handles_errors,
+    split_compare,
+)
 
 if TYPE_CHECKING:
     from ..analysis import StressOptions
@@ -220,10 +230,10 @@ def stress_options(params: Mapping[str, Any], **overrides: Any) -> StressOptions
     """The analysis options of `stress` or `report` from the command's parsed parameters (``ctx.params``),
     by the names of :class:`~geoanalyze.analysis.StressOptions`: --compare split into specs, --no-cache
     stored as what it turns off; the others (--format, --output, the gate) are the command's own."""
-    from ..analysis import StressOptions, split_specs
+    from ..analysis import StressOptions
 
     values = {**params, **overrides}
-    values["compare"] = split_specs(values["compare"])
+    values["compare"] = split_compare(values["compare"])  # a comma inside quotes or after \\ is a file name's
     values["data_dir"] = str(values["data_dir"]) if values["data_dir"] is not None else None
     values["cache"] = not values.pop("no_cache")
     names = {field.name for field in fields(StressOptions)}
@@ -385,6 +395,7 @@ def stress(
         [Output("--output", output), Folder("--plot-dir", plot_dir), *figures],
     )
     check_not_a_table_file(target)
+    check_dataset_options(ctx, dataset)
     rules = stress_gate(ctx.params)
     options = stress_options(ctx.params)
     with _progress_bars() as bars:
@@ -447,6 +458,7 @@ def report(
 
     check_stress_format(format)
     check_output_suffix(output, ".md", "reports")
+    check_dataset_options(ctx, dataset)
     rules = stress_gate(ctx.params)
     figure_dir = output.parent / f"{output.stem}_files"
     check_output_place(figure_dir, folder=True, option="--output")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..cache import cache_entry, cache_holds, write_cache
+from ..cache import cache_entry, cache_holds, file_digests, write_cache
 from ..errors import FormatError, IncompatibleError, InputError
 from ..geometry.distances import normalise_rows
 from ..hub import packaged_minilm_path
@@ -107,7 +108,8 @@ class PositionalCounts:
     def select(self, positions: np.ndarray) -> PositionalCounts:
         """The counts of the given positions only (rows in that order)."""
         positions = np.asarray(positions, dtype=np.int64)
-        return PositionalCounts(self.counts[positions], self.half[positions], dict(self.metadata), self.vocab)
+        metadata = {key: value for key, value in self.metadata.items() if key != "n_empty"}  # row 0 may be gone
+        return PositionalCounts(self.counts[positions], self.half[positions], metadata, self.vocab)
 
     # --- merging --------------------------------------------------------------------------
 
@@ -124,6 +126,10 @@ class PositionalCounts:
         shape = (max(self.n_positions, other.n_positions), max(a_counts.shape[1], b_counts.shape[1]))
         metadata = dict(self.metadata)
         metadata["n_sequences"] = self.n_sequences + other.n_sequences
+        if "n_empty" in self.metadata and "n_empty" in other.metadata:
+            metadata["n_empty"] = int(self.metadata["n_empty"]) + int(other.metadata["n_empty"])
+        else:
+            metadata.pop("n_empty", None)
         metadata["corpus"] = _as_list(self.metadata.get("corpus")) + _as_list(other.metadata.get("corpus"))
         return PositionalCounts(
             _resize(a_counts, shape) + _resize(b_counts, shape),
@@ -184,6 +190,7 @@ class PositionalCounts:
         vocab = header_field(path, document, "vocab", (list, type(None)), "counts", default=None)
         tokenizer = header_field(path, document, "tokenizer", dict, "counts", default={})
         header_field(path, document, "n_sequences", int, "counts", default=0)
+        header_field(path, document, "n_empty", (int, type(None)), "counts", default=None)
         for key in ("exclude_special", "add_special_tokens"):
             header_field(path, document, key, bool, "counts", default=False)
         for key in ("max_length", "split_seed"):
@@ -205,17 +212,38 @@ class PositionalCounts:
         excess = matrices[0] - matrices[1]
         if excess.nnz and excess.data.min() < 0:
             raise FormatError(f"{path}: a half-A count exceeds the full count of the same cell; {fix}")
-        totals = np.asarray(matrices[0].sum(axis=1)).ravel()
-        n_sequences = document.get("n_sequences")
-        if isinstance(n_sequences, int) and "n_sequences" in document and totals.size and totals.max() > n_sequences:
-            row = int(np.argmax(totals))
-            raise FormatError(
-                f"{path}: position {row} counts {int(totals[row])} tokens but the header says "
-                f"{n_sequences} sequences (at most one token per sequence and position); {fix}"
-            )
+        _check_sequences(path, document, np.asarray(matrices[0].sum(axis=1)).ravel())
         for key in ("shape", "vocab", "kind", "format_version"):
             document.pop(key, None)
         return cls(matrices[0], matrices[1], document, vocab)
+
+
+def _check_sequences(path: str | os.PathLike[str], document: dict[str, Any], totals: np.ndarray) -> None:
+    """The header's ``n_sequences`` against the counts: no position counts more tokens than there are
+    sequences, and where every sequence of a token has one at position 0 (a built vocabulary; special
+    tokens added and counted: [CLS]) N_0 is exactly ``n_sequences`` less ``n_empty``, the sequences of
+    no token (blank texts given to :func:`count_positions`; a header without it is not checked so)."""
+    fix = "regenerate it with `geoanalyze marginals`"
+    n_sequences, n_empty = document.get("n_sequences"), document.get("n_empty")
+    if not isinstance(n_sequences, int) or not totals.any():
+        return  # no token at all: degenerate, and what reads it says what to do
+    if totals.max() > n_sequences:
+        row = int(np.argmax(totals))
+        raise FormatError(
+            f"{path}: position {row} counts {int(totals[row])} tokens but the header says "
+            f"{n_sequences} sequences (at most one token per sequence and position); {fix}"
+        )
+    tokenizer = document.get("tokenizer") or {}
+    built = tokenizer.get("vocab") == "built"
+    marked = (
+        tokenizer.get("kind") == "hf" and document.get("add_special_tokens") and not document.get("exclude_special")
+    )
+    if (built or marked) and isinstance(n_empty, int) and int(totals[0]) != n_sequences - n_empty:
+        why = "a non-blank text has a first word" if built else "each begins with a special token"
+        raise FormatError(
+            f"{path}: the header says {n_sequences} sequences ({n_empty} of them empty) but position 0 counts "
+            f"{int(totals[0])} tokens, and every sequence that is not empty has one there ({why}); {fix}"
+        )
 
 
 def _checked_csr(
@@ -275,11 +303,13 @@ class SparseCounter:
         self._new_keys = self._new_counts = self._new_half = np.zeros(0, dtype=np.int64)
         self.n_positions = 0
         self.n_sequences = 0
+        self.n_empty = 0  # sequences of no token at all (a blank text given to count_positions)
 
     def add(self, texts: Sequence[str], in_half: np.ndarray) -> int:
         """Count one batch (``in_half[s]``: sequence s is in split-half A); return its tokens."""
         ids, lengths = self.tokenizer.encode_batch(texts)
         self.n_sequences += len(texts)
+        self.n_empty += int(np.count_nonzero(lengths == 0))
         if not ids.size:
             return 0
         self.n_positions = max(self.n_positions, int(lengths.max()))
@@ -330,12 +360,13 @@ class SparseCounter:
         # The counter is spent: its arrays now belong to the matrices (the keys are dropped).
         self._keys = self._counts = self._half = np.zeros(0, dtype=np.int64)
         metadata = {
-            "tokenizer": tokenizer.identity(),
+            "tokenizer": tokenizer_identity(tokenizer),
             "max_length": tokenizer.max_length,
             "exclude_special": self.exclude_special,
             "add_special_tokens": bool(getattr(tokenizer, "add_special_tokens", False)),
             "split_seed": int(split_seed),
             "n_sequences": self.n_sequences,
+            "n_empty": self.n_empty,
         }
         return PositionalCounts(counts, half, metadata, tokenizer.vocabulary())
 
@@ -446,9 +477,10 @@ def compute_counts(
     """Counts of a corpus source, streamed shard by shard, from the cache when done before.
 
     Returns (counts, came_from_cache). ``cache=False`` recounts and refreshes the cache entry.
-    The cache key covers the corpus fingerprint (path, size and modification time of every
-    shard, or hub id and split), the tokenizer (its spec and the files it loads from), every
-    option that changes the result and the file format version; not ``workers`` or
+    The cache key covers the corpus fingerprint (the SHA-256 of every local file's bytes with
+    its format, a folder's relative names; or the hub id, config and split; or the synthetic
+    spec), the tokenizer (its spec and the digests of the files it loads from), every option that
+    changes the result and the file format version; not the corpus's path, ``workers`` or
     ``cluster``, which never change it.
 
     The counting itself is :func:`geoanalyze.corpus.streaming.count_stream`: memory bounded by
@@ -469,6 +501,8 @@ def compute_counts(
     if cache and cache_holds(cached):
         hit = _cached_counts(cached)
         if hit is not None:
+            # Keyed by content: the entry may have been written for a copy at another path.
+            hit.metadata["corpus"] = [corpus_entry(source, limit)]
             return hit, True
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be at least 1, got {limit}")
@@ -497,12 +531,19 @@ def compute_counts(
     finally:
         if bar is not None:
             bar.close()
-    counts.metadata["corpus"] = [dict(source.describe(), limit=limit)]
+    counts.metadata["corpus"] = [corpus_entry(source, limit)]
     if sample is not None:
         counts.metadata["sample"] = {"fraction": float(sample), "seed": int(sample_seed)}
     # --no-cache recounts and refreshes the entry; an unwritable cache never fails the job.
     write_cache(lambda: counts.save(cached))
     return counts, False
+
+
+def corpus_entry(source: CorpusSource, limit: int | None) -> dict[str, Any]:
+    """A corpus as a counts file's header records it: where it was read, the --limit, and its
+    ``fingerprint`` (the digest of its contents), which tells a counts file of a corpus given
+    beside that corpus, or beside another counts file of it, for what it is (counted twice)."""
+    return dict(source.describe(), limit=limit, fingerprint=source.fingerprint)
 
 
 def _counts_key(
@@ -514,7 +555,8 @@ def _counts_key(
     limit: int | None,
     split_seed: int,
 ) -> dict[str, Any]:
-    """What determines a corpus's counts: the cache key of :func:`compute_counts` (its format: version 2)."""
+    """What determines a corpus's counts: the cache key of :func:`compute_counts` (its format: version 3,
+    content fingerprints)."""
     return {
         "source": source.fingerprint,
         "text_column": source.text_column,
@@ -525,7 +567,7 @@ def _counts_key(
         "add_special_tokens": add_special_tokens,
         "limit": limit,
         "split_seed": split_seed,
-        "version": 2,
+        "version": 3,
     }
 
 
@@ -544,7 +586,7 @@ def _job_description(
         "corpus": source.name,
         "location": source.location,
         "text_column": source.text_column,
-        "tokenizer": tok.identity(),
+        "tokenizer": tokenizer_identity(tok),
         "max_length": tok.max_length,
         "exclude_special": bool(exclude_special),
         "add_special_tokens": bool(add_special_tokens),
@@ -582,6 +624,7 @@ def token_positions(lengths: np.ndarray) -> np.ndarray:
 
 
 def tokenizer_fingerprint(spec: str) -> str:
+    """What a tokenizer's counts depend on besides its spec: the digests of the files it loads."""
     if spec in ("whitespace", "char"):
         return spec
     path = Path(spec).expanduser()
@@ -599,12 +642,30 @@ def tokenizer_fingerprint(spec: str) -> str:
             path = packaged if packaged is not None else path
     if not path.exists():
         return spec
-    digest = hashlib.sha256()
-    for file in sorted(path.glob("*")) if path.is_dir() else [path]:
-        if file.is_file():
-            stat = file.stat()
-            digest.update(f"{file.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    return f"{path.resolve()}:{digest.hexdigest()[:16]}"
+    files = [file for file in (sorted(path.glob("*")) if path.is_dir() else [path]) if file.is_file()]
+    try:
+        digests = file_digests(files)
+    except OSError:  # unreadable: loading the tokenizer reports it
+        digests = [f"{file.stat().st_size}:{file.stat().st_mtime_ns}" for file in files]
+    listed = "\n".join(f"{file.name}:{digest}" for file, digest in zip(files, digests, strict=True))
+    return f"{path.resolve()}:{hashlib.sha256(listed.encode()).hexdigest()[:16]}"
+
+
+def tokenizer_identity(tokenizer: Tokenizer) -> dict[str, Any]:
+    """The tokenizer as a counts file records it: its identity (kind, name, vocabulary size and
+    hash) and, for a Hugging Face tokenizer, ``rules_sha256``: the digest of how it turns text into
+    ids besides the vocabulary (normalizer, pre-tokenizer, the model's settings and merges). A cased
+    and an uncased tokenizer of one vocabulary differ there, so their counts never merge."""
+    identity = dict(tokenizer.identity())
+    if identity.get("kind") != "hf":
+        return identity
+    backend = tokenizer.spec().backend_json
+    if backend:
+        rules = json.loads(backend)
+        model = {key: value for key, value in (rules.get("model") or {}).items() if key != "vocab"}
+        wanted = {"normalizer": rules.get("normalizer"), "pre_tokenizer": rules.get("pre_tokenizer"), "model": model}
+        identity["rules_sha256"] = hashlib.sha256(json.dumps(wanted, sort_keys=True).encode()).hexdigest()[:16]
+    return identity
 
 
 def _resize(matrix: sp.csr_array, shape: tuple[int, int]) -> sp.csr_array:
@@ -651,6 +712,13 @@ def check_mergeable(first: dict[str, Any], second: dict[str, Any]) -> None:
     *will* have, so a mix of tokenizers or max lengths is refused before the work, not after.
     """
     mine, theirs = first.get("tokenizer"), second.get("tokenizer")
+    if (
+        isinstance(mine, dict)
+        and isinstance(theirs, dict)
+        and not ("rules_sha256" in mine and "rules_sha256" in theirs)
+    ):
+        # a counts file written before the rules were recorded: compared by its vocabulary alone
+        mine, theirs = ({k: v for k, v in d.items() if k != "rules_sha256"} for d in (mine, theirs))
     if _vocabulary_identity(mine) != _vocabulary_identity(theirs):
         raise IncompatibleError(
             f"cannot merge counts of different tokenizers ({_describe(mine)} vs {_describe(theirs)}); "
@@ -665,8 +733,8 @@ def check_mergeable(first: dict[str, Any], second: dict[str, Any]) -> None:
 
 
 def _vocabulary_identity(identity: Any) -> Any:
-    """What must agree for counts to add up: the id -> token map, not the name it was loaded by
-    (bert-base-uncased and all-MiniLM-L6-v2 share one vocabulary)."""
+    """What must agree for counts to add up: the id -> token map and the rules that reach it, not
+    the name it was loaded by (bert-base-uncased and all-MiniLM-L6-v2 share both)."""
     if isinstance(identity, dict):
         return {key: value for key, value in identity.items() if key != "name" or identity.get("vocab") == "built"}
     return identity

@@ -17,13 +17,18 @@ Each corpus kind is one class of the :class:`CorpusSource` protocol (:class:`Fil
 which owns how its texts are read whole (``texts``) and streamed (``stream``), how it is cut
 into :class:`Shard` units of streamed work (``shards``), which local files it reads
 (``files_read``) and its ``fingerprint``. Nothing is read until then; the fingerprint changes
-whenever the data would, so counts can be cached by it. A new kind is a new subclass and one
-rule in :func:`resolve_source`.
+whenever the data would, so counts can be cached by it: for local files it is the SHA-256 of
+their bytes (:func:`geoanalyze.cache.file_digests`), with the file format, and for a folder the
+relative names too; a hub dataset is its id, config and split, a synthetic corpus its spec.
+Counts files record it, so a corpus and counts of it are known to be one corpus. A new kind is
+a new subclass and one rule in :func:`resolve_source`.
+
+Folder corpora, shard folders and globs skip hidden files and folders (a name starting with
+'.': ``.git/``, ``.ipynb_checkpoints/``) unless ``include_hidden``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import glob
 import hashlib
@@ -36,6 +41,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..cache import file_digests
 from ..errors import DataNotFoundError, FormatError, InputError, first_line
 from .formats import (
     BINARY_SUFFIXES,
@@ -123,7 +129,8 @@ class CorpusSource(ABC):
     ----------
     name : short display name ("sst2", a file name, "synthetic:drift").
     location : the path, the glob, the hub id (``id`` or ``id/config``), or the synthetic spec.
-    fingerprint : a string that changes whenever the data would change (it keys the counts cache).
+    fingerprint : a string that changes whenever the data would change (it keys the counts cache
+        and identifies the corpus in a counts file's header).
     split : the split read (None for plain files).
     text_column : the column or JSON key holding the text (tabular and JSON sources).
     kind : "file", "folder", "shards", "hub" or "synthetic" (one per class).
@@ -201,8 +208,8 @@ class FileSource(CorpusSource):
 
     @classmethod
     def at(cls, path: Path, text_column: str | None, name: str | None = None, split: str | None = None) -> FileSource:
-        """The source of an existing file, fingerprinted by its path, size and modification time."""
-        return cls(name or path.name, str(path.resolve()), _stat_fingerprint(path), split, text_column)
+        """The source of an existing file, fingerprinted by its format and the digest of its bytes."""
+        return cls(name or path.name, str(path.resolve()), content_fingerprint(path), split, text_column)
 
     def texts(self) -> list[str]:
         return read_file(Path(self.location), self.text_column)
@@ -229,14 +236,18 @@ class FileSource(CorpusSource):
 class FolderSource(CorpusSource):
     """A folder of .txt files, one text a file, in sorted path order (nested folders included).
 
-    ``members``: the files of one shard of the folder; empty, every .txt file under it.
+    ``members``: the files of one shard of the folder; empty, every .txt file under it (hidden
+    ones too with ``include_hidden``).
     """
 
     kind: ClassVar[str] = "folder"
     members: tuple[str, ...] = ()
+    include_hidden: bool = False
 
     def _files(self) -> list[Path]:
-        files = [Path(m) for m in self.members] if self.members else visible_files(Path(self.location), "*.txt")
+        if self.members:
+            return [Path(m) for m in self.members]
+        files = visible_files(Path(self.location), "*.txt", self.include_hidden)
         if not files:
             raise InputError(
                 f"{self.location} holds no .txt files; pass a folder of .txt files (one text each) or a file"
@@ -262,7 +273,8 @@ class FolderSource(CorpusSource):
     def files_read(self) -> set[str]:
         if self.members:
             return {os.path.realpath(file) for file in self.members}
-        return {os.path.realpath(file) for file in visible_files(Path(self.location), "*.txt") if file.is_file()}
+        found = visible_files(Path(self.location), "*.txt", self.include_hidden)
+        return {os.path.realpath(file) for file in found if file.is_file()}
 
     def stream_fingerprint(self) -> str:
         return stream_fingerprint("files", self.location, self.members)
@@ -278,11 +290,9 @@ class ShardsSource(CorpusSource):
 
     @classmethod
     def of(cls, name: str, location: str, files: list[Path], text_column: str | None) -> ShardsSource:
-        """The source of these files, fingerprinted by all their paths, sizes and modification times."""
-        digest = hashlib.sha256()
-        for file in files:
-            digest.update(f"{_stat_fingerprint(file)}\n".encode())
-        fingerprint = f"shards:{digest.hexdigest()[:16]}:{len(files)}"
+        """The source of these files, fingerprinted by their formats and contents, in order."""
+        listed = "\n".join(f"{_format_of(f)}:{d}" for f, d in zip(files, _digests(files), strict=True))
+        fingerprint = f"shards:{hashlib.sha256(listed.encode()).hexdigest()[:32]}:{len(files)}"
         resolved = tuple(str(f.resolve()) for f in files)
         return cls(name, location, fingerprint, None, text_column, files=resolved)
 
@@ -381,14 +391,28 @@ def stream_fingerprint(
     hub_config: str | None = None,
     text_column: str | None = None,
 ) -> str:
-    """A short hash of a stream's identity and its files' sizes and modification times
-    (a file that cannot be looked at is left out: reading it reports it)."""
+    """A short hash of a stream's identity and its files' contents and modification times (a file
+    that cannot be looked at is left out: reading it reports it)."""
     parts = [label, location, str(split), str(hub_config), str(text_column)]
-    for file in files:
-        with contextlib.suppress(OSError):
-            stat = os.stat(file)
-            parts.append(f"{file}:{stat.st_size}:{stat.st_mtime_ns}")
+    present = [file for file in files if os.path.exists(file)]
+    parts += [f"{file}:{digest}" for file, digest in zip(present, _digests(present), strict=True)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+TABLE_SUFFIXES = (".tsv", ".csv", ".jsonl", ".json", ".parquet")
+
+
+def reads_columns(source: CorpusSource) -> bool:
+    """Whether a source's texts are read from a column or JSON key (``--text-column`` applies):
+    tables, JSON lines, parquet shards, hub datasets."""
+    if source.has_columns():
+        return True
+    return isinstance(source, ShardsSource) and any(_is_table(file) for file in source.files)
+
+
+def _is_table(file: str) -> bool:
+    suffixes = [suffix.lower() for suffix in Path(file).suffixes if suffix.lower() != ".gz"]
+    return bool(suffixes) and suffixes[-1] in TABLE_SUFFIXES
 
 
 def files_read(source: CorpusSource) -> set[str]:
@@ -418,11 +442,23 @@ def resolve_source(
     split: str | None = None,
     data_dir: str | os.PathLike[str] | None = None,
     text_column: str | None = None,
+    include_hidden: bool = False,
 ) -> CorpusSource:
-    """Resolve a source string to the :class:`CorpusSource` of its kind (see the module docstring)."""
+    """Resolve a source string to the :class:`CorpusSource` of its kind (see the module docstring).
+
+    A local path comes first: a file named like a synthetic spec (``synthetic:drift``) is read,
+    and a note says so (the spec is then reached only from another folder or by renaming the file).
+    """
     path = _checked_path(source)
-    local = _local_source(source, path, text_column)
+    local = _local_source(source, path, text_column, include_hidden)
     if local is not None:
+        if is_synthetic_spec(source):
+            from ..notes import note
+
+            note(
+                f"{source} is the local {local.kind} {local.location}, not the synthetic corpus of that spec; "
+                "rename the file (or run from another folder) to count the synthetic one"
+            )
         return local
     if is_synthetic_spec(source):
         return SyntheticSource.of(source)
@@ -442,15 +478,16 @@ def resolve_source(
     )
 
 
-def _local_source(source: str, path: Path, text_column: str | None) -> CorpusSource | None:
+def _local_source(source: str, path: Path, text_column: str | None, include_hidden: bool) -> CorpusSource | None:
     """The source of an existing path (a folder, a file) or of a glob; None when the string names neither."""
     if path.is_dir():
-        shard_files = _shard_files_in(path)
+        shard_files = _shard_files_in(path, include_hidden)
         if shard_files:
             return ShardsSource.of(path.name, str(path.resolve()), shard_files, text_column)
-        return FolderSource(path.name, str(path.resolve()), _stat_fingerprint(path))
+        fingerprint = content_fingerprint(path, include_hidden)
+        return FolderSource(path.name, str(path.resolve()), fingerprint, include_hidden=include_hidden)
     if not path.exists() and glob.has_magic(source):
-        return ShardsSource.of(source, source, _glob_shards(source, path), text_column)
+        return ShardsSource.of(source, source, _glob_shards(source, path, include_hidden), text_column)
     if path.is_file():
         check_not_binary(path)
         return FileSource.at(path, text_column)
@@ -459,9 +496,11 @@ def _local_source(source: str, path: Path, text_column: str | None) -> CorpusSou
     return None
 
 
-def _glob_shards(source: str, path: Path) -> list[Path]:
-    """The files a glob matches, in sorted order; every one must be a shard."""
-    matches = sorted(Path(m) for m in glob.glob(str(path), recursive=True) if Path(m).is_file())
+def _glob_shards(source: str, path: Path, include_hidden: bool = False) -> list[Path]:
+    """The files a glob matches, in sorted order; every one must be a shard (hidden names match
+    only with ``include_hidden``, or where the pattern spells the dot)."""
+    found = glob.glob(str(path), recursive=True, include_hidden=include_hidden)
+    matches = sorted(Path(m) for m in found if Path(m).is_file())
     if not matches:
         raise InputError(f"no file matches {source}; check the pattern (quote it so the shell leaves it alone)")
     foreign = [m for m in matches if not is_shard_file(m)]
@@ -533,22 +572,26 @@ def load_texts(
     return resolve_source(source, split, data_dir, text_column).read(limit)
 
 
-def visible_files(folder: Path, pattern: str) -> list[Path]:
+def visible_files(folder: Path, pattern: str, include_hidden: bool = False) -> list[Path]:
     """The paths under ``folder`` matching ``pattern``, in sorted order, none hidden: a file or folder
-    whose name starts with '.' (``.git/``, ``.ipynb_checkpoints/``, ``.DS_Store``) is not the corpus."""
+    whose name starts with '.' (``.git/``, ``.ipynb_checkpoints/``, ``.DS_Store``) is not the corpus,
+    unless ``include_hidden`` (``--include-hidden``)."""
     return sorted(
-        path for path in folder.rglob(pattern) if not any(part.startswith(".") for part in path.relative_to(folder).parts)
+        path
+        for path in folder.rglob(pattern)
+        if include_hidden or not any(part.startswith(".") for part in path.relative_to(folder).parts)
     )
 
 
-def _shard_files_in(folder: Path) -> list[Path]:
+def _shard_files_in(folder: Path, include_hidden: bool = False) -> list[Path]:
     """The shard files of a folder, or [] for a folder of .txt files (one text a file, as before).
 
     A folder holding .jsonl / .parquet / .tsv / ... files (and no .txt) is a set of shards read in
     sorted order; for .txt shards with one text a line, pass a glob (``'corpus/*.txt'``).
     """
-    files = [f for f in visible_files(folder, "*") if f.is_file() and is_shard_file(f) and f.suffix.lower() != ".txt"]
-    if files and visible_files(folder, "*.txt"):
+    listed = visible_files(folder, "*", include_hidden)
+    files = [f for f in listed if f.is_file() and is_shard_file(f) and f.suffix.lower() != ".txt"]
+    if files and visible_files(folder, "*.txt", include_hidden):
         raise InputError(
             f"{folder} mixes .txt files (one text a file) with {files[0].name}-like shards; "
             "pass a glob that picks one kind, e.g. "
@@ -615,16 +658,41 @@ def _looks_like_path(source: str) -> bool:
     )
 
 
-def _stat_fingerprint(path: Path) -> str:
+def content_fingerprint(path: Path, include_hidden: bool = False) -> str:
+    """What a local file or folder corpus holds, whatever its path: a file's format, the digest of
+    its bytes and its mtime; a folder's .txt files' relative names (their order is the corpus
+    order), digests and mtimes."""
     if path.is_dir():
-        files = visible_files(path, "*.txt")
-        digest = hashlib.sha256()
-        for f in files:
-            stat = f.stat()
-            digest.update(f"{f.relative_to(path)}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
-        return f"folder:{path.resolve()}:{digest.hexdigest()[:16]}:{len(files)}"
-    stat = path.stat()
-    return f"file:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+        files = visible_files(path, "*.txt", include_hidden)
+        listed = "\n".join(f"{f.relative_to(path)}:{d}" for f, d in zip(files, _digests(files), strict=True))
+        return f"folder:{hashlib.sha256(listed.encode()).hexdigest()[:32]}:{len(files)}"
+    return f"file:{_format_of(path)}:{_digests([path])[0]}"
+
+
+def _format_of(path: Path) -> str:
+    """The suffixes a file is read by (``.tsv.gz``): the same bytes read as .txt and .tsv differ."""
+    return "".join(path.suffixes).lower()
+
+
+def _digests(files: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """Each file's content digest and modification time (a touched file is recounted: cautious);
+    for a list that cannot be read (no permission, gone) the stat of each, so resolving still
+    works and reading reports the problem in its own words."""
+    listed = list(files)
+    try:
+        return [
+            f"{digest}:{os.stat(file).st_mtime_ns}" for file, digest in zip(listed, file_digests(listed), strict=True)
+        ]
+    except OSError:
+        return [_stat_of(file) for file in listed]
+
+
+def _stat_of(file: str | os.PathLike[str]) -> str:
+    try:
+        stat = os.stat(file)
+    except OSError:
+        return f"unreadable:{os.path.realpath(file)}"
+    return f"stat:{os.path.realpath(file)}:{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ctime_ns}:{stat.st_ino}"
 
 
 def iter_hub_texts(source: HubSource, data_files: tuple[str, ...] = (), batch_rows: int = 1024) -> Iterator[str]:

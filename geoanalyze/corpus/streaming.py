@@ -376,6 +376,13 @@ def connect(address: str) -> Any:
             f"no Dask scheduler answers at {full} ({first_line(exc)}); start one "
             "(dask scheduler, or dask-jobqueue on Slurm) or fix --cluster"
         ) from exc
+    except (MemoryError, EOFError, TypeError, KeyError, IndexError) as exc:
+        # Another kind of server (HTTP, SSH, a database): its first bytes read as Dask's frame
+        # lengths ask for exabytes, or its answer is no Dask message at all.
+        raise InputError(
+            f"the server at {full} is not a Dask scheduler (its answer is not in Dask's protocol); "
+            "pass the scheduler's address (tcp://host:8786) to --cluster"
+        ) from exc
 
 
 def make_executor(
@@ -634,6 +641,8 @@ class ShardMerger:
         else:
             check_mergeable(self._metadata, part.metadata)
             self._metadata["n_sequences"] = int(self._metadata.get("n_sequences", 0)) + part.n_sequences
+            if "n_empty" in part.metadata:
+                self._metadata["n_empty"] = int(self._metadata.get("n_empty", 0)) + int(part.metadata["n_empty"])
         self._shape = (max(self._shape[0], part.n_positions), max(self._shape[1], part.vocab_size))
         for name, matrix in (("counts", part.counts), ("half", part.half)):
             matrix = sp.csr_array(matrix)
@@ -713,7 +722,9 @@ def count_stream(
     folder, keep_work = _open_work_folder(work_dir, job, [shard.fingerprint() for shard in shards], fresh, keep_work)
     report = report if report is not None else CountReport()
     report.shards, report.work_dir = len(shards), str(folder.path)
-    template = ShardJob(0, shards[0], tokenizer.spec(), exclude_special, split_seed, sample=sample, sample_seed=sample_seed)
+    template = ShardJob(
+        0, shards[0], tokenizer.spec(), exclude_special, split_seed, sample=sample, sample_seed=sample_seed
+    )
     earlier = _earlier_headers(folder)
     start = time.perf_counter()
     tick = progress.add_tokens if progress is not None else None

@@ -104,28 +104,41 @@ def bc_matrix(sqrt_a: Any, sqrt_b: Any | None = None) -> np.ndarray:
         return a @ b.T
     a = sp.csr_array(sqrt_a)
     b = a if same else sp.csr_array(sqrt_b)
-    # The columns some row uses, marked in a mask (O(nnz + V), no sort of the indices).
-    in_use = np.zeros(max(a.shape[1], b.shape[1]), dtype=bool)
-    in_use[a.indices] = True
-    in_use[b.indices] = True
-    n_used = int(np.count_nonzero(in_use))
+    column_of, n_used = _used_columns(a, b)
     if n_used == 0:
         return np.zeros((a.shape[0], b.shape[0]))
     fill = (a.nnz + b.nnz) / ((a.shape[0] + b.shape[0]) * n_used)
     if fill < _DENSE_ABOVE:
         return np.asarray((a @ b.T).toarray(), dtype=np.float64)
-    column_of = np.cumsum(in_use) - 1  # original column -> its index among the used ones
     dense_a = _densify(a, column_of, n_used)
     dense_b = dense_a if same else _densify(b, column_of, n_used)
     return dense_a @ dense_b.T
 
 
-def _densify(matrix: sp.csr_array, column_of: np.ndarray, width: int) -> np.ndarray:
+def _used_columns(a: sp.csr_array, b: sp.csr_array) -> tuple[Any, int]:
+    """(original column ids -> their index among the used ones, how many are used).
+
+    The used columns are marked in a mask (O(nnz + V), no sort of the indices) unless the
+    vocabulary is far wider than the entries (token ids near 2**33 in a few thousand counts):
+    then they are sorted (O(nnz log nnz)), so memory follows the counts, never V.
+    """
+    width = max(a.shape[1], b.shape[1])
+    if width > 8 * (a.nnz + b.nnz) + (1 << 24):
+        used = np.unique(np.concatenate([a.indices, b.indices]).astype(np.int64))
+        return (lambda indices: np.searchsorted(used, indices)), int(used.size)
+    in_use = np.zeros(width, dtype=bool)
+    in_use[a.indices] = True
+    in_use[b.indices] = True
+    index = np.cumsum(in_use) - 1  # original column -> its index among the used ones
+    return (lambda indices: index[indices]), int(np.count_nonzero(in_use))
+
+
+def _densify(matrix: sp.csr_array, column_of: Any, width: int) -> np.ndarray:
     """The rows of ``matrix`` over the used columns only, as a dense (n, width) float64 array."""
     n = matrix.shape[0]
     rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(matrix.indptr))
     # bincount adds, as scipy does: a non-canonical CSR may hold one column twice in a row.
-    flat = np.bincount(rows * width + column_of[matrix.indices], weights=matrix.data, minlength=n * width)
+    flat = np.bincount(rows * width + column_of(matrix.indices), weights=matrix.data, minlength=n * width)
     return flat.reshape(n, width)
 
 

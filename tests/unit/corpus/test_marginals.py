@@ -411,7 +411,7 @@ def test_compute_counts_caches(tmp_path: Path, cache: Path) -> None:
     assert as_counter(first.counts, first.vocab) == brute_force(
         t.split() for t in ["the cat sat", "a dog ran", "the end"]
     )
-    assert first.metadata["corpus"] == [dict(source.describe(), limit=None)]
+    assert first.metadata["corpus"] == [dict(source.describe(), limit=None, fingerprint=source.fingerprint)]
     assert len(list((cache / "counts").glob("*.safetensors"))) == 1
     second, hit = compute_counts(source, tokenizer="whitespace", split_seed=2)
     assert hit is True
