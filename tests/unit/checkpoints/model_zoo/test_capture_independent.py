@@ -12,7 +12,7 @@ shared rotary key. Then the mean over the sequences reaching each position.
 
 One entry per mechanism family: learned table (BERT), fixed sinusoidal table (M2M100), RoPE
 (Llama) and partial RoPE (Phi, half the head), ALiBi (BLOOM: fused projections), relative (T5),
-none (Jamba's attention block), MLA (DeepSeek-V3), sliding window (Mistral; Gemma2 alternating;
+none (Jamba's attention block), MLA (DeepSeek-V3; V2 without query compression), sliding window (Mistral; Gemma2 alternating;
 Cohere2, RoPE in its sliding layers only).
 """
 
@@ -124,27 +124,33 @@ def bloom(attention: Any, x: Any, block: int, config: Any) -> tuple[Any, Any]:
     return fused[:, :, 0].flatten(1), fused[:, :, 1].flatten(1)
 
 
-def mla(attention: Any, x: Any, block: int, config: Any) -> tuple[Any, Any]:
-    """DeepSeek-V3's multi-head latent attention: q from the low-rank q_a -> norm -> q_b, split into
-    a plain and a rotary part; k: the latent kv_a -> norm -> kv_b (plain part per head) beside one
-    rotary key shared by every head; rotary in (2i, 2i + 1) pairs, evens then odds."""
-    import torch
+def mla(split: bool) -> QK:
+    """DeepSeek's multi-head latent attention: q from q_proj, or the low-rank q_a -> norm -> q_b, split
+    into a plain and a rotary part; k: the latent kv_a -> norm -> kv_b (plain part per head) beside
+    one rotary key shared by every head; rotary in (2i, 2i + 1) pairs, put back interleaved (V2's
+    complex product) or evens then odds (``split``: V3's rope_interleave)."""
 
-    nope, rope = config.qk_nope_head_dim, config.qk_rope_head_dim
-    base = float(config.rope_parameters["rope_theta"])
-    length = x.shape[0]
-    q = heads(
-        linear(attention.q_b_proj, attention.q_a_layernorm(linear(attention.q_a_proj, x).float()).double()), nope + rope
-    )
-    q = torch.cat([q[..., :nope], rotate_pairs(q[..., nope:], base, split=True)], dim=-1)
-    latent = linear(attention.kv_a_proj_with_mqa, x)
-    compressed, shared = latent[:, : config.kv_lora_rank], latent[:, config.kv_lora_rank :]
-    plain = heads(
-        linear(attention.kv_b_proj, attention.kv_a_layernorm(compressed.float()).double()), nope + config.v_head_dim
-    )
-    rotary = rotate_pairs(shared.view(length, 1, rope), base, split=True).expand(length, HEADS, rope)
-    k = torch.cat([plain[..., :nope], rotary], dim=-1)
-    return q.flatten(1), k.flatten(1)
+    def qk(attention: Any, x: Any, block: int, config: Any) -> tuple[Any, Any]:
+        import torch
+
+        nope, rope = config.qk_nope_head_dim, config.qk_rope_head_dim
+        base = float(config.rope_parameters["rope_theta"])
+        length = x.shape[0]
+        if config.q_lora_rank is None:
+            q = linear(attention.q_proj, x)
+        else:
+            q = linear(attention.q_b_proj, attention.q_a_layernorm(linear(attention.q_a_proj, x).float()).double())
+        q = heads(q, nope + rope)
+        q = torch.cat([q[..., :nope], rotate_pairs(q[..., nope:], base, split=split)], dim=-1)
+        latent = linear(attention.kv_a_proj_with_mqa, x)
+        compressed, shared = latent[:, : config.kv_lora_rank], latent[:, config.kv_lora_rank :]
+        normed = attention.kv_a_layernorm(compressed.float()).double()
+        plain = heads(linear(attention.kv_b_proj, normed), nope + config.v_head_dim)
+        rotary = rotate_pairs(shared.view(length, 1, rope), base, split=split).expand(length, HEADS, rope)
+        k = torch.cat([plain[..., :nope], rotary], dim=-1)
+        return q.flatten(1), k.flatten(1)
+
+    return qk
 
 
 @dataclass(frozen=True)
@@ -159,6 +165,22 @@ class Family:
 
 
 LLAMA = {"num_key_value_heads": 2, "rope_theta": 10000.0}
+MLA = {
+    "q_lora_rank": 16,
+    "kv_lora_rank": 16,
+    "qk_rope_head_dim": 4,
+    "qk_nope_head_dim": 4,
+    "v_head_dim": 8,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "moe_intermediate_size": 16,
+    "first_k_dense_replace": 2,
+    "n_group": 1,
+    "topk_group": 1,
+    "rope_interleave": True,
+    "rope_theta": 10000.0,
+    "num_key_value_heads": HEADS,
+}
 FAMILIES: dict[str, Family] = {
     "learned table (BERT)": Family(
         "bert", {}, lambda m: numbered(m.encoder.layer), lambda b: b.attention.self, separate("query", "key")
@@ -196,27 +218,13 @@ FAMILIES: dict[str, Family] = {
         lambda b: b.self_attn,
         separate("q_proj", "k_proj"),
     ),
-    "MLA (DeepSeek-V3)": Family(
-        "deepseek_v3",
-        {
-            "q_lora_rank": 16,
-            "kv_lora_rank": 16,
-            "qk_rope_head_dim": 4,
-            "qk_nope_head_dim": 4,
-            "v_head_dim": 8,
-            "n_routed_experts": 4,
-            "num_experts_per_tok": 2,
-            "moe_intermediate_size": 16,
-            "first_k_dense_replace": 2,
-            "n_group": 1,
-            "topk_group": 1,
-            "rope_interleave": True,
-            "rope_theta": 10000.0,
-            "num_key_value_heads": HEADS,
-        },
+    "MLA (DeepSeek-V3)": Family("deepseek_v3", MLA, lambda m: numbered(m.layers), lambda b: b.self_attn, mla(True)),
+    "MLA (DeepSeek-V2, no query compression)": Family(
+        "deepseek_v2",
+        {**MLA, "q_lora_rank": None, "n_shared_experts": 1, "topk_method": "greedy"},
         lambda m: numbered(m.layers),
         lambda b: b.self_attn,
-        mla,
+        mla(False),
     ),
     "sliding window (Mistral, window 8)": Family(
         "mistral", {**LLAMA, "sliding_window": 8}, lambda m: numbered(m.layers), lambda b: b.self_attn, roped()
@@ -236,8 +244,15 @@ FAMILIES: dict[str, Family] = {
         roped(pairs=True, nope=lambda block, config: config.layer_types[block - 1] == "full_attention"),
     ),
 }
-#: run by default: one per family kind; the sliding-window variants beyond Mistral's are slow
-DEFAULT = set(FAMILIES) - {"sliding window (Gemma2, alternating)", "partial RoPE (Phi, half the head)"}
+#: run by default: one per mechanism kind (sliding window: Cohere2's, with its NoPE layers); the rest are slow
+DEFAULT = {
+    "learned table (BERT)",
+    "RoPE (Llama)",
+    "ALiBi (BLOOM, fused projections)",
+    "relative (T5)",
+    "MLA (DeepSeek-V3)",
+    "sliding window (Cohere2: RoPE in sliding layers, NoPE in full)",
+}
 
 
 def _recompute(folder: Path, family: Family, sequences: list[str], tokenizer: Any) -> dict[int, tuple[Any, Any]]:
