@@ -395,7 +395,7 @@ def pooled_positions(config: Any, layer: int, length: int, width: int) -> tuple[
         return None
     block = int(np.searchsorted(np.cumsum(sizes), layer - 1, side="right"))
     stride = 2**block
-    if block >= len(sizes) or length != -(-width // stride):
+    if block >= len(sizes) or stride == 1 or length != -(-width // stride):
         return None
     j = np.arange(length)
     last = j * stride if getattr(config, "separate_cls", True) else (j + 1) * stride - 1
