@@ -170,8 +170,9 @@ _BOM = "\ufeff"
 
 
 def check_head(head: bytes, path: Path, gunzipped: bool) -> None:
-    """Refuse, naming what they are, the text files that would otherwise read as invalid UTF-8: UTF-16
-    and UTF-32 (by their byte order mark), gzip data inside gzip data, gzip data not named .gz."""
+    """Refuse, naming what they are, the text files that would otherwise read as invalid UTF-8 or as
+    binary: UTF-16 and UTF-32 (by their byte order mark, or ASCII with NULs between without one),
+    gzip data inside gzip data, gzip data not named .gz. ``head``: the first bytes (64 are enough)."""
     for mark, what, codec in _OTHER_UNICODE:
         if head.startswith(mark):
             plain = path.name.removesuffix(".gz")
@@ -184,6 +185,14 @@ def check_head(head: bytes, path: Path, gunzipped: bool) -> None:
                 f"{path} is {what} text (by its byte order mark), and corpora are read as UTF-8; "
                 f"convert it: {read} > utf8-{plain}"
             )
+    unmarked = _unicode_without_bom(head)
+    if unmarked is not None:
+        what, codec = unmarked
+        raise FormatError(
+            f"{path} looks like {what} text without a byte order mark (its first characters are ASCII with "
+            f"NUL bytes between), and corpora are read as UTF-8; convert it: iconv -f {codec} -t UTF-8 "
+            f"{path.name} > utf8-{path.name.removesuffix('.gz')}"
+        )
     if head.startswith(_GZIP_MAGIC):
         if gunzipped:
             raise FormatError(
@@ -191,6 +200,24 @@ def check_head(head: bytes, path: Path, gunzipped: bool) -> None:
                 f"zcat {path.name} > once-{path.name}"
             )
         raise FormatError(f"{path} is gzip-compressed but not named .gz; rename it to {path.name}.gz")
+
+
+def _unicode_without_bom(head: bytes) -> tuple[str, str] | None:
+    """(what, iconv's name) when ``head`` (at least two whole characters) is ASCII text in UTF-32 or
+    UTF-16 without a byte order mark: NUL bytes where a UTF-8 text never has them."""
+    for size, what, codec in (
+        (4, "UTF-32 (little-endian)", "UTF-32LE"),
+        (4, "UTF-32 (big-endian)", "UTF-32BE"),
+        (2, "UTF-16 (little-endian)", "UTF-16LE"),
+        (2, "UTF-16 (big-endian)", "UTF-16BE"),
+    ):
+        units = [head[i : i + size] for i in range(0, len(head) - size + 1, size)]
+        if len(units) < 2:
+            continue
+        at = 0 if codec.endswith("LE") else size - 1  # where the ASCII byte sits in each character
+        if all(0 < unit[at] < 0x80 and unit.count(0) == size - 1 for unit in units):
+            return what, codec
+    return None
 
 
 def _without_boms(text: str) -> str:
@@ -204,7 +231,7 @@ def decode(data: bytes, path: Path, gunzipped: bool = False) -> str:
     otherwise (and :func:`check_head`'s errors)."""
     if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark (Excel, Notepad) is not text
         data = data[3:]
-    check_head(data[:4], path, gunzipped)
+    check_head(data[:64], path, gunzipped)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -391,7 +418,7 @@ def _iter_lines(path: Path) -> Iterator[str]:
                     raw = raw[3:]
                     offset = 3
                 if number == 1:
-                    check_head(raw[:4], path, gunzipped=path.suffix.lower() == ".gz")
+                    check_head(raw[:64], path, gunzipped=path.suffix.lower() == ".gz")
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:

@@ -39,7 +39,9 @@ def _default_signals() -> None:
         signal.signal(signum, signal.SIG_DFL)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGQUIT], ids=["sighup", "sigquit"])
+@pytest.mark.parametrize(
+    "signum", [signal.SIGHUP, pytest.param(signal.SIGQUIT, marks=pytest.mark.slow)], ids=["sighup", "sigquit"]
+)
 def test_a_hangup_or_quit_mid_run_says_interrupted_and_leaves_nothing(tmp_path: Path, signum: int) -> None:
     process = subprocess.Popen(
         [*GEOANALYZE, *LONG_COUNT, "-o", "counts.safetensors"],
@@ -163,7 +165,7 @@ def test_a_closed_stderr_still_runs(tmp_path: Path) -> None:
     assert '"n_sequences": 2000' in result.stdout
 
 
-@pytest.mark.parametrize("format", ["table", "json", "markdown"])
+@pytest.mark.parametrize("format", ["table", *(pytest.param(f, marks=pytest.mark.slow) for f in ("json", "markdown"))])
 def test_a_stream_that_cannot_encode_a_name_gets_it_escaped(tmp_path: Path, format: str) -> None:
     # was: exit 3, internal error (UnicodeEncodeError)
     name = "ünï😀.txt"
