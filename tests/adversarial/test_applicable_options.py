@@ -141,7 +141,9 @@ def test_include_hidden_in_a_glob(sandbox: Sandbox) -> None:
     sandbox.write("s/a.jsonl", rows)
     sandbox.write("s/.old/a.jsonl", rows)
     counted = [
-        json.loads(sandbox.accepted("marginals", "s/**/*.jsonl", *WS, *extra, "-f", "json").stdout)["n_sequences"]
+        json.loads(sandbox.accepted("marginals", "s/**/*.jsonl", *WS, "--workers", "1", *extra, "-f", "json").stdout)[
+            "n_sequences"
+        ]
         for extra in ([], ["--include-hidden"])
     ]
     assert counted == [10, 20]

@@ -21,6 +21,7 @@ from geoanalyze.hub import packaged_minilm_path
 from .harness import SAMPLES, Sandbox
 
 WS = ["-t", "whitespace"]
+ONE = ["--workers", "1"]  # several shards: counted here, not in spawned processes (seconds each)
 TWICE = ("counted twice",)
 LINES = (SAMPLES / "drift-words.txt").read_text(encoding="utf-8").splitlines()
 
@@ -50,22 +51,22 @@ def shards(sandbox: Sandbox) -> Sandbox:
     """parts/0.jsonl, parts/1.jsonl (30 texts each) and their counts p.safetensors (by glob)."""
     jsonl(sandbox, "parts/0.jsonl", 0, 30)
     jsonl(sandbox, "parts/1.jsonl", 30, 30)
-    sandbox.accepted("marginals", "parts/*.jsonl", *WS, "-o", "p.safetensors")
+    sandbox.accepted("marginals", "parts/*.jsonl", *WS, *ONE, "-o", "p.safetensors")
     return sandbox
 
 
 def test_counts_of_a_glob_beside_the_glob(shards: Sandbox) -> None:
-    shards.refused("marginals", "parts/*.jsonl", "p.safetensors", *WS, words=TWICE)
+    shards.refused("marginals", "parts/*.jsonl", "p.safetensors", *WS, *ONE, words=TWICE)
 
 
 def test_counts_of_a_shard_folder_beside_the_folder(shards: Sandbox) -> None:
-    shards.accepted("marginals", "parts", *WS, "-o", "f.safetensors")
-    shards.refused("marginals", "f.safetensors", "parts", *WS, words=("'parts'", *TWICE))
+    shards.accepted("marginals", "parts", *WS, *ONE, "-o", "f.safetensors")
+    shards.refused("marginals", "f.safetensors", "parts", *WS, *ONE, words=("'parts'", *TWICE))
 
 
 def test_counts_of_a_glob_beside_the_same_files_as_a_folder(shards: Sandbox) -> None:
     """The glob and the folder read the same files in the same order: one corpus."""
-    shards.refused("marginals", "parts", "p.safetensors", *WS, words=TWICE)
+    shards.refused("marginals", "parts", "p.safetensors", *WS, *ONE, words=TWICE)
 
 
 def test_counts_of_a_data_dir_dataset_beside_the_dataset(sandbox: Sandbox) -> None:
@@ -203,10 +204,10 @@ def test_a_file_of_a_collection_replaced_in_place(sandbox: Sandbox, kind: str) -
     for index in range(3):
         texts(sandbox, f"c/{index}.txt", index * 5, 5 if kind == "glob" else 1)
     source = "c" if kind == "folder" else "c/*.txt"
-    sandbox.accepted("marginals", source, *WS)
-    assert source_of(sandbox, source, *WS) == "cache"
+    sandbox.accepted("marginals", source, *WS, *ONE)
+    assert source_of(sandbox, source, *WS, *ONE) == "cache"
     replace_in_place(sandbox.path("c/1.txt"), reversed_words(sandbox.path("c/1.txt")))
-    assert source_of(sandbox, source, *WS) != "cache"
+    assert source_of(sandbox, source, *WS, *ONE) != "cache"
 
 
 def test_a_hidden_file_added_leaves_the_key_alone(sandbox: Sandbox) -> None:
