@@ -195,11 +195,10 @@ def _check_training_outputs(output_dir: Path, inputs: list[Any]) -> None:
 def _print_training(config: Any, output_dir: Path, metrics: dict[str, Any], format: str) -> None:
     """The finished run: its figure drawn, then its metrics, parameter counts and files in ``format``."""
     from ..models import Transformer
-    from ..results import display_path
 
     corpus = (
-        f"synthetic {config.order_length}-token sequences" if config.task == "order" else display_path(config.dataset)
-    )
+        f"synthetic {config.order_length}-token sequences" if config.task == "order" else Path(config.dataset).name
+    )  # a corpus file by its name (a dataset name is its own), wherever it lies
     named = f"{config.task} on {corpus}, pe {config.model.pe}"  # the task's corpus (order: synthetic), the encoding
     curves = _draw_training_curves(output_dir, named)
     model = Transformer.load(output_dir / "checkpoint")

@@ -271,34 +271,43 @@ def _final_values(axis: Any, runs: dict[str, dict[str, list[dict[str, Any]]]], l
 
 
 def gate_figure(results: Results, sizes: tuple[int, ...], path: Any) -> bool:
-    """EΔ's gate curves, when there are any (False: nothing drawn, nothing written)."""
-    from ..plotting import Looks, pyplot, save, series
+    """EΔ's gate curves, when there are any (False: nothing drawn, nothing written). When every
+    sequence-task run was evaluated once (smoke), their gates are a panel of their own, one column
+    per task and seed, beside the negation curves (at one step they would all lie on one point)."""
+    from ..plotting import Looks, dot_plot, pyplot, save, series, single_points
 
-    plt = pyplot()
-    figure, axis = plt.subplots(figsize=(6, 3.8), layout="constrained")
-    looks = Looks()
-    drawn = False
-    for task, per_model in results.runs.items():
-        for result in per_model.get("edelta", []):
-            steps = [r["step"] for r in result["history"]]
-            label = f"{task} (seed {result['seed']})"
-            series(axis, steps, [r["gate"] for r in result["history"]], looks(label), label=label)
-            drawn = True
-    if "edelta" in results.negation and sizes:
-        for result in results.negation["edelta"][max(sizes)]:
-            curve = np.asarray(result["gate_curve"])
-            label = f"negation {max(sizes)} (seed {result['seed']})"
-            series(axis, curve[:, 0], curve[:, 1], looks(label), label=label)
-            drawn = True
-    if not drawn:
-        plt.close(figure)
+    tasks = {
+        f"{task} (seed {result['seed']})": result["history"]
+        for task, per_model in results.runs.items()
+        for result in per_model.get("edelta", [])
+    }
+    negation = results.negation["edelta"][max(sizes)] if "edelta" in results.negation and sizes else []
+    if not tasks and not negation:
         return False
-    axis.axhline(GATE_LOW, color="grey", lw=0.8)
-    axis.axhline(GATE_HIGH, color="grey", lw=0.8)
-    axis.set_xlabel("training step")
-    axis.set_ylabel("mean gate gamma (0-1)")
-    axis.set_title(f"EΔ's gate over training (grey: the bounds {GATE_LOW} and {GATE_HIGH})")
-    axis.set_ylim(0, 1)
-    axis.legend(fontsize=7)
+    apart = bool(negation) and single_points({name: [history] for name, history in tasks.items()})
+    plt = pyplot()
+    figure, axes = plt.subplots(1, 2 if apart else 1, figsize=(10 if apart else 6, 3.8), layout="constrained")
+    panels = list(np.atleast_1d(axes))
+    looks = Looks()
+    if apart:
+        dot_plot(panels[0], {name: [history[-1]["gate"]] for name, history in tasks.items()}, looks, "task (seed)")
+        steps = sorted({history[-1]["step"] for history in tasks.values()})
+        panels[0].set_title(f"sequence tasks (one evaluation, at step {', '.join(map(str, steps))})")
+        panels[-1].set_title(f"negation, a training set of {max(sizes)}")
+    else:
+        for name, history in tasks.items():
+            series(panels[-1], [r["step"] for r in history], [r["gate"] for r in history], looks(name), label=name)
+    for result in negation:
+        curve = np.asarray(result["gate_curve"])
+        label = f"negation {max(sizes)} (seed {result['seed']})"
+        series(panels[-1], curve[:, 0], curve[:, 1], looks(label), label=label)
+    panels[-1].set_xlabel("training step")
+    for axis in panels:
+        axis.axhline(GATE_LOW, color="grey", lw=0.8)
+        axis.axhline(GATE_HIGH, color="grey", lw=0.8)
+        axis.set_ylabel("mean gate gamma (0-1)")
+        axis.set_ylim(0, 1)
+        axis.legend(fontsize=7)
+    figure.suptitle(f"EΔ's gate over training (grey: the bounds {GATE_LOW} and {GATE_HIGH})")
     save(figure, path)
     return True
