@@ -254,6 +254,7 @@ class _Run:
         self.pooled: dict[int, int] = {}  # layer -> stride of its pooling
         self.unmeasured: dict[int, str] = {}  # layer -> why it has no row
         self.skipped: list[tuple[int, int, str]] = []  # batches the model cannot run: (sequences, length, why)
+        self.streams: tuple[int, int] | None = None  # AltUp: (streams per layer, the active one)
 
     def forward(self, ids: Any, mask: Any) -> Any:
         self.recorder.start(mask.to(self.device))
@@ -278,9 +279,9 @@ class _Run:
                     input_ids=ids.to(self.device), attention_mask=mask.to(self.device), output_hidden_states=True
                 )
             except (RuntimeError, ValueError, IndexError):
-                self.skipped.append(
-                    (len(ids), int(mask.sum(1).max()), str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-                )
+                from ..errors import first_line
+
+                self.skipped.append((len(ids), int(mask.sum(1).max()), f"{type(exc).__name__}: {first_line(exc)}"))
                 return
             raise
 
@@ -314,6 +315,7 @@ class _Run:
         for layer, hidden in enumerate(states):
             if isinstance(hidden, tuple | list):  # PegasusX's last entry: (the sequence, its global tokens)
                 hidden = hidden[0]
+            hidden = self.active_stream(hidden, ids.shape[0])
             if len(self.sums) <= layer:  # every layer as wide as the first (another width has no row)
                 self.sums.append(torch.zeros((self.n, (self.sums or [hidden])[0].shape[-1]), dtype=torch.float64))
                 self.layer_counts.append(torch.zeros(self.n, dtype=torch.float64))
@@ -326,6 +328,15 @@ class _Run:
             self.sums[layer][positions] += sums
             self.layer_counts[layer][positions] += weights.to(torch.float64).sum(0)
         self.counts[:width] += mask.to(torch.float64).sum(0)
+
+    def active_stream(self, hidden: Any, batch: int) -> Any:
+        """Gemma3n's (streams, B, T, h) AltUp states: the active stream (``altup_active_idx``), the one its
+        attention and MLP read; any other shape as it is."""
+        active = getattr(self.config, "altup_active_idx", None)
+        if hidden.dim() != 4 or hidden.shape[1] != batch or not isinstance(active, int):
+            return hidden
+        self.streams = (int(hidden.shape[0]), active)
+        return hidden[active]
 
     def place(self, layer: int, hidden: Any, mask: Any) -> tuple[Any, Any] | None:
         """A layer's (B, T', h) states on the batch's positions: T' = T as they are; T' > T (padded to a
@@ -366,6 +377,11 @@ class _Run:
             notes.append(
                 f"{name} pads each batch to a multiple of its attention window or chunk (up to {padded} positions); "
                 "the padding, appended after the sequence, is trimmed from the hidden states and the queries and keys"
+            )
+        if self.streams is not None:
+            notes.append(
+                f"{name} keeps {self.streams[0]} AltUp streams at every layer; the hidden rows are the active "
+                f"stream's (altup_active_idx {self.streams[1]}), the one its attention and MLP read"
             )
         if self.pooled:
             strides = ", ".join(f"layer {layer}: stride {stride}" for layer, stride in sorted(self.pooled.items()))
@@ -416,6 +432,13 @@ def pooling_rule(config: Any) -> str:
 
 def _result(checkpoint: Checkpoint, model: Any, run: _Run, method: str, capture: bool) -> ForwardResult:
     """Sums over reach, and the notes on what was not captured."""
+    if not run.sums and run.skipped:  # transformers' own model fails on every batch: the checkpoint's config
+        from ..errors import FormatError
+
+        raise FormatError(
+            f"transformers' {type(model).__name__} cannot run {checkpoint.name} on any of its sequences "
+            f"({run.skipped[0][2]}); check the checkpoint's config"
+        )
     if not run.sums:
         raise InputError("no sequence to run through the model; check the corpus")
     reach = run.counts.numpy()

@@ -183,7 +183,7 @@ def _reference(
     import torch
     from transformers import AutoConfig, AutoModel
 
-    cls = ALL[name][2]
+    cls = ALL[name][2] if name in ALL else None
     loader = model_class(cls, AutoConfig.from_pretrained(str(folder))) if cls else AutoModel
     model: Any = loader.from_pretrained(str(folder)).eval()
     if getattr(model.config, "is_encoder_decoder", False):
@@ -214,7 +214,10 @@ def _reference(
             total = projected.setdefault(path, np.zeros((20, rows.shape[1])))
             total[:length] += rows
         for layer, hidden in enumerate(states):
-            hidden = (hidden[0] if isinstance(hidden, tuple) else hidden)[0].double().numpy()
+            hidden = hidden[0] if isinstance(hidden, tuple) else hidden  # PegasusX: (sequence, global tokens)
+            if hidden.dim() == 4:  # Gemma3n's AltUp streams: the active one
+                hidden = hidden[model.config.altup_active_idx]
+            hidden = hidden[0].double().numpy()
             if len(sums) <= layer:
                 sums.append(np.zeros((20, hidden.shape[-1])))
                 counts.append(np.zeros(20))
@@ -324,3 +327,56 @@ def test_a_batch_transformers_itself_cannot_run_is_left_out_with_a_note(
     assert any(
         line.startswith("2 sequences (in batches of up to 3 tokens) are left out") for line in result.hidden_notes
     )
+
+
+@pytest.mark.slow
+def test_gemma3n_altup_streams_give_the_active_streams_rows(capture_tokenizer: Any, tmp_path: Path) -> None:
+    """Gemma3n's hidden states are (4 streams, batch, length, width): the rows are the active stream's
+    (altup_active_idx), equal to each sequence run alone, and a note says so."""
+    from .zoo import build_checkpoint, full_zoo
+
+    entry = next(entry for entry in full_zoo() if entry.model_type == "gemma3n_text")
+    folder = build_checkpoint(entry, tmp_path / "gemma3n", capture_tokenizer)
+    sequences = texts(LENGTHS, capture_tokenizer)
+    checkpoint = load_checkpoint(str(folder))
+    result = forward_pass(checkpoint, sequences, max_length=20, batch_size=3, device="cpu", dtype="float32")
+    sums, counts = _reference(folder, "Gemma3n", capture_tokenizer, sequences, {})
+    for layer in range(checkpoint.mechanism.layers + 1):
+        reached = counts[layer] > 0
+        expected = sums[layer][reached] / counts[layer][reached][:, None]
+        np.testing.assert_allclose(result.centroids[layer][reached], expected, atol=1e-4, rtol=1e-4)
+    assert any("AltUp streams" in line for line in result.hidden_notes), result.hidden_notes
+
+
+def test_a_model_transformers_cannot_run_on_any_sequence_is_refused_in_one_line(
+    folders: dict[str, Path], capture_tokenizer: Any, tmp_path: Path
+) -> None:
+    """Every sequence of 3 tokens: Funnel fails on each batch on its own, so the checkpoint (with this
+    corpus) is refused, exit 2, naming transformers' reason; not 'no sequence to run'."""
+    from helpers import refused
+
+    from geoanalyze.errors import FormatError
+
+    if "Funnel" not in folders:
+        model_type, config, cls = ALL["Funnel"]
+        folders["Funnel"] = build(tmp_path / "funnel", capture_tokenizer, model_type, config, cls)
+    sequences = texts([3] * 8, capture_tokenizer)
+    with pytest.raises(FormatError, match=r"transformers' FunnelModel cannot run .* on any of its sequences \(Runtime"):
+        forward_pass(load_checkpoint(str(folders["Funnel"])), sequences, max_length=8, batch_size=4, device="cpu")
+    corpus = tmp_path / "short.txt"
+    corpus.write_text("\n".join(sequences * 4) + "\n", encoding="utf-8")
+    load_checkpoint.cache_clear()
+    args = [
+        "stress",
+        folders["Funnel"],
+        "--dataset",
+        corpus,
+        "--layers",
+        "all",
+        "--null-draws",
+        "2",
+        "--min-count",
+        "8",
+    ]
+    run = invoke(args, tmp_path)
+    refused(run, "FunnelModel cannot run", "check the checkpoint's config")
