@@ -61,6 +61,8 @@ def cycle_look(index: int) -> Look:
     return Look(PALETTE[index % len(PALETTE)], MARKERS[index % len(MARKERS)], LINESTYLES[index % len(LINESTYLES)])
 
 
+#: the look of the exact distances of a synthetic corpus, beside the estimates
+TRUE_LOOK = Look("#000000", "x", "--")
 #: the look of each encoding family (the part of a spec before ':') and each layer projection
 FAMILY_LOOKS = {
     "target": Look("#000000", "o", "-"),
@@ -78,9 +80,8 @@ FAMILY_LOOKS = {
     "hidden": Look(PALETTE[2], "^", "-"),
     "P·W_Q": Look(PALETTE[3], "D", "--"),
     "P·W_K": Look(PALETTE[4], "v", "--"),
+    "true": TRUE_LOOK,  # the exact distances of a synthetic corpus
 }
-#: the look of the exact distances of a synthetic corpus, beside the estimates
-TRUE_LOOK = Look("#000000", "x", "--")
 RC = {
     "font.size": 9,
     "axes.titlesize": 10,
@@ -110,9 +111,9 @@ def colour(name: str, index: int = 0) -> str:
 
 class Looks:
     """The looks of one figure's series: one per name, the same name the same look in every panel,
-    no two names alike. A name gets its family's look unless another name holds it, else the first
-    look of the cycle that is no family's and whose colour and marker are both still free (failing
-    that, the first that is no family's and not taken)."""
+    no two names alike. A name gets its family's look unless another name holds it, else a look of
+    the cycle that is no family's and whose colour and marker are both still free (failing that, one
+    that is no family's and not taken), the earliest colour of the palette first."""
 
     def __init__(self, *names: str) -> None:
         """``names``: the series the figure will draw, when known: those of a family take their
@@ -132,7 +133,7 @@ class Looks:
             candidates = [cycle_look(i) for i in range(len(PALETTE) * len(MARKERS) * len(LINESTYLES))]
             candidates = [look for look in candidates if look not in families and look not in taken]
             free = [look for look in candidates if look.colour not in colours and look.marker not in markers]
-            own = (free or candidates)[0]
+            own = min(free or candidates, key=lambda look: PALETTE.index(look.colour))  # in palette order: yellow last
         self.assigned[name] = own
         return own
 

@@ -84,9 +84,10 @@ def distance_heatmap(
         )
         axis.set_xlabel("position j")
         axis.set_ylabel("position i")
-    _signal_panel(axes[2], geometry, truth, label)
+    looks = style.Looks("true", "noise", "naive", "corrected")  # one look per curve in both panels
+    _signal_panel(axes[2], geometry, truth, label, looks)
     if truth is not None:
-        _lag_panel(axes[3], geometry, truth, label)
+        _lag_panel(axes[3], geometry, truth, label, looks)
     if subtitle:
         figure.suptitle(subtitle)
     _save(figure, path)
@@ -97,11 +98,12 @@ def _listed(positions: np.ndarray) -> str:
     return ", ".join(str(p) for p in positions)
 
 
-def _signal_panel(axis: Any, geometry: PositionGeometry, truth: np.ndarray | None, label: str) -> None:
+def _signal_panel(
+    axis: Any, geometry: PositionGeometry, truth: np.ndarray | None, label: str, looks: style.Looks
+) -> None:
     """The noise floor per position, and d(i, anchor) naive, corrected (and true), the anchor's own 0 left out."""
     positions = geometry.positions
     anchor = len(positions) // 2
-    looks = style.Looks()
 
     def row(matrix: np.ndarray) -> np.ndarray:
         values = np.array(matrix[anchor], dtype=float)
@@ -113,24 +115,22 @@ def _signal_panel(axis: Any, geometry: PositionGeometry, truth: np.ndarray | Non
     style.series(axis, positions, row(geometry.naive), looks("naive"), label=f"naive d(i, {at})")
     style.series(axis, positions, row(geometry.corrected), looks("corrected"), label=f"corrected d(i, {at})")
     if truth is not None:
-        style.series(axis, positions, row(truth), style.TRUE_LOOK, label=f"{TRUE_LABEL} d(i, {at})")
+        style.series(axis, positions, row(truth), looks("true"), label=f"{TRUE_LABEL} d(i, {at})")
     axis.set_xlabel("position i")
     axis.set_ylabel(f"{label} distance")
     axis.set_title(f"signal vs noise (snr {geometry.summary.get('snr', float('nan')):.3g})")
     axis.legend(fontsize=8)
 
 
-def _lag_panel(axis: Any, geometry: PositionGeometry, truth: np.ndarray, label: str) -> None:
+def _lag_panel(axis: Any, geometry: PositionGeometry, truth: np.ndarray, label: str, looks: style.Looks) -> None:
     """The mean naive, corrected and true distance at each lag."""
-    looks = style.Looks()
     for matrix, name in (
         (geometry.naive, "naive (estimated)"),
         (geometry.corrected, "corrected (estimated)"),
         (truth, TRUE_LABEL),
     ):
         lags, means = _by_lag(matrix, geometry.positions)
-        look = style.TRUE_LOOK if name == TRUE_LABEL else looks(name)
-        style.series(axis, lags, means, look, label=name)
+        style.series(axis, lags, means, looks(name.split(" ")[0]), label=name)
     axis.set_xlabel("lag |i - j|")
     axis.set_ylabel(f"mean {label} distance")
     axis.set_title("estimated vs true distance by lag")
