@@ -39,8 +39,9 @@ from .mechanism import KEY_NAMES, QUERY_NAMES
 WRAPPED = ("sdpa", "eager")
 #: prefix of the registered names: geoanalyze_capture_sdpa, geoanalyze_capture_eager
 CAPTURE_PREFIX = "geoanalyze_capture_"
-#: the names of fused query/key/value projections (BLOOM, Falcon, GPT-NeoX-Japanese: query_key_value; MPT: Wqkv)
-FUSED_NAMES = ("query_key_value", "wqkv")
+#: the names of fused query/key/value projections (BLOOM, Falcon, GPT-NeoX-Japanese: query_key_value; MPT: Wqkv;
+#: OpenAI-GPT: its Conv1D c_attn)
+FUSED_NAMES = ("query_key_value", "wqkv", "c_attn")
 
 Attention = Callable[..., Any]  # (module, query, key, value, attention_mask, ...) -> (output, weights)
 Split = Callable[[Any, Any], tuple[Any, Any]]  # (attention module, fused (B, T, 3w)) -> (q, k), each (B, T, w')
@@ -293,7 +294,7 @@ def _neox_japanese(attention: Any, fused: Any) -> tuple[Any, Any]:
 
 
 def _thirds(_: Any, fused: Any) -> tuple[Any, Any]:
-    """MPT: [Q | K | V] along the width."""
+    """MPT, OpenAI-GPT: [Q | K | V] along the width."""
     query, key, _value = fused.chunk(3, dim=-1)
     return query, key
 
@@ -304,6 +305,7 @@ FUSED_LAYOUTS: dict[str, Split] = {
     "falcon": _falcon,
     "mpt": _thirds,
     "gpt_neox_japanese": _neox_japanese,
+    "openai-gpt": _thirds,
 }
 
 
@@ -312,10 +314,13 @@ def _projections(block: Any) -> tuple[Any, Any, Any] | None:
     Linear side by side, or (fused, None, attention module); None where there is neither (RWKV's
     key has no query beside it: it is no attention)."""
     import torch
+    from transformers.pytorch_utils import Conv1D
 
     for parent in block.modules():
         linear = {
-            name.lower(): module for name, module in parent.named_children() if isinstance(module, torch.nn.Linear)
+            name.lower(): module
+            for name, module in parent.named_children()
+            if isinstance(module, torch.nn.Linear | Conv1D)  # Conv1D: OpenAI-GPT's fused c_attn (x W + b)
         }
         query = next((linear[name] for name in QUERY_NAMES if name in linear), None)
         key = next((linear[name] for name in KEY_NAMES if name in linear), None)
@@ -339,7 +344,9 @@ def hook_projections(recorder: QueryKeySums, blocks: list[Any], model_type: str 
         number = index + 1
         query, key, attention = found
         if key is None and model_type not in FUSED_LAYOUTS:
-            recorder.drop(number, f"its fused query_key_value has no known layout for model type {model_type!r}")
+            recorder.drop(
+                number, f"its fused query/key/value projection has no known layout for model type {model_type!r}"
+            )
             continue
         handles.append(block.register_forward_pre_hook(_block_input(recorder, number), with_kwargs=True))
         if key is None:

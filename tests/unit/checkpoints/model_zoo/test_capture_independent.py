@@ -124,6 +124,13 @@ def bloom(attention: Any, x: Any, block: int, config: Any) -> tuple[Any, Any]:
     return fused[:, :, 0].flatten(1), fused[:, :, 1].flatten(1)
 
 
+def openai_gpt(attention: Any, x: Any, block: int, config: Any) -> tuple[Any, Any]:
+    """OpenAI-GPT's Conv1D c_attn (x W + b, W in x 3w): [Q | K | V] along the width."""
+    fused = x @ attention.c_attn.weight.double() + attention.c_attn.bias.double()
+    width = fused.shape[1] // 3
+    return fused[:, :width], fused[:, width : 2 * width]
+
+
 def mla(split: bool) -> QK:
     """DeepSeek's multi-head latent attention: q from q_proj, or the low-rank q_a -> norm -> q_b, split
     into a plain and a rotary part; k: the latent kv_a -> norm -> kv_b (plain part per head) beside
@@ -198,6 +205,13 @@ FAMILIES: dict[str, Family] = {
     ),
     "ALiBi (BLOOM, fused projections)": Family(
         "bloom", {"n_layer": 2, "n_head": HEADS}, lambda m: numbered(m.h), lambda b: b.self_attention, bloom
+    ),
+    "learned table, fused Conv1D (OpenAI-GPT)": Family(
+        "openai-gpt",
+        {"n_embd": 32, "n_layer": 2, "n_head": HEADS, "n_positions": 64},
+        lambda m: numbered(m.h),
+        lambda b: b.attn,
+        openai_gpt,
     ),
     "relative (T5)": Family(
         "t5", T5, lambda m: numbered(m.block), lambda b: b.layer[0].SelfAttention, separate("q", "k")
