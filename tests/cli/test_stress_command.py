@@ -244,7 +244,8 @@ def test_layer_selection_and_the_warm_run(minilm_path: Path, tmp_path: Path) -> 
     assert set(cold["peaks"]) == {"P·W_Q", "P·W_K", "query", "key", "hidden"}
 
     cached = {path: path.stat().st_mtime_ns for path in cache.rglob("*") if path.is_file()}
-    assert {path.parent.name for path in cached} == {"counts", "centroids", "mechanisms"}
+    # digests: the corpus's and tokenizer's content digests, remembered per file version (cache.file_digests)
+    assert {path.parent.name for path in cached} == {"counts", "centroids", "mechanisms", "digests"}
     warm = ok(geoanalyze(*args, "-f", "json", cwd=work, env=env))
     assert json.loads(warm.stdout) == cold
     after = {path: path.stat().st_mtime_ns for path in cache.rglob("*") if path.is_file()}
