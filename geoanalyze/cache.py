@@ -106,7 +106,7 @@ def file_digests(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
     key = hashlib.sha256(
         "\n".join(
             f"{real}:{s.st_dev}:{s.st_ino}:{s.st_size}:{s.st_mtime_ns}:{s.st_ctime_ns}" for real, s in stats
-        ).encode()
+        ).encode("utf-8", "surrogateescape")  # a name of non-UTF-8 bytes is its bytes
     ).hexdigest()[:DIGEST_CHARS]
     memo = cache_dir() / "digests" / f"{key}.json"
     remembered = _remembered(memo, len(stats))

@@ -73,9 +73,10 @@ UMASK = _read_umask()
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    """Write ``text`` (UTF-8) to ``path`` atomically (a file name of non-UTF-8 bytes it quotes is
+    written as a backslash escape)."""
     with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8", errors="backslashreplace")
 
 
 def save_arrays(

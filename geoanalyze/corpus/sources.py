@@ -449,6 +449,7 @@ def resolve_source(
     A local path comes first: a file named like a synthetic spec (``synthetic:drift``) is read,
     and a note says so (the spec is then reached only from another folder or by renaming the file).
     """
+    _check_utf8_names([source])
     path = _checked_path(source)
     local = _local_source(source, path, text_column, include_hidden)
     if local is not None:
@@ -482,6 +483,7 @@ def _local_source(source: str, path: Path, text_column: str | None, include_hidd
     """The source of an existing path (a folder, a file) or of a glob; None when the string names neither."""
     if path.is_dir():
         shard_files = _shard_files_in(path, include_hidden)
+        _check_utf8_names(shard_files)
         if shard_files:
             return ShardsSource.of(path.name, str(path.resolve()), shard_files, text_column)
         fingerprint = content_fingerprint(path, include_hidden)
@@ -501,6 +503,7 @@ def _glob_shards(source: str, path: Path, include_hidden: bool = False) -> list[
     only with ``include_hidden``, or where the pattern spells the dot)."""
     found = glob.glob(str(path), recursive=True, include_hidden=include_hidden)
     matches = sorted(Path(m) for m in found if Path(m).is_file())
+    _check_utf8_names(matches)
     if not matches:
         raise InputError(f"no file matches {source}; check the pattern (quote it so the shell leaves it alone)")
     foreign = [m for m in matches if not is_shard_file(m)]
@@ -610,7 +613,8 @@ def _checked_path(source: str) -> Path:
     if "\x00" in source:
         raise InputError(f"the corpus name {source!r} holds a NUL character; pass a dataset name, a file or a folder")
     try:
-        path = Path(source).expanduser()
+        # only a leading ~ is the home folder: Path("./~/c.txt") drops the "./" and would expand it
+        path = Path(source).expanduser() if source.startswith("~") else Path(source)
     except RuntimeError as exc:  # ~user of no such user
         raise InputError(f"cannot expand {source}: {exc}; write the path in full") from exc
     try:
@@ -664,9 +668,24 @@ def content_fingerprint(path: Path, include_hidden: bool = False) -> str:
     order), digests and mtimes."""
     if path.is_dir():
         files = visible_files(path, "*.txt", include_hidden)
+        _check_utf8_names(files)
         listed = "\n".join(f"{f.relative_to(path)}:{d}" for f, d in zip(files, _digests(files), strict=True))
         return f"folder:{hashlib.sha256(listed.encode()).hexdigest()[:32]}:{len(files)}"
     return f"file:{_format_of(path)}:{_digests([path])[0]}"
+
+
+def _check_utf8_names(names: Iterable[str | os.PathLike[str]]) -> None:
+    """Refuse a name of bytes that are not UTF-8 (a Latin-1 name from an old archive): every
+    identity, header and output of ours is UTF-8 text."""
+    for name in names:
+        text = os.fspath(name)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(text).decode("utf-8", "backslashreplace")
+            raise InputError(
+                f"the name {shown} is not valid UTF-8; rename it to UTF-8 (e.g. convmv -f latin1 -t utf-8 --notest)"
+            ) from None
 
 
 def _format_of(path: Path) -> str:

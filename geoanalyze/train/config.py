@@ -241,6 +241,9 @@ def _flatten(document: dict[str, Any], source: str, prefix: str = "") -> dict[st
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    if path.expanduser().exists() and not path.expanduser().is_file() and not path.expanduser().is_dir():
+        # /dev/zero, a FIFO: reading would never end (or fill the memory)
+        raise InputError(f"config file {path} is not a regular file; pass a TOML file")
     try:
         text = path.expanduser().read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not TOML
     except FileNotFoundError as exc:
@@ -251,6 +254,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise FormatError(f"{path} is not valid TOML ({exc}); fix the file") from exc
+    except RecursionError as exc:  # arrays nested thousands deep: no setting is
+        raise FormatError(f"{path} nests arrays or tables too deep to read; fix the file") from exc
 
 
 def _keys_hint() -> str:
