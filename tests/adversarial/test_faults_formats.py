@@ -107,19 +107,26 @@ def test_gzip_data_named_tsv_is_named_in_every_layout(sandbox: Sandbox, layout: 
     sandbox.refused("marginals", *args, *CORPUS, words=("gzip-compressed but not named .gz", "train.tsv.gz"))
 
 
+REPEATED = ["the cat sat", "the dog sat", "a cat ran"]  # every word but "dog", "a", "ran" twice
+
+
 @pytest.mark.parametrize("name", ["cat.txt", "cat.txt.gz", "cat.jsonl", "cat.tsv"])
 def test_a_byte_order_mark_inside_a_corpus_is_no_part_of_a_token(sandbox: Sandbox, name: str) -> None:
+    # a BOM before a word that also comes without one: kept, "\ufeffthe" would be a word of its own
     bom = "\ufeff"
+    marked = [f"{bom}the cat sat", f"{bom}the dog {bom}sat", f"a {bom}cat ran"]  # `cat a.txt b.txt` of BOM'd files
     if name.startswith("cat.txt"):
-        body = f"{bom}the cat sat\n{bom}a dog ran far\nthe {bom}end\n"  # `cat a.txt b.txt` of BOM'd files
+        body = "\n".join(marked) + "\n"
     elif name == "cat.jsonl":
-        body = "".join(json.dumps({"text": bom + text}) + "\n" for text in TEXTS)
+        body = "".join(json.dumps({"text": text}, ensure_ascii=False) + "\n" for text in marked)
     else:
-        body = "text\n" + "".join(f"{bom}{text}\n" for text in TEXTS)
+        body = "text\n" + "".join(f"{text}\n" for text in marked)
     content = gzip.compress(body.encode()) if name.endswith(".gz") else body.encode()
     sandbox.write(name, content)
-    sandbox.write("lf.txt", LF)
-    assert _counts(sandbox, name) == _counts(sandbox, "lf.txt")
+    sandbox.write("plain.txt", "\n".join(REPEATED) + "\n")
+    counts = _counts(sandbox, name)
+    assert counts == _counts(sandbox, "plain.txt")
+    assert counts["vocab_size"] == 6 and counts["nonzero"] == 6  # the, cat, sat, dog, a, ran; 6 (position, word) pairs
 
 
 def test_a_byte_order_mark_at_the_head_of_a_words_file_is_no_word(sandbox: Sandbox) -> None:
