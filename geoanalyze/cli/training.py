@@ -143,9 +143,21 @@ def _training_config(
     ]
     config = resolve_config(preset, [*settings, *sets], toml_path=config_file)
     _check_held_out(config, allow_eval_on_train)
+    given = shortcuts["dataset"] is not None or any(item.split("=")[0].strip() == "dataset" for item in sets)
+    _check_corpus_applies(config, given)
     asked = shortcuts["device"] is not None or any(item.split("=")[0].strip() == "device" for item in sets)
     _check_preset_device(config, preset, asked)
     return config
+
+
+def _check_corpus_applies(config: Any, given: bool) -> None:
+    """--dataset (or --set dataset=) with the order task, which makes its own sequences, is refused:
+    ignored, it would read as a run on that corpus."""
+    if given and config.task == "order":
+        raise InputError(
+            f"--dataset {config.dataset} does not apply to task order (it trains on synthetic sequences); "
+            "drop --dataset, or choose --task mlm, lm or classification"
+        )
 
 
 def _check_held_out(config: Any, allowed: bool) -> None:
