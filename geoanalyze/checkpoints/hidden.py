@@ -10,6 +10,13 @@ transform (:mod:`~geoanalyze.checkpoints.capture`): a probe batch first finds wh
 attention goes through transformers' attention interface; if not, the query/key projections
 are hooked instead where that is what attention sees (no rotation inside the module); otherwise
 the rows are left out with a note.
+
+No layer is assumed to keep the input's (batch, length): a layer padded to a window or chunk is
+trimmed back, a pooled layer (Funnel) is placed at the input position each pooled position ends at
+(its own reach, ``ForwardResult.layer_reach``), Gemma3n's AltUp streams give the active stream's
+rows, and a layer that cannot be placed has no row and a note (``ForwardResult.hidden_notes``). A
+batch transformers itself cannot run is left out with a note; a checkpoint it cannot run on any
+batch is refused (FormatError) with transformers' reason.
 """
 
 from __future__ import annotations
