@@ -281,6 +281,9 @@ class _Run:
         try:
             self.add(ids, mask)
         except (RuntimeError, ValueError, IndexError) as exc:
+            text = str(exc).lower()
+            if "out of memory" in text or "can't allocate memory" in text:
+                raise  # memory, not the batch (CUDA's OutOfMemoryError, the CPU allocator's): never skipped
             try:  # the recorder is stopped: the hooks and the capturing attention only pass through
                 self.model(
                     input_ids=ids.to(self.device), attention_mask=mask.to(self.device), output_hidden_states=True
