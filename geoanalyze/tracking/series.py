@@ -108,7 +108,7 @@ def trainer_members(folder: Path) -> list[Member]:
 
 def source_members(source: str) -> list[Member]:
     """The members one source stands for (see the module docstring)."""
-    path = Path(source).expanduser()
+    path = Path(source).expanduser() if source.startswith("~") else Path(source)  # ./~/x is the folder ~
     if path.is_dir():
         if (path / "checkpoint").is_dir() or (path / KEPT_DIR).is_dir():
             members = run_members(path)

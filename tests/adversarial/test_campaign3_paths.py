@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -130,3 +131,30 @@ def test_a_device_as_corpus_is_refused_without_reading_it(sandbox: Sandbox, comm
 def test_a_device_as_output_is_refused(sandbox: Sandbox, args: list[str], words: tuple[str, ...]) -> None:
     sandbox.copy_sample("drift.txt")
     sandbox.refused(*args, words=words)
+
+
+def _home_with(sandbox: Sandbox) -> tuple[Path, dict[str, str]]:
+    home = sandbox.root.parent / "home"
+    home.mkdir()
+    return home, {"HOME": str(home)}
+
+
+def test_a_table_under_a_folder_named_tilde_is_not_the_homes(sandbox: Sandbox) -> None:
+    """``file:./~/m.safetensors`` once scored $HOME/m.safetensors: another file, silently."""
+    sandbox.copy_sample("drift.txt")
+    home, env = _home_with(sandbox)
+    sandbox.accepted("mds", "drift.txt", *WS, "-o", str(home / "m.safetensors"))
+    args = ["stress", "file:./~/m.safetensors", "--dataset", "drift.txt", *WS, *QUICK]
+    sandbox.refused(*args, env=env, words=("not found", "m.safetensors"))
+    assert json.loads(sandbox.accepted(*args[:1], "file:~/m.safetensors", *args[2:], "-f", "json", env=env).stdout)
+
+
+@pytest.mark.slow  # loads a real tokenizer, looks in the hub's cache (9 s)
+def test_a_tokenizer_under_a_folder_named_tilde_is_not_the_homes(sandbox: Sandbox, minilm_path: Path) -> None:
+    """``-t ./~/tok`` once loaded $HOME/tok."""
+    sandbox.copy_sample("drift.txt")
+    home, env = _home_with(sandbox)
+    shutil.copytree(minilm_path, home / "tok", ignore=shutil.ignore_patterns("*.safetensors", "*.bin", "*.onnx"))
+    sandbox.refused("marginals", "drift.txt", "-t", "./~/tok", env=env, words=("./~/tok", "not found"))
+    run = sandbox.accepted("marginals", "drift.txt", "-t", "~/tok", "--limit", "5", "-f", "json", env=env)
+    assert json.loads(run.stdout)["n_sequences"] == 5
