@@ -38,12 +38,11 @@ from .geometry.null import (
     D_ASPECTS,
     DEFAULT_DRAWS,
     MIN_DRAWS,
-    calibrate,
     categories,
     equidistant_scaled_stress,
-    null_sample,
 )
 from .geometry.scores import all_scores
+from .geometry.trajectory import NullCache, calibrated_scores
 from .io import load_arrays, save_arrays
 from .notes import note
 from .results import (
@@ -431,26 +430,6 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
     )
 
 
-class NullCache:
-    """The null draws of one analysis, drawn once per shape: every table of width k on the same
-    positions is held against the same K random tables (so their categories compare)."""
-
-    def __init__(self, distances: np.ndarray, positions: np.ndarray, draws: int, seed: int) -> None:
-        self.distances, self.positions, self.draws, self.seed = distances, positions, draws, seed
-        self._samples: dict[tuple[Any, ...], dict[str, np.ndarray]] = {}
-
-    def sample(self, width: int, subset: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        """The null scores of tables of ``width`` columns on the kept positions (or the rows ``subset`` of them)."""
-        key = (width, None if subset is None else tuple(int(i) for i in subset))
-        if key not in self._samples:
-            distances = self.distances if subset is None else self.distances[np.ix_(subset, subset)]
-            index = self.positions if subset is None else self.positions[subset]
-            self._samples[key] = null_sample(
-                (index.size, width), distances, self.draws, seed=self.seed, anchored=True, index=index
-            )
-        return self._samples[key]
-
-
 def score_table(
     table: np.ndarray,
     distances: np.ndarray,
@@ -461,8 +440,7 @@ def score_table(
 ) -> EncodingScores:
     """Every score of one table, its rank test against the null of its shape (on the rows ``subset`` of
     the kept positions, or all of them), and its category per aspect."""
-    observed = all_scores(table, distances, index=positions, scale=scale)
-    calibrated = calibrate(observed, nulls.sample(int(table.shape[1]), subset))
+    observed, calibrated = calibrated_scores(table, distances, positions, nulls, scale, subset)
     return EncodingScores(observed, int(table.shape[1]), calibrated, nulls.draws, categories(calibrated))
 
 

@@ -5,10 +5,14 @@ necessity      Theorem 1. A bidirectional model without PE is permutation-equiva
                model can beat chance there), no PE stays at chance while every PE solves it.
 separation     Theorem 4. The minimum and relative pairwise distance of a learned position table,
                logged at every evaluation of an MLM run and an order run, stay strictly positive.
+               The trajectory: the relative separation at every evaluation against the random tables
+               of each run's shape, and the MLM run's tables against the corpus's geometry (track's
+               scores, geometry.trajectory: one null for every step).
 monotonicity   The conjecture. After MLM on SST-2, the violation rate of the learned table against
                the corpus's Hellinger geometry, beside the MDS encoding of the same corpus and a
                random null (~50%), in two readings (Hellinger discordance, lag violation); the
-               paper's 22% (MDS) and 25.4% (BERT) quoted.
+               paper's 22% (MDS) and 25.4% (BERT) quoted. The trajectory: the table at
+               initialisation and every evaluation against the corrected geometry, one null for all.
 mds-training   MDS PE (frozen and as init) vs learned vs sinusoidal vs low-rank vs none, equal
                steps: MLM loss, SST-2 accuracy and PE parameter counts (r (n + d) against n d).
 
@@ -82,7 +86,7 @@ SETTINGS: dict[str, dict[str, list[str]]] = {
         "paper": ["model.pe=learned", "steps=5000", "eval_every=250"],
     },
     "monotonicity": {
-        "smoke": ["task=mlm", "model.pe=learned", "steps=40", "eval_every=40", "lr=3e-3", *SMOKE_TEXT],
+        "smoke": ["task=mlm", "model.pe=learned", "steps=40", "eval_every=20", "lr=3e-3", *SMOKE_TEXT],
         "ci": ["task=mlm", "model.pe=learned", "steps=1500", "eval_every=500", "max_length=48", "model.n_positions=48"],
         "paper": ["task=mlm", "model.pe=learned"],
     },
@@ -225,15 +229,24 @@ def separation(options: ExperimentOptions) -> ExperimentResult:
     """Theorem 4: a learned table's min and relative pairwise distances stay > 0 through training."""
     watch = Stopwatch()
     runs: dict[str, list[dict[str, Any]]] = {}
+    tables: dict[str, list[tuple[int, np.ndarray]]] = {}
     for task in ("mlm", "order"):
         config = _resolved(options, "separation", [f"task={task}"])
         n = config.order_length if task == "order" else config.max_length
-        runs[task] = _train_run(options, "separation", task, [f"task={task}"], observe=_separation_observer(n))
+        snapshots: list[np.ndarray] = []
+        runs[task] = _train_run(
+            options, "separation", task, [f"task={task}"], observe=_separation_observer(n, snapshots)
+        )
+        tables[task] = observed_tables(runs[task], snapshots, "separation")
     minimum = min(line["separation"] for lines in runs.values() for line in lines)
     relative = min(line["relative_separation"] for lines in runs.values() for line in lines)
     checks = separation_checks(minimum, relative)
+    trajectories = separation_trajectories(tables, options.seed)
+    mlm = _resolved(options, "separation", ["task=mlm"])
+    corpus = corpus_geometry(mlm, options, limit=mlm.limit)
+    against_corpus = table_trajectory(tables["mlm"], corpus.positions, corpus.matrix("corrected"), options.seed)
     figure = "separation.png"
-    _separation_figure(options.work_dir / figure, runs)
+    _separation_figure(options.work_dir / figure, runs, trajectories)
     rows = [
         [
             task,
@@ -255,9 +268,17 @@ def separation(options: ExperimentOptions) -> ExperimentResult:
         "separation",
         "Theorem 4: a learned position table keeps distinct positions apart",
         checks,
-        data={"runs": runs},
+        data={
+            "runs": runs,
+            "trajectory": {task: [point.to_dict() for point in points] for task, points in trajectories.items()},
+            "corpus_trajectory": {"mlm": [point.to_dict() for point in against_corpus]},
+        },
         sections=sections,
-        figures={figure: "Minimum and relative pairwise distance of the learned table at every evaluation"},
+        figures={
+            figure: "Minimum and relative pairwise distance of the learned table at every evaluation; "
+            f"shaded: the range of the relative separation of {TRAJECTORY_DRAWS} random Gaussian tables of each "
+            "run's shape"
+        },
         preset=options.preset,
         seconds=watch(),
     )
@@ -286,6 +307,44 @@ def separation_checks(minimum: float, relative: float) -> list[Any]:
     ]
 
 
+#: random Gaussian tables each trajectory's null holds (the fewest that can call a category at alpha 0.05)
+TRAJECTORY_DRAWS = 39
+
+
+def observed_tables(lines: list[dict[str, Any]], snapshots: list[np.ndarray], key: str) -> list[tuple[int, np.ndarray]]:
+    """(step, table) of every evaluation an observer saw: the metrics lines that hold ``key``, in order."""
+    steps = [int(line["step"]) for line in lines if key in line]
+    if len(steps) != len(snapshots):
+        raise AssertionError(f"{len(snapshots)} tables observed for {len(steps)} evaluations")
+    return list(zip(steps, snapshots, strict=True))
+
+
+def separation_trajectories(tables: dict[str, list[tuple[int, np.ndarray]]], seed: int) -> dict[str, Any]:
+    """Per run, its tables' relative separation at every evaluation against the null of the run's shape
+    (a score that needs no D: geometry.trajectory.shape_trajectory)."""
+    from functools import partial
+
+    from ..geometry.scores import separation as separation_score
+    from ..geometry.trajectory import shape_trajectory
+
+    relative = partial(separation_score, relative=True)
+    return {
+        run: shape_trajectory(series, "relative_separation", relative, TRAJECTORY_DRAWS, seed)
+        for run, series in tables.items()
+    }
+
+
+def table_trajectory(
+    tables: list[tuple[int, np.ndarray]], positions: np.ndarray, distances: np.ndarray, seed: int
+) -> list[Any]:
+    """Each (step, full table)'s rows at the corpus's kept ``positions`` scored against ``distances``, every
+    step held against the same random tables (geometry.trajectory: what ``geoanalyze track`` does)."""
+    from ..geometry.trajectory import NullCache, trajectory
+
+    nulls = NullCache(distances, positions, TRAJECTORY_DRAWS, seed)
+    return trajectory([(step, table[positions]) for step, table in tables], nulls)
+
+
 @experiment(
     "monotonicity",
     summary="Conjecture: after MLM, statistically close positions get close vectors (violation rate < 50%)",
@@ -301,7 +360,8 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
     """
     watch = Stopwatch()
     config = _resolved(options, "monotonicity", [])
-    lines = _train_run(options, "monotonicity", "mlm", [])
+    snapshots: list[np.ndarray] = []
+    lines = _train_run(options, "monotonicity", "mlm", [], observe=_table_observer(config.max_length, snapshots))
     model = _load_model(options, "monotonicity", "mlm")
     geometry = corpus_geometry(config, options)
     positions = geometry.positions
@@ -310,6 +370,13 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
         "learned (initial)": _initial_table(model, config.seed, positions),
     }
     rows, scores, tables = monotonicity_scores(encodings, geometry, options.seed)
+    initial = _initial_table(model, config.seed, np.arange(config.max_length))
+    series = [(0, initial), *observed_tables(lines, snapshots, "eval_loss")]
+    points = table_trajectory(series, positions, geometry.matrix("corrected"), options.seed)
+    trajectory_png = "monotonicity-trajectory.png"
+    monotonicity_trajectory_figure(
+        points, options.work_dir / trajectory_png, f"{config.dataset}, learned table during MLM (corrected Hellinger)"
+    )
     figure = "monotonicity-shepard.png"
     shepard_figure(
         tables["corrected"],
@@ -325,11 +392,16 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
         data={
             "scores": scores,
             "run": lines,
+            "trajectory": [point.to_dict() for point in points],
             "positions": positions,
             "config": in_folder(config.to_dict(), options.work_dir),
         },
         sections=[monotonicity_section(rows, corpus, len(positions), config.steps, lines[-1]["eval_loss"])],
-        figures={figure: "Pairwise distances of each encoding against the corpus's corrected Hellinger distances"},
+        figures={
+            figure: "Pairwise distances of each encoding against the corpus's corrected Hellinger distances",
+            trajectory_png: "Violation rates of the learned table at initialisation and every evaluation; shaded: "
+            f"the range of {TRAJECTORY_DRAWS} random Gaussian tables of its shape (one null for every step)",
+        },
         preset=options.preset,
         seconds=watch(),
     )
@@ -735,15 +807,16 @@ def write_synthetic_mds_file(path: Path, n: int, width: int, seed: int = 0) -> N
     encoding.save(path)
 
 
-def corpus_geometry(config: Any, options: ExperimentOptions) -> Any:
-    """Hellinger geometry of the training corpus, tokenized as the MLM task tokenizes it (same positions)."""
+def corpus_geometry(config: Any, options: ExperimentOptions, limit: int | None = None) -> Any:
+    """Hellinger geometry of the training corpus, tokenized as the MLM task tokenizes it (same positions);
+    ``limit``: of its first texts only (as the run reads them)."""
     from ..corpus.marginals import compute_counts
     from ..corpus.sources import default_tokenizer, resolve_source
     from ..geometry.distances import position_geometry
 
     source = resolve_source(config.dataset, split=config.split, data_dir=config.data_dir)
     tokenizer = config.tokenizer or default_tokenizer(config.dataset)
-    counts, _ = compute_counts(source, tokenizer=tokenizer, max_length=config.max_length)
+    counts, _ = compute_counts(source, tokenizer=tokenizer, max_length=config.max_length, limit=limit)
     return position_geometry(counts, min_count=100)
 
 
@@ -820,18 +893,61 @@ def _initial_table(model: Any, seed: int, positions: np.ndarray) -> np.ndarray:
     return np.asarray(initial.pe.position_vectors(int(positions.max()) + 1)[positions])
 
 
-def _separation_observer(n: int) -> Callable[[Any], dict[str, float]]:
-    """Min and relative pairwise distance of rows 0..n-1 of the model's position table."""
+def _separation_observer(n: int, snapshots: list[np.ndarray] | None = None) -> Callable[[Any], dict[str, float]]:
+    """Min and relative pairwise distance of rows 0..n-1 of the model's position table (each table
+    appended to ``snapshots``, when given: the run's trajectory is scored from them)."""
     from ..geometry.scores import separation as separation_score
 
     def observe(model: Any) -> dict[str, float]:
         vectors = model.pe.position_vectors(n)
+        if snapshots is not None:
+            snapshots.append(np.array(vectors, dtype=np.float64))
         return {
             "separation": separation_score(vectors),
             "relative_separation": separation_score(vectors, relative=True),
         }
 
     return observe
+
+
+def _table_observer(n: int, snapshots: list[np.ndarray]) -> Callable[[Any], dict[str, float]]:
+    """Appends rows 0..n-1 of the model's position table to ``snapshots`` at every evaluation."""
+
+    def observe(model: Any) -> dict[str, float]:
+        snapshots.append(np.array(model.pe.position_vectors(n), dtype=np.float64))
+        return {}
+
+    return observe
+
+
+#: the scores monotonicity's trajectory figure draws, with their panel titles
+TRAJECTORY_PANELS = {"monotonicity_violation": "violation rate", "lag_violation": "lag violation"}
+
+
+def monotonicity_trajectory_figure(points: Sequence[Any], path: Path, title: str = "") -> Any:
+    """Each of :data:`TRAJECTORY_PANELS` against step: the learned table's value, its null's range shaded
+    and its null's mean dashed. Returns the figure."""
+    from ..plotting import Looks, colour, series
+    from ..plotting import pyplot as _pyplot
+    from ..plotting import save as _save
+
+    plt = _pyplot()
+    figure, axes = plt.subplots(1, len(TRAJECTORY_PANELS), figsize=(11, 4), layout="constrained")
+    looks = Looks("learned")
+    steps = [point.step for point in points]
+    for axis, (score, label) in zip(axes, TRAJECTORY_PANELS.items(), strict=True):
+        null = points[0].scores[score]
+        axis.axhspan(null["null_low"], null["null_high"], color=colour("null"), alpha=0.2, label="random tables")
+        axis.axhline(null["null_mean"], color=colour("null"), linestyle="--", linewidth=1, label="random mean")
+        series(axis, steps, [point.value(score) for point in points], looks("learned"), label="learned table")
+        axis.set_xlabel("training step")
+        axis.set_ylabel(f"{label} (share of pairs)")
+        axis.set_title(label)
+        axis.legend(fontsize=8)
+    if title:
+        figure.suptitle(title)
+    _save(figure, path)
+    return figure
 
 
 def _curves_figure(
@@ -866,7 +982,11 @@ def _curves_figure(
     _save(figure, path)
 
 
-def _separation_figure(path: Path, runs: dict[str, list[dict[str, Any]]]) -> None:
+def _separation_figure(
+    path: Path, runs: dict[str, list[dict[str, Any]]], trajectories: dict[str, Any] | None = None
+) -> Any:
+    """Both separations of each run against step; the relative one over each run's null band (its shape's
+    random tables: the range, shaded in the run's colour; none without ``trajectories``). Returns the figure."""
     from ..plotting import Looks, series
     from ..plotting import pyplot as _pyplot
     from ..plotting import save as _save
@@ -877,7 +997,17 @@ def _separation_figure(path: Path, runs: dict[str, list[dict[str, Any]]]) -> Non
     for name, lines in runs.items():
         steps = [x["step"] for x in lines]
         series(axes[0], steps, [x["separation"] for x in lines], looks(name), label=name)
-        series(axes[1], steps, [x["relative_separation"] for x in lines], looks(name), label=name)
+        if trajectories is None:
+            series(axes[1], steps, [x["relative_separation"] for x in lines], looks(name), label=name)
+            continue
+        points = trajectories[name]
+        null = points[0].scores["relative_separation"]
+        axes[1].axhspan(
+            null["null_low"], null["null_high"], color=looks(name).colour, alpha=0.15, label=f"{name}: random tables"
+        )
+        series(
+            axes[1], [p.step for p in points], [p.value("relative_separation") for p in points], looks(name), label=name
+        )
     labels = ("min_{i != j} ||p_i - p_j|| (table units)", "min / median pairwise distance (ratio)")
     for axis, title, ylabel in zip(axes, ("separation", "relative separation"), labels, strict=True):
         axis.set_xlabel("training step")
@@ -886,6 +1016,7 @@ def _separation_figure(path: Path, runs: dict[str, list[dict[str, Any]]]) -> Non
         axis.set_ylim(bottom=0)
         axis.legend(fontsize=8)
     _save(figure, path)
+    return figure
 
 
 def shepard_figure(tables: dict[str, np.ndarray], distances: np.ndarray, path: Path, subtitle: str = "") -> None:

@@ -1,0 +1,136 @@
+"""A series of tables scored against one geometry, every one held against the same null: a trajectory.
+
+The pure scoring part of geometry over training (docs/tracking.md), below every command:
+
+::
+
+    NullCache          the random Gaussian tables drawn ONCE per shape (and subset of positions): every
+                       table of that shape is held against the same draws, so a change of category along
+                       the series is the tables', not the draws'
+    calibrated_scores  one table: every score against D, each rank-tested against its shape's null
+    trajectory         (step, table) pairs -> one :class:`TrajectoryPoint` per step: each tracked score
+                       with its null's mean, sd, range and the category
+
+``geoanalyze track`` (through analysis.score_table) and the experiments ``separation`` and
+``monotonicity`` use it, so their trajectories are computed the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .null import ASPECTS, calibrate, null_rng, null_sample, rank_test
+from .scores import all_scores
+
+#: the scale-free scores a trajectory follows, in the order of the aspects they are read for
+TRACKED = tuple(ASPECTS.values())
+
+
+class NullCache:
+    """The null draws of one analysis, drawn once per shape: every table of width k on the same
+    positions is held against the same K random tables (so their categories compare)."""
+
+    def __init__(self, distances: np.ndarray, positions: np.ndarray, draws: int, seed: int) -> None:
+        self.distances, self.positions, self.draws, self.seed = distances, positions, draws, seed
+        self._samples: dict[tuple[Any, ...], dict[str, np.ndarray]] = {}
+
+    def sample(self, width: int, subset: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """The null scores of tables of ``width`` columns on the kept positions (or the rows ``subset`` of them)."""
+        key = (width, None if subset is None else tuple(int(i) for i in subset))
+        if key not in self._samples:
+            distances = self.distances if subset is None else self.distances[np.ix_(subset, subset)]
+            index = self.positions if subset is None else self.positions[subset]
+            self._samples[key] = null_sample(
+                (index.size, width), distances, self.draws, seed=self.seed, anchored=True, index=index
+            )
+        return self._samples[key]
+
+
+def calibrated_scores(
+    table: np.ndarray,
+    distances: np.ndarray,
+    positions: np.ndarray,
+    nulls: NullCache,
+    scale: float = 1.0,
+    subset: np.ndarray | None = None,
+) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+    """(every score of ``table`` against ``distances`` on ``positions``, each score's rank test against the
+    null of its shape on the kept positions, or on the rows ``subset`` of them)."""
+    observed = all_scores(table, distances, index=positions, scale=scale)
+    return observed, calibrate(observed, nulls.sample(int(table.shape[1]), subset))
+
+
+@dataclass(frozen=True)
+class TrajectoryPoint:
+    """One step of a trajectory: per tracked score, its value, its null's mean, sd, range, and the category."""
+
+    step: int
+    scores: Mapping[str, Mapping[str, Any]]
+
+    def value(self, score: str) -> float:
+        return float(self.scores[score]["score"])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.step, **{score: dict(entry) for score, entry in self.scores.items()}}
+
+
+def _entry(value: float, test: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "score": float(value),
+        "null_mean": test["mean"],
+        "null_sd": test["sd"],
+        "null_low": test["low"],
+        "null_high": test["high"],
+        "category": test["category"],
+    }
+
+
+def trajectory_point(
+    step: int, table: np.ndarray, nulls: NullCache, scores: Sequence[str] = TRACKED
+) -> TrajectoryPoint:
+    """``table`` (rows: the null's kept positions) at ``step``, every score in ``scores`` with its null."""
+    observed, calibrated = calibrated_scores(table, nulls.distances, nulls.positions, nulls)
+    return TrajectoryPoint(
+        int(step), {score: _entry(observed.get(score, math.nan), calibrated[score]) for score in scores}
+    )
+
+
+def trajectory(
+    tables: Iterable[tuple[int, np.ndarray]], nulls: NullCache, scores: Sequence[str] = TRACKED
+) -> list[TrajectoryPoint]:
+    """Each (step, table) scored against one geometry with one null, in step order."""
+    return [trajectory_point(step, table, nulls, scores) for step, table in sorted(tables, key=lambda pair: pair[0])]
+
+
+def shape_null(shape: tuple[int, int], score: Any, draws: int, seed: int = 0) -> np.ndarray:
+    """``score(table)`` of ``draws`` i.i.d. N(0, 1) tables of ``shape``, from the null's own stream
+    (:func:`~geoanalyze.geometry.null.null_rng`): the null of a score that needs no D (separation)."""
+    rng = null_rng(seed)
+    return np.array([float(score(rng.standard_normal(shape))) for _ in range(draws)], dtype=np.float64)
+
+
+def shape_trajectory(
+    tables: Iterable[tuple[int, np.ndarray]],
+    name: str,
+    score: Any,
+    draws: int,
+    seed: int = 0,
+    lower_is_better: bool = False,
+) -> list[TrajectoryPoint]:
+    """Each (step, table) scored by a D-free ``score`` (called ``name``) against :func:`shape_null` of its shape."""
+    nulls: dict[tuple[int, int], np.ndarray] = {}
+    points = []
+    for step, table in sorted(tables, key=lambda pair: pair[0]):
+        shape = (int(table.shape[0]), int(table.shape[1]))
+        if shape not in nulls:
+            nulls[shape] = shape_null(shape, score, draws, seed)
+        value = float(score(table))
+        points.append(
+            TrajectoryPoint(int(step), {name: _entry(value, rank_test(value, nulls[shape], lower_is_better))})
+        )
+    return points
