@@ -109,7 +109,7 @@ def _json_object(file: Path, fix: str) -> dict[str, Any]:
     """A JSON file that must hold an object; FormatError naming the file and ``fix`` otherwise."""
     try:
         config = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # (nested thousands deep)
         raise FormatError(f"{file} is unreadable ({first_line(exc)}); {fix}") from exc
     if not isinstance(config, dict):
         raise FormatError(f"{file} holds a JSON {type(config).__name__}, not an object; {fix}")
