@@ -401,7 +401,7 @@ def load_hf_tokenizer(name: str) -> tuple[Any, str]:
         check_tokenizer_files(path)
         try:
             tokenizer = transformers.AutoTokenizer.from_pretrained(str(path))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested thousands deep
             raise InputError(
                 f"{path} exists but holds no tokenizer ({first_line(exc)}); "
                 "pass a folder with tokenizer.json or tokenizer_config.json"

@@ -5,6 +5,9 @@ a JSON number beyond float64 where a text belongs, a key given twice in a TOML c
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from .harness import Sandbox
@@ -68,3 +71,21 @@ def test_a_device_as_config_is_refused_before_reading(sandbox: Sandbox, device: 
 def test_a_device_where_a_file_is_read_is_refused(sandbox: Sandbox, args: list[str], words: tuple[str, ...]) -> None:
     sandbox.copy_sample("drift.txt")
     sandbox.refused(*args, words=words)
+
+
+def test_a_checkpoint_config_nested_too_deep_is_named(sandbox: Sandbox) -> None:
+    """Once exit 3 (RecursionError in json.loads)."""
+    sandbox.copy_sample("drift.txt")
+    sandbox.write("ck/config.json", '{"x": ' + "[" * DEEP + "]" * DEEP + "}")
+    sandbox.refused("stress", "./ck", "--dataset", "drift.txt", *QUICK, words=("config.json", "unreadable"))
+
+
+@pytest.mark.slow  # transformers' tokenizer loader (4 s)
+def test_a_tokenizer_json_nested_too_deep_is_named(sandbox: Sandbox, minilm_path: Path) -> None:
+    """Once exit 3 (RecursionError inside transformers' loader)."""
+    sandbox.copy_sample("drift.txt")
+    sandbox.path("tk").mkdir()
+    for name in ("tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        shutil.copy(minilm_path / name, sandbox.path("tk") / name)
+    sandbox.write("tk/tokenizer.json", '{"x": ' + "[" * DEEP + "]" * DEEP + "}")
+    sandbox.refused("marginals", "drift.txt", "-t", "./tk", "--limit", "5", words=("tk", "no tokenizer"))
