@@ -64,6 +64,7 @@ class QueryKeySums:
         self.seen: dict[int, int] = {}  # per forward: calls of each module, and of all
         self.ordinal = 0
         self.stored: set[tuple[int, int]] = set()  # per forward: (id of the store, block) already added
+        self.last: dict[int, tuple[Any, ...]] = {}  # per forward: module -> its last call's q and k
         self.sequence: dict[int, tuple[int, int]] = {}  # per forward: block -> (batch, length) of its input
         self.layout: dict[int, bool] = {}  # projection module -> whether it runs sequence-first
         self.dropped: dict[int, str] = {}  # block -> why its rows are left out
@@ -78,6 +79,7 @@ class QueryKeySums:
         self.seen.clear()
         self.stored.clear()
         self.sequence.clear()
+        self.last.clear()
         self.ordinal = 0
 
     def stop(self) -> None:
@@ -103,6 +105,15 @@ class QueryKeySums:
         if self.seen[id(module)] > 1:
             return self.ordinal
         return self.block_of.get(id(module))
+
+    def repeated(self, module: Any, query: Any, key: Any) -> bool:
+        """Whether a module calls attention again on the very q and k of its previous call (DiffLlama's
+        two softmaxes): the same block, counted once. ALBERT's shared module gets new q and k each layer."""
+        signature = (query.data_ptr(), tuple(query.shape), key.data_ptr(), tuple(key.shape))
+        if self.last.get(id(module)) == signature:
+            return True
+        self.last[id(module)] = signature
+        return False
 
     def drop(self, block: int, reason: str) -> None:
         """Leave block's rows out (the first reason found is kept)."""
@@ -161,10 +172,12 @@ class QueryKeySums:
         def captured(
             module: Any, query: Any, key: Any, value: Any, attention_mask: Any, *args: Any, **kwargs: Any
         ) -> Any:
-            if self.mask is not None and query.shape[2] == key.shape[2] and (block := self.block(module)) is not None:
-                self.calls += 1
-                self.add(self.queries, block, query, heads_first=True)
-                self.add(self.keys, block, key, heads_first=True)
+            if self.mask is not None and query.shape[2] == key.shape[2] and not self.repeated(module, query, key):
+                block = self.block(module)
+                if block is not None:
+                    self.calls += 1
+                    self.add(self.queries, block, query, heads_first=True)
+                    self.add(self.keys, block, key, heads_first=True)
             return original(module)(module, query, key, value, attention_mask, *args, **kwargs)
 
         return captured

@@ -196,6 +196,9 @@ FAMILIES: dict[str, Family] = {
         "m2m_100", SEQ2SEQ, lambda m: numbered(m.layers), lambda b: b.self_attn, separate("q_proj", "k_proj")
     ),
     "RoPE (Llama)": Family("llama", LLAMA, lambda m: numbered(m.layers), lambda b: b.self_attn, roped()),
+    "RoPE, two attention calls per block (DiffLlama)": Family(
+        "diffllama", LLAMA, lambda m: numbered(m.layers), lambda b: b.self_attn, roped()
+    ),
     "partial RoPE (Phi, half the head)": Family(
         "phi",
         {"partial_rotary_factor": 0.5, "rope_theta": 10000.0},
