@@ -178,7 +178,7 @@ def parse_layers(spec: str, n_layers: int) -> list[int]:
 def check_options(options: StressOptions) -> None:
     """The option checks that need no corpus and no checkpoint (each fails naming its option)."""
     if options.distance not in ("naive", "corrected"):
-        raise InputError(f"unknown --distance {options.distance!r}; choose naive or corrected")
+        raise InputError(f"unknown --estimate {options.distance!r}; choose naive or corrected")
     if options.bootstrap and options.bootstrap < 2:
         raise InputError(f"--bootstrap needs at least 2 resamples, got {options.bootstrap}")
     from .checkpoints.hidden import DEVICES, DTYPES
@@ -188,7 +188,7 @@ def check_options(options: StressOptions) -> None:
     if options.dtype.lower() not in DTYPES:
         raise InputError(f"unknown --dtype {options.dtype!r}; choose one of {', '.join(DTYPES)}")
     if options.bootstrap and options.distance != "naive":
-        raise InputError("--bootstrap resamples the naive Hellinger matrix; use --distance naive")
+        raise InputError("--bootstrap resamples the naive Hellinger matrix; use --estimate naive")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import InputError, ThresholdError
 from ..report.render import grid_table, stdout_console
 from . import options as opt
-from .common import Output, all_or_none, check_output_suffix, guard, handles_errors
+from .common import Output, all_or_none, check_output_place, check_output_suffix, guard, handles_errors
 from .stress import (
     BatchSize,
     Dataset,
@@ -31,6 +31,23 @@ from .stress import (
 if TYPE_CHECKING:
     from ..analysis import StressOptions
     from ..tracking import TrackResult
+    from ..tracking.series import Member
+
+#: the figure --plot-dir receives
+FIGURE_NAME = "track.png"
+PlotDir = Annotated[
+    Path | None, opt.path_option("--plot-dir", help=f"Draw every score against step into {FIGURE_NAME} here.")
+]
+Plot = Annotated[
+    Path | None, opt.path_option("--plot", hidden=True, help="Draw the scores into this PNG (old; use --plot-dir).")
+]
+
+
+def figure_path(plot_dir: Path | None, plot: Path | None) -> Path | None:
+    """The PNG track draws: FIGURE_NAME in --plot-dir, or the file the old --plot named (checked now)."""
+    check_output_suffix(plot, ".png", "figures", option="--plot")
+    check_output_place(plot_dir, folder=True, option="--plot-dir")
+    return plot_dir / FIGURE_NAME if plot_dir is not None else plot
 
 
 def track_options(params: Mapping[str, Any]) -> StressOptions:
@@ -82,7 +99,7 @@ def print_result(result: TrackResult) -> None:
 
 
 def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path | None, seed: int) -> None:
-    """Write -o's JSON and --plot's figure (both or neither), print in --format, and exit 1 when a
+    """Write -o's JSON and --plot-dir's figure (both or neither), print in --format, and exit 1 when a
     checkpoint could not be scored or the baseline gate is crossed."""
     from ..io import write_text
     from ..report.render import provenance, provenance_line
@@ -164,7 +181,8 @@ def track(
     ] = None,
     format: Annotated[str, opt.text_option("--format", "-f", help="table, json or markdown.")] = "table",
     output: Annotated[Path | None, opt.path_option("--output", "-o", help="Also write the JSON here.")] = None,
-    plot: Annotated[Path | None, opt.path_option("--plot", help="Draw every score against step into this PNG.")] = None,
+    plot_dir: PlotDir = None,
+    plot: Plot = None,
 ) -> None:
     """Score a series of checkpoints step by step, or a checkpoint against a baseline (for CI).
 
@@ -172,24 +190,35 @@ def track(
     checkpoint's forward pass (--layers) is cached. A checkpoint that cannot be read is a row saying
     why (exit 1); checkpoints of different models in one series are refused (exit 2).
     """
-    from ..tracking import compare, find_series, parse_fail_if_worse
-    from ..tracking import track as score_series
+    from ..tracking import find_series, parse_fail_if_worse
 
     check_stress_format(format)
     check_output_suffix(output, ".json", "results")
-    check_output_suffix(plot, ".png", "figures", option="--plot")
+    plot = figure_path(plot_dir, plot)
     rules = parse_fail_if_worse(fail_if_worse or [])
     sources = series_sources(checkpoints, baseline, rules)
-    guard([*sources, dataset, tokenizer], [Output("--output", output), Output("--plot", plot)])
+    guard(
+        [*sources, dataset, tokenizer],
+        [Output("--output", output), Output("--plot-dir" if plot_dir else "--plot", plot)],
+    )
     members = find_series(sources, split_revisions(revisions), "given" if baseline else order)
     if baseline is not None and len(members) != 2:
         raise InputError(f"--baseline compares two checkpoints, but {' and '.join(sources)} hold {len(members)}")
-    options = track_options(ctx.params)
+    result = scored_series(members, track_options(ctx.params), baseline is not None, rules)
+    emit_track(result, format, output, plot, seed)
+
+
+def scored_series(
+    members: tuple[Member, ...], options: StressOptions, against_baseline: bool, rules: Mapping[str, float | None]
+) -> TrackResult:
+    """The series scored with a progress line per checkpoint; with --baseline, B compared with A."""
     from ..progress import ProgressBars
+    from ..tracking import compare
+    from ..tracking import track as score_series
 
     with ProgressBars() as bars:
         scored = bars.track("checkpoints scored", len(members))
         result = score_series(members, options, progress=bars.track, on_record=lambda _: scored(1))
-    if baseline is not None:
+    if against_baseline:
         result = replace(result, comparison=compare(result.records[0], result.records[1], rules))
-    emit_track(result, format, output, plot, seed)
+    return result

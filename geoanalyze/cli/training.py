@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import InputError
-from ..report.render import grid_table, key_value_table, print_json, print_table
+from ..report.render import grid_table, key_value_table, print_json, print_paragraph, print_table
 from . import options as opt
 from .common import Folder, Output, check_format, check_output_place, guard, handles_errors
 
@@ -462,7 +462,8 @@ def _print_experiments(format: str) -> None:
         return
     title = f"experiments (presets: {', '.join(PRESET_NAMES)})"
     print_table(grid_table(title, header, rows, text_columns=("paper", "claim"), whole=("name",)), format)
-    print(f"\nnote: {MINUTES_NOTE}")
+    print()
+    print_paragraph(f"note: {MINUTES_NOTE}", format)
 
 
 #: what the minutes of `verify list` are, and what they are not

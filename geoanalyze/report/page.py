@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..results import Gate, StressResult, display_path, gate_line, markdown_table
+from ..results import Gate, StressResult, display_path, gate_line, markdown_table, md_text
 from .render import provenance_line
 from .stress import report_header, report_row, write_figures
 
@@ -108,7 +108,7 @@ def build_report(
         shown = display_path(outcome.target)
         if isinstance(outcome, NotAnalysed):
             failed.append(outcome.target)
-            sections.append(f"## {shown}\n\nnot analysed: {outcome.reason}\n")
+            sections.append(f"## {md_text(shown)}\n\nnot analysed: {md_text(outcome.reason)}\n")
             rows.append([shown, *["-"] * (len(header) - 2), "not analysed"])
             documents.append({"target": outcome.target, "error": outcome.reason})
             continue
@@ -123,9 +123,9 @@ def build_report(
         rows.append(report_row(outcome))
         documents.append({**outcome.document(), "gate": judged})
     page = [f"# {title}", "", *([provenance_line(run), ""] if run is not None else [])]
-    page += [f"> **Warning:** {line}\n" for line in warnings]
+    page += [f"> **Warning:** {md_text(line)}\n" for line in warnings]
     page += [markdown_table(header, rows), ""]
-    page += [f"- {line}" for line in verdicts]
+    page += [f"- {md_text(line)}" for line in verdicts]
     recorded = gate.record(crossings)
     if recorded is not None:
         page += ["", gate_line(recorded)]

@@ -189,6 +189,9 @@ def test_bad_options_fail_before_any_work(minilm_path: Path, tmp_path: Path) -> 
     )
     refused(invoke(["track", tmp_path, *CORPUS], cwd=tmp_path), "holds no checkpoint")
     refused(invoke(["track", minilm_path, *CORPUS, "--plot", "a.jpg"], cwd=tmp_path), ".png")
+    (tmp_path / "a-file").write_text("")
+    refused(invoke(["track", minilm_path, *CORPUS, "--plot-dir", "a-file"], cwd=tmp_path), "--plot-dir")
+    (tmp_path / "a-file").unlink()
     assert not list(tmp_path.iterdir())
 
 

@@ -50,7 +50,7 @@ def test_every_command_runs_as_written(work: Path) -> None:
         run = invoke(shlex.split(command)[1:], cwd=work)
         assert run.code == 0, f"{command}\n{run}"
     assert json.loads((work / "track.json").read_text())["records"][-1]["step"] == 12
-    assert (work / "track.png").is_file() and (work / "trainer-track.png").is_file()
+    assert (work / "figures" / "track.png").is_file() and (work / "trainer-figures" / "track.png").is_file()
 
 
 def test_the_ci_step_is_the_command_shown() -> None:
