@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -297,9 +297,20 @@ def analyzed(target: str, options: StressOptions, progress: Any) -> StressResult
         return NotAnalysed(target, first_line(exc, 1000))
 
 
-def write_page(targets: list[str], options: StressOptions, output: Path, title: str, **page: Any) -> ReportPage:
+def write_page(
+    targets: list[str],
+    options: StressOptions,
+    output: Path,
+    title: str,
+    baseline: Mapping[str, float | None] | None = None,
+    **page: Any,
+) -> tuple[ReportPage, Any]:
     """Analyse each target and write the page of them all with its figures in ``<page>_files/``
     (:func:`~geoanalyze.report.page.build_report`; ``page``: its run, gate and show_legend).
+
+    ``baseline``: the --fail-if-worse rules of ``report --baseline A B`` (targets: A, B): the page
+    holds B against A (:func:`~geoanalyze.report.baseline.with_baseline`). Returns the page and
+    that comparison (None without ``baseline``).
 
     The page and its figure folder are staged: a new report replaces the page and the whole
     folder (no figure of a previous report is left), or, on any failure, neither.
@@ -310,31 +321,59 @@ def write_page(targets: list[str], options: StressOptions, output: Path, title: 
     figure_dir = output.parent / f"{output.stem}_files"
     with all_or_none() as stage, _progress_bars() as bars:
         staging = stage(figure_dir, folder=True, replaces=True)
-        outcomes = (analyzed(target, options, bars.track) for target in targets)
+        seen: list[StressResult | NotAnalysed] = []
+        outcomes = kept((analyzed(target, options, bars.track) for target in targets), seen)
         written = build_report(outcomes, staging, title, link_dir=figure_dir.name, **page)
+        comparison = None
+        if baseline is not None:
+            from ..report.baseline import with_baseline
+
+            written, comparison = with_baseline(written, seen, baseline)
         write_text(stage(output), written.text)
-    return written
+    return written, comparison
 
 
-def emit_report(page: ReportPage, format: str, output: Path, figure_dir: Path, run: dict[str, Any], dataset: str) -> None:
+def kept(outcomes: Iterable[Any], seen: list[Any]) -> Iterator[Any]:
+    """``outcomes`` as they come, each also appended to ``seen``."""
+    for outcome in outcomes:
+        seen.append(outcome)
+        yield outcome
+
+
+def emit_report(
+    page: ReportPage,
+    format: str,
+    output: Path,
+    figure_dir: Path,
+    run: dict[str, Any],
+    dataset: str,
+    comparison: Any = None,
+) -> None:
     """Print the report in --format (a summary table, every result's JSON, or the page) and exit 1 when
     check_figure_folder(figure_dir)  # replaced whole: only an earlier report's figures may be there
-    a target could not be analysed or crossed the gate."""
+    a target could not be analysed, crossed the gate, or (--baseline) is worse than the baseline beyond a
+    --fail-if-worse tolerance."""
     from ..report.render import emit
     from ..report.stress import report_summary
 
     targets = len(page.rows)
     if format == "json":
-        print_json({"run": run, "report": str(output), "targets": page.documents, "gate": page.gate})
+        document = {"run": run, "report": str(output), "targets": page.documents, "gate": page.gate}
+        print_json({**document, **({} if comparison is None else {"comparison": comparison.to_dict()})})
     elif format == "markdown":
         print(page.text)
     else:
         emit(*report_summary(page, f"report on {dataset}"))
+        if comparison is not None:
+            print_table(grid_table("against the baseline", *comparison.rows()))
         print(f"wrote {output} and {targets - len(page.failed)} sets of figures in {figure_dir}")
     if page.failed:
         raise ThresholdError(f"{len(page.failed)} of {targets} targets could not be analysed: {', '.join(page.failed)}")
     if page.crossings:
         raise ThresholdError("threshold crossed: " + "; ".join(page.crossings))
+    if comparison is not None and comparison.crossed:
+        worse = "; ".join(comparison.lines()[1:])
+        raise ThresholdError(f"worse than the baseline {comparison.baseline}: {worse}")
 
 
 @handles_errors
@@ -445,6 +484,21 @@ def report(
     no_legend: NoLegend = False,
     fail_above: FailAbove = None,
     fail_if: FailIf = None,
+    baseline: Annotated[
+        str | None,
+        opt.text_option(
+            "--baseline", help="A checkpoint A to compare the one checkpoint given (B) with, on the page (for CI)."
+        ),
+    ] = None,
+    fail_if_worse: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-if-worse",
+            help="With --baseline, SCORE[=TOL]: exit 1 when B is worse than A by more than TOL (default: the "
+            "null's spread). SCORE: shape, order, local_order, lag, separation (or scaled, violation, ...). "
+            "Repeatable.",
+        ),
+    ] = None,
 ) -> None:
     """A Markdown report (tables and figures) of several checkpoints side by side, for a CI job summary.
 
@@ -452,14 +506,20 @@ def report(
     command line and the seed; a crossed --fail-above gate is on the page and in the JSON. A
     target that cannot be analysed gets a section saying why, the page is still written, and
     the exit code is 1 (also when a gate is crossed).
+
+    With --baseline A and one checkpoint B, the page holds B's position scores beside A's, the change
+    and whether it exceeds the null's spread (as track --baseline); --fail-if-worse gates it.
     """
     from ..analysis import DEFAULT_WIDTH
     from ..report.render import provenance
+    from ..tracking import parse_fail_if_worse
 
     check_stress_format(format)
     check_output_suffix(output, ".md", "reports")
     check_dataset_options(ctx, dataset)
     rules = stress_gate(ctx.params)
+    worse_rules = parse_fail_if_worse(fail_if_worse or [])
+    checkpoints = baseline_targets(checkpoints, baseline, worse_rules)
     figure_dir = output.parent / f"{output.stem}_files"
     check_output_place(figure_dir, folder=True, option="--output")
     guard(
@@ -471,8 +531,26 @@ def report(
     # with like; a table spec (file:, learned:, model:) keeps its own, as `stress` does.
     options = stress_options(ctx.params, default_width=width or first_width or DEFAULT_WIDTH)
     run, title = provenance(seed), f"Positional geometry report: {dataset}"
-    page = write_page(checkpoints, options, output, title, run=run, gate=rules, show_legend=not no_legend)
-    emit_report(page, format, output, figure_dir, run, dataset)
+    against = worse_rules if baseline is not None else None
+    page, comparison = write_page(
+        checkpoints, options, output, title, against, run=run, gate=rules, show_legend=not no_legend
+    )
+    emit_report(page, format, output, figure_dir, run, dataset, comparison)
+
+
+def baseline_targets(checkpoints: list[str], baseline: str | None, rules: Mapping[str, Any]) -> list[str]:
+    """The report's targets: with --baseline A, A then the one checkpoint B it is compared with."""
+    if rules and baseline is None:
+        raise InputError(
+            "--fail-if-worse compares with a baseline; pass --baseline A (report --baseline A B -o page.md)"
+        )
+    if baseline is None:
+        return checkpoints
+    if len(checkpoints) != 1:
+        raise InputError(
+            f"--baseline A compares one checkpoint B with A, got {len(checkpoints)}; report --baseline A B -o page.md"
+        )
+    return [baseline, *checkpoints]
 
 
 #: the files a target names that are arrays of position vectors, not checkpoints
