@@ -456,7 +456,14 @@ class Checkpoint:
         projections are fused in a layout we do not split (the captured query/key rows still come)."""
         if not self.mechanism.has_table:
             return []
-        return query_key_maps(self.mechanism.qk_weights, self.tensor_names, self.tensor)
+        try:
+            return query_key_maps(self.mechanism.qk_weights, self.tensor_names, self.tensor)
+        except IncompatibleError as exc:  # the files name the projections otherwise (a conversion on save)
+            note(
+                f"{self.name}: the P·W_Q and P·W_K rows are left out: its weight files do not name the query/key "
+                f"projections as its modules do ({first_line(exc)})"
+            )
+            return []
 
     def tokenizer_spec(self) -> str:
         """What to pass to the tokenizer loader: the checkpoint's own folder."""
