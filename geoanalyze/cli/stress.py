@@ -130,6 +130,20 @@ FailIf = Annotated[
         "not-better, not-worse. Needs at least 39 null draws.",
     ),
 ]
+#: report --baseline A B (track has its own: a series' baseline)
+Baseline = Annotated[
+    str | None,
+    opt.text_option("--baseline", help="A checkpoint A to compare the one checkpoint given (B) with, on the page (for CI)."),
+]
+FailIfWorse = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fail-if-worse",
+        help="With --baseline, SCORE[=TOL]: exit 1 when B is worse than A by more than TOL (default: the "
+        "null's spread). SCORE: shape, order, local_order, lag, separation (or scaled, violation, ...). "
+        "Repeatable.",
+    ),
+]
 Tokenizer = Annotated[
     str | None,
     opt.text_option("--tokenizer", "-t", help="Tokenizer (default: the checkpoint's own; bert-base-uncased for specs)."),
@@ -484,21 +498,8 @@ def report(
     no_legend: NoLegend = False,
     fail_above: FailAbove = None,
     fail_if: FailIf = None,
-    baseline: Annotated[
-        str | None,
-        opt.text_option(
-            "--baseline", help="A checkpoint A to compare the one checkpoint given (B) with, on the page (for CI)."
-        ),
-    ] = None,
-    fail_if_worse: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--fail-if-worse",
-            help="With --baseline, SCORE[=TOL]: exit 1 when B is worse than A by more than TOL (default: the "
-            "null's spread). SCORE: shape, order, local_order, lag, separation (or scaled, violation, ...). "
-            "Repeatable.",
-        ),
-    ] = None,
+    baseline: Baseline = None,
+    fail_if_worse: FailIfWorse = None,
 ) -> None:
     """A Markdown report (tables and figures) of several checkpoints side by side, for a CI job summary.
 
