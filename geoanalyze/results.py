@@ -484,7 +484,7 @@ def summary_rows(result: StressResult) -> tuple[SummaryRow, ...]:
 def warnings(result: StressResult) -> tuple[str, ...]:
     """What makes the scores untrustworthy, and what to do: a naive distance that is mostly noise."""
     fix = (
-        "use --distance corrected (it removes the expected noise), or more text (a larger corpus, no --limit), "
+        "use --estimate corrected (it removes the expected noise), or more text (a larger corpus, no --limit), "
         "or a higher --min-count"
         if result.distance == "naive"
         else "use more text (a larger corpus, no --limit) or a higher --min-count"
@@ -507,7 +507,7 @@ def noise_warning(noise: Any, distance: str, fix: str, what: str = "scores on it
 def distance_warnings(noise: Mapping[str, Any]) -> list[str]:
     """The warnings of ``geoanalyze distances`` (its noise summary): the naive distance mostly noise."""
     fix = (
-        "use the corrected distance (it removes the expected noise: geoanalyze stress --distance corrected), "
+        "use the corrected distance (it removes the expected noise: geoanalyze stress --estimate corrected), "
         "or more text (a larger corpus, no --limit), or a higher --min-count"
     )
     line = noise_warning(noise.get("noise_fraction"), "naive", fix)

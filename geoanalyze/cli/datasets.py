@@ -61,9 +61,12 @@ def list_datasets(data_dir: opt.DataDir = None, format: opt.Format = "table") ->
     if format == "json":
         print_json({"data_dir": str(directory) if directory else None, "datasets": rows})
         return
-    header = ["name", "hub id", "config", "splits", "local", "text column"]
+    header = ["name", "hub id", "config", "splits", "local", "column"]
     table = [(r["name"], r["hub_id"], r["config"], r["splits"], r["local_splits"], r["text_column"]) for r in rows]
-    print_table(grid_table(f"datasets (data dir: {directory or 'not set'})", header, table), format)
+    print_table(
+        grid_table(f"datasets (data dir: {directory or 'not set'})", header, table, whole=("name", "hub id", "config")),
+        format,
+    )
 
 
 @app.command("synthesize", cls=opt.Command)

@@ -333,6 +333,7 @@ def write_page(
     from ..report.page import build_report, check_figure_folder
 
     figure_dir = output.parent / f"{output.stem}_files"
+    check_figure_folder(figure_dir)  # replaced whole: only an earlier report's figures may be there
     with all_or_none() as stage, _progress_bars() as bars:
         staging = stage(figure_dir, folder=True, replaces=True)
         seen: list[StressResult | NotAnalysed] = []
@@ -364,7 +365,6 @@ def emit_report(
     comparison: Any = None,
 ) -> None:
     """Print the report in --format (a summary table, every result's JSON, or the page) and exit 1 when
-    check_figure_folder(figure_dir)  # replaced whole: only an earlier report's figures may be there
     a target could not be analysed, crossed the gate, or (--baseline) is worse than the baseline beyond a
     --fail-if-worse tolerance."""
     from ..report.render import emit
@@ -447,8 +447,8 @@ def stress(
         _stress_inputs([target], dataset, data_dir, tokenizer, compare),
         [Output("--output", output), Folder("--plot-dir", plot_dir), *figures],
     )
-    check_not_a_table_file(target)
     check_dataset_options(ctx, dataset)
+    check_not_a_table_file(target)
     rules = stress_gate(ctx.params)
     options = stress_options(ctx.params)
     with _progress_bars() as bars:

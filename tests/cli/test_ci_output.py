@@ -206,9 +206,9 @@ def test_noisy_corpus_warns_and_says_what_to_do(tmp_path: Path) -> None:
     document = json.loads(ok(geoanalyze(*args, "-f", "json", cwd=tmp_path)).stdout)
     assert document["noise"]["noise_fraction"] > 0.5
     (warning,) = document["summary"]["warnings"]
-    assert "--distance corrected" in warning
+    assert "--estimate corrected" in warning
     table = ok(geoanalyze(*args, cwd=tmp_path)).stdout
-    assert "warning:" in table and "--distance corrected" in " ".join(table.split())
+    assert "warning:" in table and "--estimate corrected" in " ".join(table.split())
     assert table.index("warning:") < table.index("verdict:")
 
 
