@@ -864,7 +864,6 @@ AWAITING_CAPTURE: dict[str, str] = {
     "zamba2": NO_SEQUENCE,
     "deepseek_v4": "hidden rows only for the last layer (the others' hidden states have another shape)",
     "hy_v4": "hidden rows only for the last layer (the others' hidden states have another shape)",
-    "diffllama": "query/key rows of block 1 only",
     "pegasus_x": "query/key rows of block 1 only (its global tokens change the sequence inside)",
     "flaubert": "rows say measured (projections) but no query/key row comes",
     "xlm": "rows say measured (projections) but no query/key row comes",
