@@ -22,7 +22,7 @@ CASES: list[tuple[str, list[str], tuple[str, ...]]] = [
     ("stress-max-length-zero", [*STRESS, "--max-length", "0"], ("--max-length",)),
     ("stress-max-length-float", [*STRESS, "--max-length", "1.5"], ("--max-length",)),
     ("stress-min-count-zero", [*STRESS, "--min-count", "0"], ("--min-count",)),
-    ("stress-distance-typo", [*STRESS, "--distance", "corected"], ("--distance",)),
+    ("stress-distance-typo", [*STRESS, "--distance", "corected"], ("--estimate", "corected")),
     ("stress-layers-word", [*STRESS, "--layers", "some"], ("--layers",)),
     ("stress-layers-negative", [*STRESS, "--layers", "-1"], ("--layers",)),
     ("stress-compare-unknown", [*STRESS[:-4], "--compare", "bogus", "--null-draws", "2"], ("bogus",)),
@@ -69,7 +69,7 @@ CASES: list[tuple[str, list[str], tuple[str, ...]]] = [
     ("marginals-cluster-garbage", ["marginals", *CORPUS, "--cluster", "not an address"], ("--cluster",)),
     ("marginals-work-dir-file", ["marginals", *CORPUS, "--work-dir", "drift.txt"], ("drift.txt",)),
     ("marginals-format-xml", ["marginals", *CORPUS, "-f", "xml"], ("--format",)),
-    ("marginals-no-source", ["marginals"], ("source",)),
+    ("marginals-no-source", ["marginals"], ("no corpus given",)),
     # distances
     ("distances-metric-typo", ["distances", *CORPUS, "--metric", "helinger"], ("helinger",)),
     ("distances-heatmap-suffix", ["distances", *CORPUS, "--heatmap", "h.jpg"], ("--heatmap",)),

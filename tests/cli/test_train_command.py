@@ -31,7 +31,10 @@ TINY = [
 
 
 def sets(*items: str) -> list[str]:
-    return [arg for item in items for arg in ("--set", item)]
+    """``--set`` for each item; a later item replaces an earlier one of the same key (TINY's steps=12
+    by steps=18), as each key may be given once on the command line."""
+    chosen = {item.split("=", 1)[0]: item for item in items}
+    return [arg for item in chosen.values() for arg in ("--set", item)]
 
 
 def test_train_writes_metrics_and_a_checkpoint_and_reports_json(tmp_path: Path) -> None:
@@ -102,7 +105,8 @@ def test_bad_training_input_is_one_line_and_exit_2(tmp_path: Path, args: list[st
 
         if torch.cuda.is_available():
             pytest.skip("CUDA is present here, so asking for it is not an error")
-    result = geoanalyze("train", "-o", "run", *args, *sets(*TINY), cwd=tmp_path)
+    given = {arg.split("=", 1)[0] for arg in args}
+    result = geoanalyze("train", "-o", "run", *args, *sets(*(t for t in TINY if t.split("=")[0] not in given)), cwd=tmp_path)
     refused(result, *words)
     assert not (tmp_path / "run").exists()
 
@@ -113,8 +117,8 @@ def test_an_mds_file_that_does_not_fit_the_model_is_refused(tmp_path: Path) -> N
     assert made.code == 0, made.stderr
     wrong_width = geoanalyze("train", "-o", "a", "--pe", "mds", *sets(*TINY, f"model.pe_file={mds}"), cwd=tmp_path)
     refused(wrong_width, "width d = 24", "d_model 32")
-    wide = sets(*TINY, f"model.pe_file={mds}", "model.d_model=24", "model.n_heads=4", "model.n_positions=100")
-    too_long = geoanalyze("train", "-o", "b", "--pe", "mds", *wide, "--set", "order_length=100", cwd=tmp_path)
+    wide = sets(*TINY, f"model.pe_file={mds}", "model.d_model=24", "model.n_heads=4", "model.n_positions=100", "order_length=100")
+    too_long = geoanalyze("train", "-o", "b", "--pe", "mds", *wide, cwd=tmp_path)
     refused(too_long, "no row for position 64")
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 

@@ -57,7 +57,9 @@ def test_presets_resolve() -> None:
     model = paper.model
     assert (model.d_model, model.n_layers, model.n_heads, model.d_ff, model.n_positions) == (768, 12, 12, 3072, 512)
     assert paper.device == "cuda" and paper.max_length == 512 and paper.limit is None
-    assert set(PRESETS) == {"ci", "paper"}
+    smoke = resolve_config("smoke")
+    assert (smoke.steps, smoke.eval_every, smoke.limit) == (20, 10, 2000) and smoke.model == TrainConfig().model
+    assert set(PRESETS) == {"smoke", "ci", "paper"}
 
 
 def test_set_coerces_to_field_types() -> None:
@@ -109,7 +111,7 @@ def test_toml_then_set(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("preset", "overrides", "message"),
     [
-        ("large", [], r"unknown preset 'large'; choose one of ci, paper"),
+        ("large", [], r"unknown preset 'large'; choose one of smoke, ci, paper"),
         ("ci", ["stpes=10"], r"unknown setting 'stpes'; valid keys: task, steps, .*model\.pe,"),
         ("ci", ["model.colour=red"], r"unknown setting 'model.colour'"),
         ("ci", ["steps=ten"], r"steps must be an integer, got 'ten'"),
