@@ -135,7 +135,6 @@ def test_the_docs_show_the_workflow_as_it_is() -> None:
     assert block.group(1) == WORKFLOW.read_text(encoding="utf-8")
 
 
-@pytest.mark.slow
 def test_the_steps_run_here_with_an_encoding_spec(tmp_path: Path) -> None:
     """The steps as written with a small target (a spec at width 8): a passing gate, then a crossed
     one in a second run that reads the first run's caches (as actions/cache restores them)."""
