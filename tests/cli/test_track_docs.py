@@ -44,7 +44,6 @@ def test_the_page_shows_the_commands_of_the_issue() -> None:
     assert all(c.startswith("geoanalyze ") for c in shown), shown
 
 
-@pytest.mark.slow  # 20 s of CPU: each command's behaviour is also held by test_track*.py in the default run
 def test_every_command_runs_as_written(work: Path) -> None:
     for command in commands():
         run = invoke(shlex.split(command)[1:], cwd=work)
