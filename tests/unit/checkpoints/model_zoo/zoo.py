@@ -732,7 +732,7 @@ TYPE_KINDS = {
     "rembert": "learned",
     "roberta-prelayernorm": "learned@1",
     "roc_bert": "learned",
-    "rwkv": "none family=ssm",
+    "rwkv": "none noqk family=ssm",  # time mixing: receptance, key, value and a decay, no query
     "sarvam_mla": "rope family=moe",
     "sarvam_moe": "rope family=moe",
     "seed_oss": "rope",
@@ -757,6 +757,21 @@ TYPE_KINDS = {
     "zaya": "rope family=moe",
 }
 
+#: the model types with multi-head latent attention (keys and values expanded from a low-rank latent)
+MLA_TYPES = (
+    "axk1",
+    "axk2",
+    "deepseek_v3",
+    "deepseek_v32",
+    "glm4_moe_lite",
+    "glm_moe_dsa",
+    "kimi_linear",
+    "longcat_flash",
+    "minicpm3",
+    "sarvam_mla",
+    "youtu",
+)
+
 #: the values a type needs on top of its shrunk defaults to be consistent at tiny width
 TINY_OVERRIDES: dict[str, dict[str, Any]] = {
     "bamba": {"mamba_n_heads": 8, "mamba_d_head": 8, "mamba_d_state": 8, "attn_layer_indices": [1]},
@@ -767,6 +782,31 @@ TINY_OVERRIDES: dict[str, dict[str, Any]] = {
         "layer_types": ["mamba", "attention"],
     },
     "esmc": {"num_key_value_heads": HEADS},
+    "rwkv": {"attention_hidden_size": WIDTH},
+    "led": {"attention_window": [8, 8]},
+    # multi-head latent attention computes keys for every head: as many key/value heads as heads
+    "deepseek_v2": {"num_key_value_heads": HEADS, "num_experts_per_tok": 2},  # its default top-k is None
+    **{model_type: {"num_key_value_heads": HEADS} for model_type in MLA_TYPES},
+    "longcat_flash": {"num_key_value_heads": HEADS, "moe_topk": 2},  # moe_topk 12 of 4 + 2 zero experts
+    # its embedding width is its hidden size; the cache rounds the query/key and value widths up to 64, the
+    # layers do not: factors of 2 make both 64
+    "xlstm": {"embedding_dim": WIDTH, "qk_dim_factor": 2.0, "v_dim_factor": 2.0},
+    "xmod": {"default_language": "en_XX"},  # the adapter to run; without one its forward refuses
+    # one block per H/L stack, one cycle each: num_hidden_layers is the stacks' attention calls (1 x 1 x (1 + 1))
+    "hrm_text": {"num_layers_per_stack": 1, "H_cycles": 1, "L_cycles": 1, "L_bp_cycles": [1], "num_hidden_layers": 2},
+    # the sizes its config derives from hidden_size at first construction (to_dict() holds the defaults')
+    "zamba2": {
+        "attention_hidden_size": 2 * WIDTH,
+        "attention_head_dim": 2 * WIDTH // HEADS,
+        "kv_channels": HEAD_DIM,
+        "num_query_groups": HEADS,
+        "num_key_value_heads": HEADS,
+        "n_mamba_heads": 8,
+        "mamba_headdim": 2 * WIDTH // 8,
+        "mamba_d_state": 8,
+        "adapter_rank": 8,
+        "chunk_size": 8,
+    },
     "zaya": {"num_experts_per_tok": 1},
     "reformer": {
         "axial_pos_embds_dim": [16, 16],
@@ -841,27 +881,12 @@ MECHANISM_GAPS = {
     "reformer": "axial position embeddings (two factor tables broadcast and concatenated) are not read as a table",
 }
 
-NO_SEQUENCE = "the forward pass ends in 'no sequence to run through the model'"
 #: entries (by name) whose rows fail only because of the forward pass's capture (issue 21's capture side)
 AWAITING_CAPTURE: dict[str, str] = {
-    "axk1": NO_SEQUENCE,
-    "axk2": NO_SEQUENCE,
-    "deepseek_v2": NO_SEQUENCE,
-    "deepseek_v3": NO_SEQUENCE,
-    "deepseek_v32": NO_SEQUENCE,
-    "glm4_moe_lite": NO_SEQUENCE,
-    "glm_moe_dsa": NO_SEQUENCE,
-    "hrm_text": NO_SEQUENCE,
-    "kimi_linear": NO_SEQUENCE,
-    "led": NO_SEQUENCE,
-    "longcat_flash": NO_SEQUENCE,
-    "minicpm3": NO_SEQUENCE,
-    "rwkv": NO_SEQUENCE,
-    "sarvam_mla": NO_SEQUENCE,
-    "xlstm": NO_SEQUENCE,
-    "xmod": NO_SEQUENCE,
-    "youtu": NO_SEQUENCE,
-    "zamba2": NO_SEQUENCE,
+    "longcat_flash": "hidden rows 0-2 for its 2 decoder layers, but the mechanism counts num_hidden_layers, "
+    "which its config derives as 2 x num_layers (two attention calls per layer, for the cache)",
+    "xlstm": "query/key rows come (measured (projections), from its mLSTM's q/k projections) while the "
+    "mechanism lists no attention layer: the two disagree on whether an mLSTM cell is attention",
     "deepseek_v4": "hidden rows only for the last layer (the others' hidden states have another shape)",
     "hy_v4": "hidden rows only for the last layer (the others' hidden states have another shape)",
     "pegasus_x": "query/key rows of block 1 only (its global tokens change the sequence inside)",
@@ -878,6 +903,7 @@ TYPE_NOTES: dict[str, str] = {
     "ibert": "no query/key rows: its integer-only attention is not hooked",
     "cpmant": "no query/key rows: its attention computes scores in its own code, not through the attention interface",
     "audioflamingo3": "no query/key rows: its text model's attention is not reached by the capture",
+    "rwkv": "no query/key rows: its time mixing (RwkvSelfAttention) has keys and values but no queries",
     "xlnet": "no query/key rows: its relative attention scores q, k and the relative positions in its own code",
 }
 
