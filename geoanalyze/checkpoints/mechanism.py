@@ -342,6 +342,8 @@ def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
     n_blocks = getattr(config, "num_hidden_layers", None)
     if not isinstance(n_blocks, int) or isinstance(n_blocks, bool):
         n_blocks = len(blocks)  # ALBERT shares one block among num_hidden_layers: the config counts
+    elif n_blocks != len(blocks) and getattr(config, "num_layers", None) == len(blocks):
+        n_blocks = len(blocks)  # LongCat-Flash: num_hidden_layers counts its 2 attention calls per layer
     attention = _attention_layers(blocks)
     common: dict[str, Any] = {
         "architecture": str((list(getattr(config, "architectures", None) or []) or [type(model).__name__])[0]),
@@ -432,13 +434,14 @@ def _relative_kind(name: str) -> str:
 
 
 def _attention_layers(blocks: list[Any]) -> dict[int, list[Any]]:
-    """Block number (1-based) -> the modules in it whose class is an attention (Jamba mixes in Mamba blocks)."""
+    """Block number (1-based) -> the modules in it whose class is an attention (Jamba mixes in Mamba blocks);
+    the block itself where it is one (XLM and FlauBERT keep their attentions in a list of their own)."""
     out: dict[int, list[Any]] = {}
     for index, block in enumerate(blocks):
         found = [
             module
-            for name, module in block.named_modules()
-            if name and re.search(r"attention|attn|MLA$", type(module).__name__, re.IGNORECASE)
+            for _, module in block.named_modules()
+            if re.search(r"attention|attn|MLA$", type(module).__name__, re.IGNORECASE)
         ]
         if found:
             out[index + 1] = found

@@ -645,7 +645,7 @@ TYPE_KINDS = {
     "flint": "rope nope=1",  # RoPE only in sliding layers; block 1 is full attention
     "fnet": "learned",
     "fsmt": "fixed@1",  # SinusoidalPositionalEmbedding.get_embedding, positions from padding_idx + 1
-    "funnel": "relative",  # FunnelRelMultiheadAttention (attention_type relative_shift)
+    "funnel": "relative noqk",  # FunnelRelMultiheadAttention (attention_type relative_shift)
     "gemma3n_text": "rope sets=2",
     "gemma4_text": "rope sets=2",
     "gemma4_unified_text": "rope sets=2",
@@ -761,6 +761,7 @@ TYPE_KINDS = {
 MLA_TYPES = (
     "axk1",
     "axk2",
+    "bailing_hybrid",
     "deepseek_v3",
     "deepseek_v32",
     "glm4_moe_lite",
@@ -857,10 +858,7 @@ UNBUILDABLE = {
 
 #: entries whose tiny config builds and is analysed for its mechanism, but that transformers itself cannot run
 #: (geoanalyze refuses them in one line, exit 2, with transformers' reason): a gap of the zoo's tiny config
-NOT_RUNNABLE_TINY = {
-    "bailing_hybrid": "its MoE and linear-attention sizes do not shrink together: transformers' own forward fails "
-    "('The size of tensor a (4) must match the size of tensor b (8) at non-singleton dimension 1')",
-}
+NOT_RUNNABLE_TINY: dict[str, str] = {}
 
 #: the mechanism gaps that also break the rows (the others' rows are measured, of the wrong mechanism)
 GAPS_IN_ROWS = ("blt", "musicflamingo", "reformer")
@@ -883,16 +881,13 @@ MECHANISM_GAPS = {
 
 #: entries (by name) whose rows fail only because of the forward pass's capture (issue 21's capture side)
 AWAITING_CAPTURE: dict[str, str] = {
-    "longcat_flash": "hidden rows 0-2 for its 2 decoder layers, but the mechanism counts num_hidden_layers, "
-    "which its config derives as 2 x num_layers (two attention calls per layer, for the cache)",
+    "longcat_flash": "no query/key rows: each layer runs two attentions (self_attn[0] and [1]), and the capture "
+    "leaves out a block whose query/key projections run more than once in one pass",
     "xlstm": "query/key rows come (measured (projections), from its mLSTM's q/k projections) while the "
     "mechanism lists no attention layer: the two disagree on whether an mLSTM cell is attention",
     "deepseek_v4": "hidden rows only for the last layer (the others' hidden states have another shape)",
     "hy_v4": "hidden rows only for the last layer (the others' hidden states have another shape)",
     "pegasus_x": "query/key rows of block 1 only (its global tokens change the sequence inside)",
-    "flaubert": "rows say measured (projections) but no query/key row comes",
-    "xlm": "rows say measured (projections) but no query/key row comes",
-    "funnel": "pooled positions: the rows of the pooled blocks do not match the blocks",
     "zaya": "a key row with a NaN monotonicity",
 }
 
@@ -903,6 +898,8 @@ TYPE_NOTES: dict[str, str] = {
     "ibert": "no query/key rows: its integer-only attention is not hooked",
     "cpmant": "no query/key rows: its attention computes scores in its own code, not through the attention interface",
     "audioflamingo3": "no query/key rows: its text model's attention is not reached by the capture",
+    "funnel": "no query/key rows: its relative attention (FunnelRelMultiheadAttention) scores q, k and the "
+    "relative positions in its own code, not through the attention interface",
     "rwkv": "no query/key rows: its time mixing (RwkvSelfAttention) has keys and values but no queries",
     "xlnet": "no query/key rows: its relative attention scores q, k and the relative positions in its own code",
 }
