@@ -86,6 +86,7 @@ class QueryKeySums:
         """After a forward: its sums are added (unless discarded); between forwards nothing is recorded."""
         self.commit()
         self.mask = None
+        self.last.clear()  # the held q and k of the forward
 
     def discard(self) -> None:
         """Forget the sums of the forward under way (one the model itself failed)."""
@@ -108,11 +109,14 @@ class QueryKeySums:
 
     def repeated(self, module: Any, query: Any, key: Any) -> bool:
         """Whether a module calls attention again on the very q and k of its previous call (DiffLlama's
-        two softmaxes): the same block, counted once. ALBERT's shared module gets new q and k each layer."""
+        two softmaxes): the same block, counted once. ALBERT's shared module gets new q and k each layer.
+        The last q and k are held, so that their memory cannot be reused for the next call's: a freed
+        tensor's address may come back for ALBERT's next layer, which is a new call."""
         signature = (query.data_ptr(), tuple(query.shape), key.data_ptr(), tuple(key.shape))
-        if self.last.get(id(module)) == signature:
+        previous = self.last.get(id(module))
+        if previous is not None and previous[0] == signature:
             return True
-        self.last[id(module)] = signature
+        self.last[id(module)] = (signature, query, key)
         return False
 
     def drop(self, block: int, reason: str) -> None:
