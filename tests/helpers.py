@@ -41,6 +41,27 @@ DRIFT = SAMPLES / "drift.txt"
 DRIFT_WORDS = SAMPLES / "drift-words.txt"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
+#: a `geoanalyze train` model and run small enough for seconds on a CPU (each test adds its evaluation
+#: settings); :func:`train_sets` turns settings into ``--set`` words
+TINY_TRAIN = (
+    "model.d_model=32",
+    "model.n_layers=2",
+    "model.n_heads=4",
+    "model.d_ff=64",
+    "model.n_positions=16",
+    "order_length=12",
+    "batch_size=16",
+    "steps=12",
+    "warmup_steps=2",
+)
+
+
+def train_sets(*items: str) -> list[str]:
+    """``--set`` for each item; a later item replaces an earlier one of the same key (a base's steps=12
+    by steps=18), as each key may be given once on the command line."""
+    chosen = {item.split("=", 1)[0]: item for item in items}
+    return [arg for item in chosen.values() for arg in ("--set", item)]
+
 #: the installed console script as a shell runs it (``python -m geoanalyze`` where it is not installed)
 _SCRIPT = shutil.which("geoanalyze", path=str(Path(sys.executable).parent))
 GEOANALYZE: list[str] = [_SCRIPT] if _SCRIPT else [sys.executable, "-m", "geoanalyze"]

@@ -6,27 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import DRIFT, invoke, ok
+from helpers import DRIFT, TINY_TRAIN, invoke, ok, train_sets
 
-TINY = [
-    "model.d_model=32",
-    "model.n_layers=2",
-    "model.n_heads=4",
-    "model.d_ff=64",
-    "model.n_positions=16",
-    "order_length=12",
-    "batch_size=16",
-    "steps=12",
-    "eval_every=3",
-    "eval_batches=1",
-    "warmup_steps=2",
-]
+TINY = [*TINY_TRAIN, "eval_every=3", "eval_batches=1"]
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("run")
-    sets = [arg for item in TINY for arg in ("--set", item)]
+    sets = train_sets(*TINY)
     args = ["train", "-o", "run", "--pe", "learned", *sets, "--geometry-every", "4", "--keep-checkpoints", "3"]
     ok(invoke(args, cwd=folder))
     return folder / "run"

@@ -9,32 +9,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import DRIFT, geoanalyze, refused, run_process
+from helpers import DRIFT, TINY_TRAIN, geoanalyze, refused, run_process, train_sets
 from safetensors.numpy import load_file
 
 TORCHRUN = shutil.which("torchrun", path=str(Path(sys.executable).parent))
 
 #: a model and run small enough for seconds on a CPU
-TINY = [
-    "model.d_model=32",
-    "model.n_layers=2",
-    "model.n_heads=4",
-    "model.d_ff=64",
-    "model.n_positions=16",
-    "order_length=12",
-    "batch_size=16",
-    "steps=12",
-    "eval_every=6",
-    "eval_batches=2",
-    "warmup_steps=2",
-]
+TINY = [*TINY_TRAIN, "eval_every=6", "eval_batches=2"]
 
 
-def sets(*items: str) -> list[str]:
-    """``--set`` for each item; a later item replaces an earlier one of the same key (TINY's steps=12
-    by steps=18), as each key may be given once on the command line."""
-    chosen = {item.split("=", 1)[0]: item for item in items}
-    return [arg for item in chosen.values() for arg in ("--set", item)]
+sets = train_sets
 
 
 def test_train_writes_metrics_and_a_checkpoint_and_reports_json(tmp_path: Path) -> None:
