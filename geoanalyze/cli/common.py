@@ -19,6 +19,7 @@ from ..errors import GeoanalyzeError, InputError
 from ..report.render import FORMATS
 from . import outputs
 from .inputs import check_applicable, given_options, refuse_counted_twice, traits_of
+from .options import given_text
 from .outputs import Folder, Output, all_or_none, guard
 
 __all__ = ["Folder", "Output", "all_or_none", "guard"]
@@ -106,10 +107,15 @@ _SHORT_NAMES = {"--output": "-o"}
 
 def given_as_folder(option: str, argv: list[str] | None = None) -> bool:
     """Whether the command line gave ``option`` a value ending in a path separator. A Path drops
-    the trailing slash (``Path("c.safetensors/")`` is ``c.safetensors``), so the words typed are read."""
-    names = [option, *([_SHORT_NAMES[option]] if option in _SHORT_NAMES else [])]
-    words = sys.argv[1:] if argv is None else argv
+    the trailing slash (``Path("c.safetensors/")`` is ``c.safetensors``), so the text typed is read:
+    as the running command's parser recorded it (:func:`options.given_text`), or, given ``argv``,
+    from those words."""
     separators = tuple({"/", os.sep})
+    if argv is None:
+        value = given_text(option)
+        return value is not None and len(value) > 1 and value.endswith(separators)
+    names = [option, *([_SHORT_NAMES[option]] if option in _SHORT_NAMES else [])]
+    words = argv
     for index, word in enumerate(words):
         for name in names:
             if word == name and index + 1 < len(words):

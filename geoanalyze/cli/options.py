@@ -51,12 +51,26 @@ def not_blank(value: str | None) -> str | None:
 
 def path_not_blank(value: str | Path) -> Path:
     """A path option given as an empty string would be the current folder (``-o ''`` writing a run
-    into it): refused like an empty text option."""
+    into it): refused like an empty text option. ``./~/x`` stays the folder ``~`` here
+    (:func:`literal_path`)."""
     if isinstance(value, Path):
         return value
     if not value.strip():
         raise typer.BadParameter("is empty (an unset shell variable?); give a path or leave the option out")
-    return Path(value)
+    return literal_path(value)
+
+
+def literal_path(text: str) -> Path:
+    """The path ``text`` names, with ``./~/x`` kept as the folder ``~`` in the working folder.
+
+    pathlib drops the ``./`` (``Path("./~/x")`` is ``~/x``), which any later ``expanduser`` reads as
+    $HOME/x: such a path is made absolute (no link resolved), so it names ``<cwd>/~/x`` wherever it
+    goes. A bare ``~/x`` (quoted, so the shell left it) is returned as ``Path("~/x")``, as before.
+    """
+    path = Path(text)
+    if not text.startswith("~") and path.parts[:1] and path.parts[0].startswith("~"):
+        return path.absolute()
+    return path
 
 
 def text_option(*declarations: str, **settings: Any) -> Any:
@@ -122,14 +136,36 @@ def _format_help(command: Any, ctx: Any, formatter: Any, render: Any) -> None:
         render(ctx, formatter)
 
 
+#: option name (every name of it: ``--output`` and ``-o``) -> the text given for it on the command
+#: line of the command being run, as typed (before a Path drops a trailing slash or a ``./``)
+_given: dict[str, str] = {}
+
+
+def _record_given(values: dict[str, Any], order: list[Any]) -> None:
+    """Keep the text each single-valued option was given (:func:`given_text`)."""
+    for param in order:
+        value = values.get(param.name) if isinstance(param, TyperOption) else None
+        if isinstance(value, str) and not (param.multiple or param.is_flag or param.count):
+            _given.update(dict.fromkeys(param.opts + param.secondary_opts, value))
+
+
+def given_text(option: str) -> str | None:
+    """The text ``option`` (any of its names) was given on the command line of the command being
+    run, as typed; None when it was not given. Recorded while :class:`Command` parses its arguments,
+    so an in-process run (typer's CliRunner, tests) sees its own arguments, not ``sys.argv``."""
+    return _given.get(option)
+
+
 def refuse_repeated(command: Any, ctx: Any, args: list[str]) -> None:
     """An option that takes one value, given twice (``--limit 1 --limit 2``, ``-o a -o b``, an option
     and its old name), is a usage error naming it: the parser would keep the last one silently.
     Repeatable options (``--set``, ``--compare``) and flags are left to their own checks."""
+    _given.clear()
     try:
-        _, _, order = command.make_parser(ctx).parse_args(args=list(args))
+        values, _, order = command.make_parser(ctx).parse_args(args=list(args))
     except Exception:  # an unknown option, a missing value: the real parse reports it
         return
+    _record_given(values, order)
     seen: set[str] = set()
     for param in order:
         if not isinstance(param, TyperOption) or param.multiple or param.is_flag or param.count:

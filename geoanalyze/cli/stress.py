@@ -561,7 +561,7 @@ TABLE_SUFFIXES = (".npy", ".npz", ".safetensors")
 def check_not_a_table_file(target: str) -> None:
     """A target that is an array file (``rand.npy``) is refused with the spec that scores its rows
     (``file:rand.npy``): a checkpoint is a folder, an array is an encoding."""
-    path = Path(target).expanduser()
+    path = Path(target).expanduser() if target.startswith("~") else opt.literal_path(target)
     if ":" not in target and path.suffix.lower() in TABLE_SUFFIXES and path.is_file():
         raise InputError(
             f"{target} is an array file, not a checkpoint folder; to score its rows as position vectors "

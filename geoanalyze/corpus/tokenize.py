@@ -398,6 +398,12 @@ def load_hf_tokenizer(name: str) -> tuple[Any, str]:
     path = Path(name).expanduser() if name.startswith("~") else Path(name)  # ./~/x is the folder ~
     transformers = import_transformers()
     if path.exists():
+        if not path.is_dir():  # a file or a device (/dev/zero): transformers would take it for a hub id
+            raise InputError(
+                f"{path} is not a folder (a file or a device), so it is neither a tokenizer folder nor a hub "
+                "id; pass the folder that holds tokenizer.json (or vocab.txt), a hub id such as "
+                "bert-base-uncased, or whitespace"
+            )
         check_tokenizer_files(path)
         try:
             tokenizer = transformers.AutoTokenizer.from_pretrained(str(path))

@@ -414,6 +414,24 @@ def _checked_matrix(path: str | os.PathLike[str], name: str, array: np.ndarray, 
     return matrix
 
 
+def _one_position_hint(counts: Counts, n_positions: int) -> str:
+    """Why counts of fewer than 2 positions hold so few, and the fix: the --max-length they were
+    counted with, when it cut every text there; else every text is that short."""
+    max_length = counts.metadata.get("max_length")
+    if isinstance(max_length, int) and not isinstance(max_length, bool) and max_length <= n_positions:
+        return (
+            f"the counts hold {n_positions} position(s) only, as --max-length {max_length} cut every text "
+            "there, and distances need 2; raise --max-length to 2 or more"
+        )
+    if n_positions == 0:
+        return "the counts hold no position (no text has a token) and distances need 2; use a corpus of texts"
+    return (
+        f"the counts hold {n_positions} position(s) only, as every text is {n_positions} token(s) long "
+        "after tokenization, and distances need 2; use texts of 2 or more tokens (a text a line, not "
+        "a word a line)"
+    )
+
+
 def position_geometry(counts: Counts, metric: str = "hellinger", min_count: int = 100) -> PositionGeometry:
     """Naive and corrected distances, noise floors and the SNR summary of a PositionalCounts.
 
@@ -428,11 +446,8 @@ def position_geometry(counts: Counts, metric: str = "hellinger", min_count: int 
         totals = np.sort(counts.totals)[::-1]
         most = int(totals[0]) if totals.size else 0
         reached = int((totals > 0).sum())
-        if totals.size < 2:  # the counts stop before position 1: a --max-length below 2, not the corpus
-            hint = (
-                f"the counts hold {totals.size} position(s) only (a --max-length of {totals.size}?) and distances "
-                "need 2; raise --max-length to 2 or more"
-            )
+        if totals.size < 2:  # the counts stop before position 1: a --max-length of 1, or texts of one token
+            hint = _one_position_hint(counts, totals.size)
         elif reached < 2:
             hint = (
                 f"the corpus has tokens at {reached} position(s) only and distances need 2; "

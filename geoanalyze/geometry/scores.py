@@ -142,7 +142,12 @@ def _stress(e: np.ndarray, d: np.ndarray, *scale: float) -> float:
     """
     top = float(np.max(np.abs(d))) if d.size else 0.0
     if top == 0:
-        raise InputError("every target distance is 0; stress is undefined")
+        raise InputError(
+            "every target distance is 0, so stress is undefined: the kept positions' token distributions "
+            "do not differ (a corpus of one repeated word, or one too small to tell positions apart), or "
+            "the distances table holds only zeros; use a larger corpus of varied texts, keep more "
+            "positions (a lower --min-count), or regenerate the distances"
+        )
     if not (np.all(np.isfinite(e)) and np.all(np.isfinite(d)) and all(math.isfinite(f) for f in scale)):
         return math.nan
     delta = d / top
