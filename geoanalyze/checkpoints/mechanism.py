@@ -363,7 +363,7 @@ def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
     # Rotary: frequency buffers, or a sin/cos table (GPT-J, CodeGen).
     rope_sets = _rope_sets(model, config)
     if rope_sets:
-        return _rope_mechanism(common, config, rope_sets, n_blocks, attention)
+        return _rope_mechanism(common, config, rope_sets, n_blocks, attention, caller_rope(model, blocks))
     # An absolute table: learned (a parameter, read from the checkpoint) or fixed (a buffer).
     table = _position_table(model, config)
     if table is not None:
@@ -390,10 +390,15 @@ def _relative_scheme(model: Any, config: Any) -> str:
 
 
 def _rope_mechanism(
-    common: dict[str, Any], config: Any, sets: dict[str, RopeSet], n_blocks: int, attention: dict[int, list[Any]]
+    common: dict[str, Any],
+    config: Any,
+    sets: dict[str, RopeSet],
+    n_blocks: int,
+    attention: dict[int, list[Any]],
+    caller: Mapping[int, bool],
 ) -> RopeMechanism:
     main = _main_set(sets)
-    layers = _rope_layers(config, sets, main, n_blocks, attention)
+    layers = _rope_layers(config, sets, main, n_blocks, attention, caller)
     notes = []
     if len(sets) > 1:
         notes.append(f"layers use {len(sets)} RoPE sets ({', '.join(sets)}); the position row is {main}'s")
@@ -435,17 +440,28 @@ def _relative_kind(name: str) -> str:
 
 def _attention_layers(blocks: list[Any]) -> dict[int, list[Any]]:
     """Block number (1-based) -> the modules in it whose class is an attention (Jamba mixes in Mamba blocks);
-    the block itself where it is one (XLM and FlauBERT keep their attentions in a list of their own)."""
+    the block itself where it is one (XLM and FlauBERT keep their attentions in a list of their own); or
+    that hold a query and a key projection side by side, whatever their class's name: xLSTM's mLSTM layer
+    scores its values by q . k under exponential gates, a gated linear attention (the capture hooks the same
+    projections, so the two agree on which blocks have queries and keys)."""
     out: dict[int, list[Any]] = {}
     for index, block in enumerate(blocks):
         found = [
             module
             for _, module in block.named_modules()
-            if re.search(r"attention|attn|MLA$", type(module).__name__, re.IGNORECASE)
+            if re.search(r"attention|attn|MLA$", type(module).__name__, re.IGNORECASE) or _holds_query_and_key(module)
         ]
         if found:
             out[index + 1] = found
     return out
+
+
+def _holds_query_and_key(module: Any) -> bool:
+    """Whether the module has a query and a key Linear among its own children (by QUERY_NAMES, KEY_NAMES)."""
+    import torch
+
+    linear = {name.lower() for name, child in module.named_children() if isinstance(child, torch.nn.Linear)}
+    return bool(linear.intersection(QUERY_NAMES)) and bool(linear.intersection(KEY_NAMES))
 
 
 def _qk_weights(model: Any, blocks: list[Any], prefix: str = "") -> tuple[tuple[str, str, str], ...]:
@@ -546,8 +562,16 @@ def _main_set(sets: dict[str, RopeSet]) -> str:
 
 
 def _rope_layers(
-    config: Any, sets: dict[str, RopeSet], main: str, n_blocks: int, attention: dict[int, list[Any]]
+    config: Any,
+    sets: dict[str, RopeSet],
+    main: str,
+    n_blocks: int,
+    attention: dict[int, list[Any]],
+    caller: Mapping[int, bool],
 ) -> list[str | None]:
+    """The RoPE set of each block; None for a block without attention or a NoPE one: the config gives it
+    none, its attention module says or decides so (``use_rope``, :func:`rope_applied`), or the model's
+    forward hands it no rotary tables (:func:`caller_rope`)."""
     layer_types = getattr(config, "layer_types", None)
     out: list[str | None] = []
     for block in range(1, n_blocks + 1):
@@ -557,7 +581,7 @@ def _rope_layers(
         name: str | None = main
         if isinstance(layer_types, list | tuple) and len(layer_types) >= block and layer_types[block - 1] in sets:
             name = str(layer_types[block - 1])
-        if _config_nope(config, block - 1):
+        if _config_nope(config, block - 1) or caller.get(block) is False:
             name = None
         if any(
             getattr(module, "use_rope", None) in (False, 0) or rope_applied(module) is False
@@ -587,6 +611,16 @@ def rope_applied(module: Any) -> bool | None:
     sits under a condition on the module's attributes that is false for this module (Cohere 2 rotates only
     in sliding-window layers: ``if self.sliding_window is not None``; EXAONE 4 and AFMoE alike); None when
     its forward makes no rotary call or cannot be read."""
+    function = _forward_tree(module)
+    if function is None:
+        return None
+    found: list[bool] = []
+    _rotary_calls(function.body, {"self": module}, True, found)
+    return any(found) if found else None
+
+
+def _forward_tree(module: Any) -> Any:
+    """The syntax tree (ast.FunctionDef) of the module's forward; None where its source cannot be read."""
     import ast
     import inspect
     import textwrap
@@ -596,22 +630,18 @@ def rope_applied(module: Any) -> bool | None:
     except (OSError, TypeError, SyntaxError):
         return None
     function = tree.body[0] if tree.body else None
-    if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
-        return None
-    found: list[bool] = []
-    _rotary_calls(function.body, module, True, found)
-    return any(found) if found else None
+    return function if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) else None
 
 
-def _rotary_calls(statements: Sequence[Any], module: Any, reachable: bool, found: list[bool]) -> None:
+def _rotary_calls(statements: Sequence[Any], names: Mapping[str, Any], reachable: bool, found: list[bool]) -> None:
     """Append, for each rotary call in ``statements``, whether it can run (its enclosing conditions allow it)."""
     import ast
 
     for statement in statements:
         if isinstance(statement, ast.If):
-            value = _condition(statement.test, module)
-            _rotary_calls(statement.body, module, reachable and value is not False, found)
-            _rotary_calls(statement.orelse, module, reachable and value is not True, found)
+            value = _condition(statement.test, names)
+            _rotary_calls(statement.body, names, reachable and value is not False, found)
+            _rotary_calls(statement.orelse, names, reachable and value is not True, found)
             continue
         for node in ast.walk(statement):
             if isinstance(node, ast.Call):
@@ -621,54 +651,180 @@ def _rotary_calls(statements: Sequence[Any], module: Any, reachable: bool, found
                     found.append(reachable)
 
 
-def _condition(test: Any, module: Any) -> bool | None:
-    """The value of a condition on ``self``'s attributes (``self.x is not None``, ``not self.y``, and/or of
-    them) for this module; None when it depends on anything else."""
+#: keyword arguments by which a model's forward hands a block its rotary tables
+_ROTARY_ARGUMENT = re.compile(r"position_embeddings?$|rotary|rope|freqs_cis|cos_sin")
+
+
+def caller_rope(model: Any, blocks: list[Any]) -> dict[int, bool]:
+    """Block (1-based) -> whether the forward that loops over the blocks hands it the rotary tables, for
+    the blocks where it decides so per block: LaRA-mini passes ``position_embeddings=position_embeddings
+    if layer_type == "sliding_attention" else None`` (``layer_type = self.config.layer_types[i]``), so its
+    full-attention blocks get none (NoPE) though their attention would rotate what it is given. False only
+    where every call of the block passes None (a condition the reading cannot decide counts as passing the
+    tables); a block whose call passes no rotary keyword is left out."""
     import ast
 
+    owner = _owner(model, blocks)
+    function = _forward_tree(owner[0]) if owner is not None else None
+    if owner is None or function is None:
+        return {}
+    out: dict[int, bool] = {}
+    for loop in (node for node in ast.walk(function) if isinstance(node, ast.For)):
+        for index, block in enumerate(blocks):
+            names = _loop_names(loop, owner, index, block)
+            if names is None:
+                break
+            found: list[bool] = []
+            _block_calls(loop.body, names, block, found)
+            if found:
+                out[index + 1] = any(found) or out.get(index + 1, False)
+    return out
+
+
+def _owner(model: Any, blocks: list[Any]) -> tuple[Any, str] | None:
+    """(module, attribute) of the module that holds the blocks' list as its attribute."""
+    import torch
+
+    if not blocks:
+        return None
+    for module in model.modules():
+        for attribute, child in module.named_children():
+            if isinstance(child, torch.nn.ModuleList) and len(child) == len(blocks) and child[0] is blocks[0]:
+                return module, attribute
+    return None
+
+
+def _loop_names(loop: Any, owner: tuple[Any, str], index: int, block: Any) -> dict[str, Any] | None:
+    """The names a loop over the blocks binds at block ``index`` (``for i, layer in enumerate(self.layers)``,
+    ``for layer in self.layers[:n]``, ``for i in range(n)``), beside ``self``; None for another loop."""
+    import ast
+
+    module, attribute = owner
+    iterable, target = loop.iter, loop.target
+    names: dict[str, Any] = {"self": module}
+
+    def over_blocks(node: Any) -> bool:
+        return any(
+            isinstance(n, ast.Attribute)
+            and n.attr == attribute
+            and isinstance(n.value, ast.Name)
+            and n.value.id == "self"
+            for n in ast.walk(node)
+        )
+
+    called = iterable.func.id if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) else ""
+    pair = isinstance(target, ast.Tuple) and len(target.elts) == 2 and all(isinstance(t, ast.Name) for t in target.elts)
+    if called == "enumerate" and iterable.args and over_blocks(iterable.args[0]) and pair:
+        names[target.elts[0].id] = index
+        names[target.elts[1].id] = block
+    elif not called and over_blocks(iterable) and isinstance(target, ast.Name):
+        names[target.id] = block
+    elif called == "range" and isinstance(target, ast.Name):
+        names[target.id] = index
+    else:
+        return None
+    return names
+
+
+def _block_calls(statements: Sequence[Any], names: dict[str, Any], block: Any, found: list[bool]) -> None:
+    """Append, for each call of ``block`` in ``statements`` that passes a rotary keyword, whether what it
+    passes can be other than None; straight-line assignments (``layer_type = ...``) are followed."""
+    import ast
+
+    for statement in statements:
+        if isinstance(statement, ast.If):
+            value = _condition(statement.test, names)
+            for branch, taken in ((statement.body, value is not False), (statement.orelse, value is not True)):
+                if taken:
+                    _block_calls(branch, names if value is not None else dict(names), block, found)
+            if value is None:
+                names.update(dict.fromkeys(_assigned(statement), _UNKNOWN))
+            continue
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call) and _value(node.func, names) is block:
+                found.extend(
+                    _value(keyword.value, names) is not None
+                    for keyword in node.keywords
+                    if keyword.arg and _ROTARY_ARGUMENT.search(keyword.arg)
+                )
+        target = statement.targets[0] if isinstance(statement, ast.Assign) and len(statement.targets) == 1 else None
+        if isinstance(target, ast.Name):
+            names[target.id] = _value(statement.value, names)
+        else:
+            names.update(dict.fromkeys(_assigned(statement), _UNKNOWN))
+
+
+def _assigned(statement: Any) -> set[str]:
+    import ast
+
+    return {node.id for node in ast.walk(statement) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+
+
+def _condition(test: Any, names: Mapping[str, Any]) -> bool | None:
+    """The value of a condition on known names (``self.x is not None``, ``not self.y``, ``layer_type ==
+    "sliding_attention"``, ``t in ("a", "b")``, and/or of them); None when it depends on anything else."""
+    import ast
+    import operator
+
     if isinstance(test, ast.BoolOp):
-        values = [_condition(value, module) for value in test.values]
+        values = [_condition(value, names) for value in test.values]
         decisive = isinstance(test.op, ast.Or)
         if decisive in values:
             return decisive
         return None if None in values else not decisive
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        value = _condition(test.operand, module)
+        value = _condition(test.operand, names)
         return None if value is None else not value
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant):
-        left, right = _attribute(test.left, module), test.comparators[0].value
-        if left is _UNKNOWN:
-            return None
-        comparisons = {
-            ast.Is: left is right,
-            ast.IsNot: left is not right,
-            ast.Eq: left == right,
-            ast.NotEq: left != right,
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, right = _value(test.left, names), _value(test.comparators[0], names)
+        comparisons: dict[type, Callable[[Any, Any], Any]] = {
+            ast.Is: operator.is_,
+            ast.IsNot: operator.is_not,
+            ast.Eq: operator.eq,
+            ast.NotEq: operator.ne,
+            ast.In: lambda a, b: a in b,
+            ast.NotIn: lambda a, b: a not in b,
         }
-        return comparisons.get(type(test.ops[0]))
-    value = _attribute(test, module)
+        compare = comparisons.get(type(test.ops[0]))
+        if left is _UNKNOWN or right is _UNKNOWN or compare is None:
+            return None
+        try:
+            result = compare(left, right)
+        except Exception:  # a comparison the values do not support: undecided
+            return None
+        return result if isinstance(result, bool) else None
+    value = _value(test, names)
     return None if value is _UNKNOWN or not isinstance(value, bool | int | type(None)) else bool(value)
 
 
 _UNKNOWN = object()
 
 
-def _attribute(node: Any, module: Any) -> Any:
-    """The value of ``self.a.b`` on the module (_UNKNOWN for anything that is not such a chain)."""
+def _value(node: Any, names: Mapping[str, Any]) -> Any:
+    """The value of an expression of known names, attributes, subscripts, constants and ``a if c else b``
+    (``self.config.layer_types[i]``); _UNKNOWN for anything else."""
     import ast
 
-    names = []
-    while isinstance(node, ast.Attribute):
-        names.append(node.attr)
-        node = node.value
-    if not (isinstance(node, ast.Name) and node.id == "self" and names):
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return names.get(node.id, _UNKNOWN)
+    if isinstance(node, ast.IfExp):
+        chosen = _condition(node.test, names)
+        return _UNKNOWN if chosen is None else _value(node.body if chosen else node.orelse, names)
+    if isinstance(node, ast.Tuple | ast.List):
+        items = [_value(item, names) for item in node.elts]
+        return _UNKNOWN if any(item is _UNKNOWN for item in items) else tuple(items)
+    if not isinstance(node, ast.Attribute | ast.Subscript):
         return _UNKNOWN
-    value = module
-    for name in reversed(names):
-        if not hasattr(value, name):
-            return _UNKNOWN
-        value = getattr(value, name)
-    return value
+    base = _value(node.value, names)
+    key = node.attr if isinstance(node, ast.Attribute) else _value(node.slice, names)
+    if base is _UNKNOWN or key is _UNKNOWN:
+        return _UNKNOWN
+    try:
+        return getattr(base, key) if isinstance(node, ast.Attribute) else base[key]
+    except Exception:  # no such attribute or item: unknown
+        return _UNKNOWN
 
 
 def _position_table(model: Any, config: Any) -> tuple[str, Any, Any, bool] | None:

@@ -680,7 +680,9 @@ TYPE_KINDS = {
     "kimi_linear": "none family=hybrid",  # MLA layers without RoPE, linear attention beside
     "kolibri1": "rope nope=2",
     "laguna": "rope family=moe",
-    "lara_mini": "rope nope=3 family=hybrid",  # position_embeddings only for sliding layers (see MECHANISM_GAPS)
+    # its model's loop passes position_embeddings only to sliding layers (None to full attention: NoPE);
+    # block 1 is a gated delta net (no attention)
+    "lara_mini": "rope nope=3 family=hybrid",
     "layoutlm": "learned",
     "led": "learned",
     "lfm2": "rope family=hybrid",
@@ -715,7 +717,7 @@ TYPE_KINDS = {
     "nllb-moe": "fixed@2 family=moe",
     "nomic_bert": "rope family=encoder",
     "nystromformer": "learned@2",
-    "olmo_hybrid": "rope family=hybrid",
+    "olmo_hybrid": "rope nope=1 family=hybrid",  # its loop passes RoPE to full attention only; block 1: linear
     "openai-gpt": "learned",  # positions_embed
     "pegasus": "fixed",  # PegasusSinusoidalPositionalEmbedding.create_weight()
     "pegasus_x": "fixed",  # PegasusXSinusoidalPositionalEmbedding: computed in forward
@@ -749,7 +751,7 @@ TYPE_KINDS = {
     "xlm": "learned",
     "xlm-roberta-xl": "learned@1",
     "xlnet": "relative noqk",  # XLNetRelativeAttention: relative positional attention
-    "xlstm": "none family=ssm",
+    "xlstm": "none",  # mLSTM: q . k under exponential gates (a gated linear attention), no position module
     "xmod": "learned@1",
     "yoso": "learned@2",
     "youtu": "rope",
@@ -874,8 +876,6 @@ MECHANISM_GAPS = {
     "refuses as it refuses BERT's 64.0 (which nn.Embedding rejects); which models take a float size is not known",
     "blt": "its sizes live in four sub-configs (encoder, global, decoder, patcher) that no width is read from: "
     "'has no hidden size'",
-    "lara_mini": "its model passes the rotary tables only to sliding layers (position_embeddings=None for full "
-    "attention), a choice made in the model's forward, not in the config or the attention module",
     "reformer": "axial position embeddings (two factor tables broadcast and concatenated) are not read as a table",
 }
 
@@ -883,8 +883,6 @@ MECHANISM_GAPS = {
 AWAITING_CAPTURE: dict[str, str] = {
     "longcat_flash": "no query/key rows: each layer runs two attentions (self_attn[0] and [1]), and the capture "
     "leaves out a block whose query/key projections run more than once in one pass",
-    "xlstm": "query/key rows come (measured (projections), from its mLSTM's q/k projections) while the "
-    "mechanism lists no attention layer: the two disagree on whether an mLSTM cell is attention",
     "deepseek_v4": "hidden rows only for the last layer (the others' hidden states have another shape)",
     "hy_v4": "hidden rows only for the last layer (the others' hidden states have another shape)",
     "pegasus_x": "query/key rows of block 1 only (its global tokens change the sequence inside)",
@@ -902,6 +900,9 @@ TYPE_NOTES: dict[str, str] = {
     "relative positions in its own code, not through the attention interface",
     "rwkv": "no query/key rows: its time mixing (RwkvSelfAttention) has keys and values but no queries",
     "xlnet": "no query/key rows: its relative attention scores q, k and the relative positions in its own code",
+    "xlstm": "query/key rows are its mLSTM cells' queries and keys (a gated linear attention: values weighted by "
+    "q . k under exponential input and forget gates, no softmax); no module encodes positions (order comes "
+    "from the recurrence)",
 }
 
 
