@@ -135,15 +135,16 @@ def load_model(
     checkpoint: Checkpoint, device: str, dtype: Any, shard: bool, trust_remote_code: bool = False
 ) -> tuple[Any, Any]:
     """The module the pass runs (the checkpoint's base model; the encoder of an encoder-decoder; the
-    encoder class itself for an encoder-only checkpoint such as T5EncoderModel), in eval mode, and
-    the model's config (an encoder module such as FSMT's has none of its own)."""
+    encoder class itself for an encoder-only checkpoint such as T5EncoderModel; the decoder of a
+    decoder-only one such as BartForCausalLM), in eval mode, and the model's config (an encoder
+    module such as FSMT's has none of its own)."""
     import warnings
 
     from transformers import AutoModel
 
     from ..errors import FormatError, first_line
     from ..hub import import_transformers
-    from .placement import encoder_class
+    from .placement import part_class, part_module
 
     import_transformers()
     kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code, "dtype": dtype}
@@ -151,7 +152,8 @@ def load_model(
         kwargs["use_safetensors"] = True  # never unpickle a .bin lying beside the safetensors
     if shard:
         kwargs["device_map"] = "auto"
-    loader: Any = encoder_class(checkpoint.config) or AutoModel
+    found, part = part_class(checkpoint.config, lambda: checkpoint.tensor_names)
+    loader: Any = found or AutoModel
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -159,8 +161,7 @@ def load_model(
     except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
         raise FormatError(f"transformers cannot load the weights of {checkpoint.path} ({first_line(exc)})") from exc
     config = model.config
-    if getattr(config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
-        model = model.get_encoder()
+    model = part_module(model, part, bool(getattr(config, "is_encoder_decoder", False)))
     model.eval()
     if not shard:
         model.to(device)

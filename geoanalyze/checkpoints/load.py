@@ -16,6 +16,7 @@ import functools
 import hashlib
 import json
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -249,19 +250,29 @@ def auto_config(path: Path, trust_remote_code: bool = False) -> Any:
         raise FormatError(f"transformers cannot read {path}/config.json ({first_line(exc)}){hint}") from exc
 
 
-def build_skeleton(config: Any, trust_remote_code: bool = False) -> tuple[Any, str]:
+def build_skeleton(
+    config: Any, trust_remote_code: bool = False, names: Callable[[], Sequence[str]] = tuple
+) -> tuple[Any, str]:
     """The model with its parameters on the meta device (no memory) and its buffers computed (the encoder
-    of an encoder-decoder), and the prefix of its tensor names in the whole model ('encoder.')."""
+    of an encoder-decoder; the decoder of a decoder-only checkpoint of one, such as BartForCausalLM),
+    and the prefix of its tensor names in the whole model ('encoder.', 'model.decoder.'). The class is
+    the one the pass loads (placement.part_class: the config's architectures, else the weight ``names``)."""
     import warnings
 
     import torch
     from accelerate import init_empty_weights
     from transformers import AutoModel
 
+    from .placement import part_class, part_module
+
+    found, part = part_class(config.to_dict(), names)
+
     def build() -> Any:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
+                if found is not None:
+                    return found(config)
                 return AutoModel.from_config(config, trust_remote_code=trust_remote_code)
         except Exception as exc:  # inconsistent sizes, a config transformers accepts but cannot build
             raise FormatError(
@@ -282,12 +293,9 @@ def build_skeleton(config: Any, trust_remote_code: bool = False) -> tuple[Any, s
         )
     with init_empty_weights():
         model = build()
-    prefix = ""
-    if getattr(config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
-        encoder = model.get_encoder()
-        prefix = next((f"{name}." for name, module in model.named_modules() if module is encoder and name), "")
-        model = encoder
-    return model, prefix
+    module = part_module(model, part, bool(getattr(config, "is_encoder_decoder", False)))
+    prefix = next((f"{name}." for name, inner in model.named_modules() if inner is module and name), "")
+    return module, prefix
 
 
 @dataclass
@@ -529,7 +537,7 @@ def mechanism_of(path: Path, trust_remote_code: bool = False) -> Mechanism:
     from ..cache import cache_entry
 
     # Detection reads what transformers builds: another transformers version may build it otherwise.
-    key = {"checkpoint": fingerprint(path), "transformers": version("transformers"), "version": 1}
+    key = {"checkpoint": fingerprint(path), "transformers": version("transformers"), "version": 2}
     entry = cache_entry("mechanisms", key).with_suffix(".json")
     try:
         record = json.loads(entry.read_text(encoding="utf-8"))
@@ -540,7 +548,7 @@ def mechanism_of(path: Path, trust_remote_code: bool = False) -> Mechanism:
     from .mechanism import detect
 
     config = auto_config(path, trust_remote_code)
-    skeleton, prefix = build_skeleton(config, trust_remote_code)
+    skeleton, prefix = build_skeleton(config, trust_remote_code, lambda: stored_names(path))
     mechanism = detect(skeleton, config, prefix)
     from ..cache import write_cache
     from ..io import write_text
@@ -548,3 +556,18 @@ def mechanism_of(path: Path, trust_remote_code: bool = False) -> Mechanism:
     # A cache never fails a job: an unwritable one is a note.
     write_cache(lambda: write_text(entry, json.dumps({"key": key, "mechanism": mechanism.to_record()})))
     return mechanism
+
+
+def stored_names(path: Path) -> list[str]:
+    """The tensor names in a folder's safetensors files, read from their headers ([] where none is readable:
+    the checkpoint's own reading reports a corrupt file)."""
+    from safetensors import safe_open
+
+    names: list[str] = []
+    for file in sorted(path.glob("*.safetensors")):
+        try:
+            with safe_open(str(file), framework="numpy") as handle:
+                names.extend(handle.keys())
+        except Exception:  # safetensors raises many types on a corrupt file
+            return []
+    return names

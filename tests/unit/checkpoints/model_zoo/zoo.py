@@ -939,8 +939,55 @@ def generic_entry(model_type: str, spec: str) -> Entry:
     )
 
 
+#: encoder-decoder families whose encoder (saved alone: model.get_encoder()) and decoder (their *ForCausalLM:
+#: the seq2seq config with is_decoder true, is_encoder_decoder false, weights under model.decoder.) are
+#: zoo entries: name, model type, causal-LM class ("" where the family has none), the config values on top
+#: of the type's shrunk defaults (Blenderbot's decoder_layers default 24 against encoder_layers 2;
+#: ProphetNet's 12 + 12 layers, left unshrunk by tiny_values)
+PARTS = (
+    ("Pegasus", "pegasus", "PegasusForCausalLM", {}),
+    ("Marian", "marian", "MarianForCausalLM", {}),
+    ("M2M100", "m2m_100", "", {}),
+    ("LED", "led", "", {}),
+    ("mBART", "mbart", "MBartForCausalLM", {}),
+    ("PLBart", "plbart", "PLBartForCausalLM", {}),
+    ("Blenderbot", "blenderbot", "BlenderbotForCausalLM", {"decoder_layers": 2}),
+    ("BlenderbotSmall", "blenderbot-small", "BlenderbotSmallForCausalLM", {}),
+    ("NLLB-MoE", "nllb-moe", "", {}),
+    ("BigBirdPegasus", "bigbird_pegasus", "BigBirdPegasusForCausalLM", {}),
+    ("MVP", "mvp", "MvpForCausalLM", {}),
+    ("ProphetNet", "prophetnet", "ProphetNetForCausalLM", {"num_encoder_layers": 2, "num_decoder_layers": 2}),
+    ("BART", "bart", "BartForCausalLM", {}),  # its encoder: "BART (encoder only)" below
+)
+#: the PARTS types written by hand in ZOO (not in TYPE_KINDS), as their ZOO entry states them
+PART_KINDS = {"bart": "learned@2"}
+
+
+def _part_entry(name: str, model_type: str, model_class: str, config: dict[str, Any]) -> Entry:
+    """The encoder-only entry of a PARTS family (model_class "") or its decoder-only one: the type's
+    mechanism as TYPE_KINDS states it (the encoder's and the decoder's embeddings are alike)."""
+    from dataclasses import replace
+
+    entry = generic_entry(model_type, TYPE_KINDS.get(model_type) or PART_KINDS[model_type])
+    part = "decoder" if model_class else "encoder"
+    family = entry.family if entry.family in ("moe", "hybrid") else part
+    return replace(
+        entry,
+        name=f"{name} ({model_class or 'encoder only'})",
+        family=family,
+        config={**entry.config, **config},
+        model_class=model_class,
+        part="" if model_class else "encoder",
+    )
+
+
 #: the encoder-only and decoder-only checkpoints of encoder-decoder families, and other variants
 VARIANTS: list[Entry] = [
+    *(
+        _part_entry(name, model_type, cls, config)
+        for name, model_type, decoder, config in PARTS
+        for cls in ((decoder,) if model_type == "bart" else ("", decoder) if decoder else ("",))
+    ),
     *(
         Entry(
             f"{name} ({cls})",
@@ -979,6 +1026,8 @@ VARIANTS: list[Entry] = [
 #: and the cases issue 21 names
 DEFAULT = {
     "T5 (T5EncoderModel)",
+    "Marian (encoder only)",
+    "Pegasus (PegasusForCausalLM)",
     "BERT",
     "Llama",
     "GPT-2",
