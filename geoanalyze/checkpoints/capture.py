@@ -21,8 +21,16 @@ Nothing assumes that a layer keeps the input's (batch, length): a model that pad
 multiple of its window or chunk (Longformer, LED, Reformer, PegasusX) has the padding, appended at
 the end, trimmed back to the batch's length; a projection that runs sequence-first (Longformer)
 is turned batch-first; a call on other tokens than the sequence's (PegasusX's global tokens) is not
-counted; a block whose attention sees fewer positions than the input (pooled), or whose
-projections run twice in one pass, is left out with the reason (:attr:`QueryKeySums.dropped`).
+counted; a block that pads its attention's input at both ends inside (PegasusX's staggered local
+blocks) has its rows read from where the input's positions are; a block whose attention sees fewer
+positions than the input (pooled), or whose projections run twice in one pass, is left out with the
+reason (:attr:`QueryKeySums.dropped`).
+
+A block that runs two attention modules of its own, each once (LongCat-Flash's self_attn[0] and
+self_attn[1]), keeps its number (the mechanism's block, the hidden rows' layer): its query and key
+rows hold both modules' queries and keys side by side, in the order they run, as one module's heads
+are side by side; :meth:`QueryKeySums.notes` says so. This is not a repeat: ALBERT's one module
+shared by every layer counts a block per call, DiffLlama's two softmaxes on the same q and k count once.
 """
 
 from __future__ import annotations
@@ -63,13 +71,15 @@ class QueryKeySums:
         self.calls = 0
         self.seen: dict[int, int] = {}  # per forward: calls of each module, and of all
         self.ordinal = 0
-        self.stored: set[tuple[int, int]] = set()  # per forward: (id of the store, block) already added
+        self.stored: dict[tuple[int, int], list[int]] = {}  # per forward: (id of the store, block) -> sources added
         self.last: dict[int, tuple[Any, ...]] = {}  # per forward: module -> its last call's q and k
         self.sequence: dict[int, tuple[int, int]] = {}  # per forward: block -> (batch, length) of its input
         self.layout: dict[int, bool] = {}  # projection module -> whether it runs sequence-first
         self.dropped: dict[int, str] = {}  # block -> why its rows are left out
         self.padded = 0  # the most positions a model appended to a batch (trimmed)
-        self.pending: list[tuple[dict[int, Any], int, Any]] = []  # the sums of the forward under way
+        self.inside: dict[int, int] = {}  # block -> positions it pads its attention's input with at each end
+        self.joined: dict[int, tuple[str, ...]] = {}  # block -> its attention modules, side by side in its rows
+        self.pending: list[tuple[dict[int, Any], int, Any, str]] = []  # the sums of the forward under way
 
     def start(self, mask: Any) -> None:
         """Take the padding mask of the next forward (on the model's input device)."""
@@ -97,6 +107,7 @@ class QueryKeySums:
         self.queries.clear()
         self.keys.clear()
         self.dropped.clear()
+        self.joined.clear()
         self.padded = 0
 
     def block(self, module: Any) -> int | None:
@@ -123,26 +134,32 @@ class QueryKeySums:
         """Leave block's rows out (the first reason found is kept)."""
         self.dropped.setdefault(block, reason)
 
-    def add(self, store: dict[int, Any], block: int, states: Any, heads_first: bool) -> None:
-        """states: (B, H, T', d) if heads_first else (B, T', width); summed over the batch where they are,
-        into float64 running sums on the same device (few, large operations: this runs in every layer).
-        T' > T (the model padded the batch to its window): the padding at the end is trimmed; T' < T
-        (the model shortened the sequence) or another batch size: the block is dropped."""
+    def add(
+        self, store: dict[int, Any], block: int, states: Any, heads_first: bool, source: Any, offset: int = 0
+    ) -> None:
+        """states: (B, H, T', d) if heads_first else (B, T', width), from module ``source``, the input's
+        position 0 at ``offset``; summed over the batch where they are, into float64 running sums on the
+        same device (few, large operations: this runs in every layer). T' > T + offset (the model padded
+        the batch to its window): the padding at the end is trimmed; T' < T + offset (the model shortened
+        the sequence) or another batch size: the block is dropped. A second source in the block (its second
+        attention module) is joined side by side; the same source twice drops the block."""
         import torch
 
         batch, width = self.mask.shape
         axis = 2 if heads_first else 1
-        length = states.shape[axis]
+        length = states.shape[axis] - offset
         if states.shape[0] != batch or length < width:
             self.drop(block, f"its attention sees {tuple(states.shape[: axis + 1])} for a batch of {(batch, width)}")
             return
-        if (id(store), block) in self.stored:
+        sources = self.stored.setdefault((id(store), block), [])
+        if id(source) in sources:
             self.drop(block, "its query/key projections run more than once in one pass")
             return
-        self.stored.add((id(store), block))
+        sources.append(id(source))
         if length > width:
             self.padded = max(self.padded, length - width)
-            states = states.narrow(axis, 0, width)
+        if length > width or offset:
+            states = states.narrow(axis, offset, width)
         weights = self.weights.get(states.device)
         if weights is None:  # a sharded model's layer on another device
             weights = self.weights[states.device] = self.mask.to(states.device, torch.float32)
@@ -152,13 +169,21 @@ class QueryKeySums:
             sums = torch.einsum("bhtd,bt->thd", states, weights).flatten(1)
         else:
             sums = torch.einsum("btw,bt->tw", states, weights)
-        self.pending.append((store, block, sums))
+        self.pending.append((store, block, sums, type(source).__name__))
 
     def commit(self) -> None:
-        """Add the sums of the forward under way to the totals."""
+        """Add the sums of the forward under way to the totals (a block's attention modules side by side)."""
         import torch
 
-        for store, block, sums in self.pending:
+        joined: dict[tuple[int, int], tuple[dict[int, Any], int, list[Any], list[str]]] = {}
+        for store, block, sums, name in self.pending:
+            entry = joined.setdefault((id(store), block), (store, block, [], []))
+            entry[2].append(sums)
+            entry[3].append(name)
+        for store, block, parts, names in joined.values():
+            if len(parts) > 1:
+                self.joined[block] = tuple(names)
+            sums = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
             total = store.get(block)
             if total is None:
                 total = store[block] = torch.zeros(
@@ -170,6 +195,35 @@ class QueryKeySums:
             total[: sums.shape[0]] += sums
         self.pending.clear()
 
+    def notes(self) -> list[str]:
+        """What a reader of the query/key rows should know: blocks whose rows join two attention modules,
+        blocks that pad their attention's input inside (the dropped blocks have their own notes)."""
+        notes = []
+        joined: dict[tuple[str, ...], list[int]] = {}
+        for block, names in sorted(self.joined.items()):
+            if block not in self.dropped:
+                joined.setdefault(names, []).append(block)
+        for names, blocks in joined.items():
+            one = len(blocks) == 1
+            whose = "its" if one else "a block's"
+            notes.append(
+                f"{_blocks(blocks)} {'runs' if one else 'each run'} {len(names)} attention modules "
+                f"({', '.join(names)}); {whose} query and key rows hold the queries and keys "
+                "of all of them side by side (every head of each), in the order they run"
+            )
+        inside: dict[int, list[int]] = {}
+        for block, offset in sorted(self.inside.items()):
+            if block not in self.dropped and block in self.queries:
+                inside.setdefault(offset, []).append(block)
+        for offset, blocks in inside.items():
+            one = len(blocks) == 1
+            notes.append(
+                f"{_blocks(blocks)} {'pads its' if one else 'each pad their'} attention's input with {offset} "
+                f"positions at each end (staggered local blocks); {'its' if one else 'their'} query and key rows "
+                f"are read from position {offset} on, where the input's positions are"
+            )
+        return notes
+
     def attention(self, original: Callable[[Any], Attention]) -> Attention:
         """An attention function that adds a self-attention call's q and k, then calls ``original(module)``."""
 
@@ -180,8 +234,8 @@ class QueryKeySums:
                 block = self.block(module)
                 if block is not None:
                     self.calls += 1
-                    self.add(self.queries, block, query, heads_first=True)
-                    self.add(self.keys, block, key, heads_first=True)
+                    self.add(self.queries, block, query, heads_first=True, source=module)
+                    self.add(self.keys, block, key, heads_first=True, source=module)
             return original(module)(module, query, key, value, attention_mask, *args, **kwargs)
 
         return captured
@@ -203,6 +257,11 @@ class QueryKeySums:
         else:
             return None
         return states.transpose(0, 1) if flipped else states
+
+
+def _blocks(numbers: list[int]) -> str:
+    """'block 2', 'blocks 1, 2'."""
+    return ("block " if len(numbers) == 1 else "blocks ") + ", ".join(str(number) for number in numbers)
 
 
 def captured_attention(
@@ -260,6 +319,8 @@ def capture_attention(model: Any, recorder: QueryKeySums, implementation: str | 
     from transformers import AttentionInterface, AttentionMaskInterface
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 
+    # transformers 5.24 has no public getter of the current implementation (set_attn_implementation
+    # only sets it; the config's attn_implementation is an init argument): the private property it reads itself
     before = implementation or getattr(getattr(model, "config", None), "_attn_implementation", None)
     eager = _model_eager(model)
     if before not in WRAPPED or (before == "eager" and eager is None) or not hasattr(model, "set_attn_implementation"):
@@ -365,7 +426,10 @@ def hook_projections(recorder: QueryKeySums, blocks: list[Any], model_type: str 
                 number, f"its fused query/key/value projection has no known layout for model type {model_type!r}"
             )
             continue
-        handles.append(block.register_forward_pre_hook(_block_input(recorder, number), with_kwargs=True))
+        inside = _padded_inside(block)
+        if inside:
+            recorder.inside[number] = inside
+        handles.append(block.register_forward_pre_hook(_block_input(recorder, number, inside), with_kwargs=True))
         if key is None:
             handles.append(query.register_forward_hook(_fused(recorder, number, attention, FUSED_LAYOUTS[model_type])))
         else:
@@ -374,8 +438,20 @@ def hook_projections(recorder: QueryKeySums, blocks: list[Any], model_type: str 
     return handles
 
 
-def _block_input(recorder: QueryKeySums, block: int) -> Callable[..., None]:
-    """Record the (batch, length) of the block's hidden states (its first tensor input, either way round)."""
+def _padded_inside(block: Any) -> int:
+    """The positions a block pads its attention's input with at each end, inside: PegasusX's staggered
+    encoder layers (``stagger_blocks_this_layer``: PegasusXEncoderLayer.pad_local_tokens pads
+    ``block_size // 2`` before and after the sequence, so that their local blocks straddle the previous
+    layer's); 0 for every other block."""
+    size = getattr(block, "block_size", None)
+    if getattr(block, "stagger_blocks_this_layer", False) is True and isinstance(size, int):
+        return size // 2
+    return 0
+
+
+def _block_input(recorder: QueryKeySums, block: int, inside: int = 0) -> Callable[..., None]:
+    """Record the (batch, length) its attention sees: the block's hidden states (its first tensor input,
+    either way round), with the ``inside`` positions the block pads them with at each end."""
     import torch
 
     def hook(_: Any, args: Any, kwargs: Any) -> None:
@@ -385,7 +461,7 @@ def _block_input(recorder: QueryKeySums, block: int) -> Callable[..., None]:
         batch = int(recorder.mask.shape[0])
         first, second = int(states.shape[0]), int(states.shape[1])
         if first == batch or second == batch:  # batch-first, or sequence-first (FSMT's T x B x C)
-            recorder.sequence[block] = (batch, second if first == batch else first)
+            recorder.sequence[block] = (batch, (second if first == batch else first) + 2 * inside)
 
     return hook
 
@@ -397,7 +473,7 @@ def _store(recorder: QueryKeySums, store: dict[int, Any], block: int) -> Callabl
         states = recorder.batch_first(module, block, output)
         if states is not None:
             recorder.calls += 1
-            recorder.add(store, block, states, heads_first=False)
+            recorder.add(store, block, states, heads_first=False, source=module, offset=recorder.inside.get(block, 0))
 
     return hook
 
@@ -412,7 +488,9 @@ def _fused(recorder: QueryKeySums, block: int, attention: Any, split: Split) -> 
         if states is None:
             return
         recorder.calls += 1
+        offset = recorder.inside.get(block, 0)
         for store, part in zip((recorder.queries, recorder.keys), split(attention, states), strict=True):
-            recorder.add(store, block, part.flatten(2) if part.dim() > 3 else part, heads_first=False)
+            states = part.flatten(2) if part.dim() > 3 else part
+            recorder.add(store, block, states, heads_first=False, source=module, offset=offset)
 
     return hook

@@ -881,11 +881,8 @@ MECHANISM_GAPS = {
 
 #: entries (by name) whose rows fail only because of the forward pass's capture (issue 21's capture side)
 AWAITING_CAPTURE: dict[str, str] = {
-    "longcat_flash": "no query/key rows: each layer runs two attentions (self_attn[0] and [1]), and the capture "
-    "leaves out a block whose query/key projections run more than once in one pass",
     "deepseek_v4": "hidden rows only for the last layer (the others' hidden states have another shape)",
     "hy_v4": "hidden rows only for the last layer (the others' hidden states have another shape)",
-    "pegasus_x": "query/key rows of block 1 only (its global tokens change the sequence inside)",
     "zaya": "a key row with a NaN monotonicity",
 }
 
