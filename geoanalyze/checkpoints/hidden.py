@@ -17,6 +17,22 @@ trimmed back, a pooled layer (Funnel) is placed at the input position each poole
 rows, and a layer that cannot be placed has no row and a note (``ForwardResult.hidden_notes``). A
 batch transformers itself cannot run is left out with a note; a checkpoint it cannot run on any
 batch is refused (FormatError) with transformers' reason.
+
+Several residual streams per position (hyper-connections: DeepSeek-V4's and HY-V4's hidden states
+are (B, T, n_streams, h) at every layer but the last, which their head collapses): the hidden row is
+the mean over the stream axes (:meth:`_Run.collapse_streams`). That mean is the residual state: at
+layer 0 every stream is the embedding, so the mean is the embedding output other models' layer 0
+gives; HY-V4 adds post_k f(x) to stream k, and DeepSeek-V4 mixes the streams by a doubly-stochastic
+matrix (Sinkhorn) before adding post_k f(x), so either way the stream mean takes the ordinary
+residual update mean + mean_k(post_k) f(x) of the block's output f(x) (exactly for HY-V4, up to
+Sinkhorn's tolerance for DeepSeek-V4). Any other model whose hidden states carry extra axes between
+(B, T) and the width is measured the same way, with a note.
+
+A row whose centroids are the same at every position (or equally far apart at every pair: every
+pairwise distance tied, as :func:`~geoanalyze.geometry.scores.tie_ranks` ties them) has no ranking of
+positions, so its monotonicity would be undefined (NaN): such a query, key or hidden row is left out
+with a note saying so (:func:`flat_row`). ZAYA's keys are one: its key scale ``qk_norm.temp`` is
+initialised to zero, so an untrained checkpoint's keys are 0 at every position.
 """
 
 from __future__ import annotations
@@ -263,6 +279,7 @@ class _Run:
         self.unmeasured: dict[int, str] = {}  # layer -> why it has no row
         self.skipped: list[tuple[int, int, str]] = []  # batches the model cannot run: (sequences, length, why)
         self.streams: tuple[int, int] | None = None  # AltUp: (streams per layer, the active one)
+        self.stream_means: dict[int, int] = {}  # layer -> how many residual streams its row is the mean of
 
     def forward(self, ids: Any, mask: Any) -> Any:
         self.recorder.start(mask.to(self.device))
@@ -310,7 +327,7 @@ class _Run:
             handles = hook_projections(self.recorder, self.blocks, str(getattr(self.config, "model_type", "")))
             self.run(probe, torch.ones_like(probe))
             method = "projections" if self.recorder.calls else "none"
-        for kept in (self.skipped, self.sums, self.layer_counts, self.pooled, self.unmeasured):
+        for kept in (self.skipped, self.sums, self.layer_counts, self.pooled, self.unmeasured, self.stream_means):
             kept.clear()  # the probe's hidden states are not the corpus's
         self.counts.zero_()
         self.padded = 0
@@ -326,7 +343,7 @@ class _Run:
         for layer, hidden in enumerate(states):
             if isinstance(hidden, tuple | list):  # PegasusX's last entry: (the sequence, its global tokens)
                 hidden = hidden[0]
-            hidden = self.active_stream(hidden, ids.shape[0])
+            hidden = self.collapse_streams(layer, hidden, ids.shape[0])
             if len(self.sums) <= layer:  # every layer as wide as the first (another width has no row)
                 self.sums.append(torch.zeros((self.n, (self.sums or [hidden])[0].shape[-1]), dtype=torch.float64))
                 self.layer_counts.append(torch.zeros(self.n, dtype=torch.float64))
@@ -340,14 +357,20 @@ class _Run:
             self.layer_counts[layer][positions] += weights.to(torch.float64).sum(0)
         self.counts[:width] += mask.to(torch.float64).sum(0)
 
-    def active_stream(self, hidden: Any, batch: int) -> Any:
-        """Gemma3n's (streams, B, T, h) AltUp states: the active stream (``altup_active_idx``), the one its
-        attention and MLP read; any other shape as it is."""
+    def collapse_streams(self, layer: int, hidden: Any, batch: int) -> Any:
+        """One (B, T, h) state per position: Gemma3n's (streams, B, T, h) AltUp states give the active stream
+        (``altup_active_idx``), the one its attention and MLP read; (B, T, *streams, h) states
+        (hyper-connections) the mean over the stream axes (the residual state: see the module's
+        docstring); any other shape as it is."""
         active = getattr(self.config, "altup_active_idx", None)
-        if hidden.dim() != 4 or hidden.shape[1] != batch or not isinstance(active, int):
+        if hidden.dim() == 4 and hidden.shape[1] == batch and isinstance(active, int):
+            self.streams = (int(hidden.shape[0]), active)
+            return hidden[active]
+        if hidden.dim() <= 3 or hidden.shape[0] != batch:
             return hidden
-        self.streams = (int(hidden.shape[0]), active)
-        return hidden[active]
+        axes = tuple(range(2, hidden.dim() - 1))
+        self.stream_means[layer] = int(np.prod([hidden.shape[axis] for axis in axes]))
+        return hidden.float().mean(dim=axes)
 
     def place(self, layer: int, hidden: Any, mask: Any) -> tuple[Any, Any] | None:
         """A layer's (B, T', h) states on the batch's positions: T' = T as they are; T' > T (padded to a
@@ -393,6 +416,14 @@ class _Run:
             notes.append(
                 f"{name} keeps {self.streams[0]} AltUp streams at every layer; the hidden rows are the active "
                 f"stream's (altup_active_idx {self.streams[1]}), the one its attention and MLP read"
+            )
+        if self.stream_means:
+            layers = ", ".join(str(layer) for layer in sorted(self.stream_means))
+            count = max(self.stream_means.values())
+            notes.append(
+                f"{name} keeps {count} residual streams per position (hyper-connections) at layers {layers}; their "
+                "hidden rows are the mean over the streams, the residual state the blocks update (at layer 0 the "
+                "embedding)"
             )
         if self.pooled:
             strides = ", ".join(f"layer {layer}: stride {stride}" for layer, stride in sorted(self.pooled.items()))
@@ -464,12 +495,65 @@ def _result(checkpoint: Checkpoint, model: Any, run: _Run, method: str, capture:
 
         queries, keys = mean(run.recorder.queries), mean(run.recorder.keys)
     notes = _query_key_notes(checkpoint, model, run, method, capture, queries, keys)
-    if (method == "projections" and checkpoint.mechanism.kind == "rope") or not (queries or keys):
+    if method == "projections" and checkpoint.mechanism.kind == "rope":
         queries, keys = {}, {}
+    notes.extend(_drop_flat_rows(queries, keys))
+    if not (queries or keys):
         method = "none" if capture else method
+    _drop_flat_layers(run, centroids)
     return ForwardResult(
         centroids, reach.astype(np.int64), queries, keys, method, notes, run.layer_reach(), run.hidden_notes()
     )
+
+
+def flat_row(vectors: np.ndarray) -> str | None:
+    """Why the centroids ``vectors`` (n, width) rank no pair of positions, or None when they do.
+
+    Only finite rows count (the positions some sequence reaches). Flat means every pairwise distance
+    is tied, as the monotonicity scores tie them (:func:`~geoanalyze.geometry.scores.tie_ranks`): then
+    no pair of pairs is ordered and the monotonicity violation is 0 / 0 (NaN). Fewer than 3 rows are
+    never flat here (no score is taken on them)."""
+    from ..geometry.scores import tie_ranks, unit_distances
+
+    rows = np.asarray(vectors, dtype=np.float64)
+    rows = rows[np.all(np.isfinite(rows), axis=1)]
+    if rows.shape[0] < 3:
+        return None
+    distances, scale = unit_distances(rows)
+    if float(tie_ranks(distances).max()) > 0:
+        return None
+    if scale == 0:
+        return "are 0 at every position"
+    if float(distances.max()) == 0:
+        return "are one and the same vector at every position"
+    return "are equally far apart at every pair of positions"
+
+
+def _drop_flat_rows(queries: dict[int, np.ndarray], keys: dict[int, np.ndarray]) -> list[str]:
+    """Drop the query or key rows that are flat (:func:`flat_row`) from ``queries``/``keys``; the notes."""
+    notes = []
+    for kind, store in (("query", queries), ("key", keys)):
+        plural = "queries" if kind == "query" else "keys"
+        for block in sorted(store):
+            why = flat_row(store[block])
+            if why is None:
+                continue
+            del store[block]
+            line = f"block {block} has no {kind} row: its {plural} {why}, so no score can order the positions by them"
+            if why.startswith("are 0"):  # ZAYA's keys in an untrained checkpoint: its key scale starts at 0
+                line += f" (the model scales its {plural} to 0, as a zero-initialised scale does before training)"
+            notes.append(line)
+    return notes
+
+
+def _drop_flat_layers(run: _Run, centroids: np.ndarray) -> None:
+    """A layer whose hidden centroids are flat (:func:`flat_row`) has no row (reach 0) and a note."""
+    for layer, counts in enumerate(run.layer_counts):
+        why = flat_row(centroids[layer]) if float(counts.sum()) > 0 else None
+        if why is not None:
+            counts.zero_()
+            centroids[layer] = np.nan
+            run.unmeasured.setdefault(layer, f"its hidden states {why}, so no score can order the positions by them")
 
 
 def _query_key_notes(

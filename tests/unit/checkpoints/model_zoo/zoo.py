@@ -881,9 +881,9 @@ MECHANISM_GAPS = {
 
 #: entries (by name) whose rows fail only because of the forward pass's capture (issue 21's capture side)
 AWAITING_CAPTURE: dict[str, str] = {
-    "deepseek_v4": "hidden rows only for the last layer (the others' hidden states have another shape)",
-    "hy_v4": "hidden rows only for the last layer (the others' hidden states have another shape)",
-    "zaya": "a key row with a NaN monotonicity",
+    "deepseek_v4": "no query/key rows for block 2: its compressed sparse attention appends compressed entries "
+    "after the positions' own keys (compress rate 4: more keys than queries), and the capture takes only calls "
+    "with as many keys as queries",
 }
 
 #: what a reader of the docs table should know about a generic type
