@@ -27,7 +27,7 @@ from ..errors import DataNotFoundError, FormatError, IncompatibleError, InputErr
 from ..hub import PACKAGED_MINILM_NAMES, hub_offline, packaged_minilm_path
 from ..notes import note
 from .adapters import find_tensor, query_key_maps
-from .mechanism import FixedTable, LearnedTable, Mechanism, TableMechanism
+from .mechanism import FixedTable, LearnedTable, Mechanism, TableMechanism, axial_table
 
 _WEIGHT_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]
 
@@ -150,7 +150,7 @@ def _check_config(file: Path, config: dict[str, Any], where: str = "") -> None:
         if key in config and config[key] is not None:
             value = config[key]
             values = value if key in _PER_LAYER and isinstance(value, list) and value else [value]
-            if any(isinstance(v, bool) or not isinstance(v, int) or not lowest <= v <= limit for v in values):
+            if not all(_a_size(config, key, v, lowest, limit) for v in values):
                 per_layer = " (or a list of them, one per layer)" if key in _PER_LAYER else ""
                 raise FormatError(
                     f"{file}: {where}{key} must be an integer in {lowest}..{limit}{per_layer}, got {value!r}; "
@@ -163,6 +163,39 @@ def _check_config(file: Path, config: dict[str, Any], where: str = "") -> None:
     for key in _SUB_CONFIGS:
         if isinstance(config.get(key), dict):
             _check_config(file, config[key], f"{where}{key}.")
+
+
+def _a_size(config: dict[str, Any], key: str, value: Any, lowest: int, limit: int) -> bool:
+    """Whether ``value`` is a legitimate ``key`` of this config: an integer in lowest..limit, or a finite
+    number in it where the model type's own config gives ``key`` a float by default (MusicFlamingo sets its
+    max_position_embeddings to its rope_theta, 1200.0, and its rotary embedding divides by it); elsewhere a
+    float is refused (BERT's max_position_embeddings sizes an nn.Embedding, which refuses 64.0)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if not (math.isfinite(value) and lowest <= value <= limit):
+        return False
+    model_type = config.get("model_type")
+    return isinstance(value, int) or (isinstance(model_type, str) and _float_by_default(model_type, key))
+
+
+@functools.lru_cache(maxsize=32)
+def _float_by_default(model_type: str, key: str) -> bool:
+    """Whether transformers' config class of ``model_type``, built with its defaults, holds a float ``key``
+    (False for a type transformers does not know, or whose defaults do not build)."""
+    import warnings
+
+    from ..hub import import_transformers
+
+    import_transformers()
+    from transformers import CONFIG_MAPPING
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            default = CONFIG_MAPPING[model_type]()
+    except Exception:  # an unknown (remote-code) type, or defaults its own validators refuse
+        return False
+    return isinstance(getattr(default, key, None), float)
 
 
 #: sizes of a model written by ``geoanalyze train`` (config.json of models.ModelConfig), and the most
@@ -423,8 +456,7 @@ class Checkpoint:
             raise IncompatibleError(
                 f"{self.name} ({mechanism.architecture}) has no position table: its positions are {mechanism.describe_kind()}"
             )
-        self._one_table(mechanism.table)
-        table = self.tensor(find_tensor(self.tensor_names, mechanism.table))
+        table = self._axial_table(mechanism) if mechanism.factors else self._stored_table(mechanism.table)
         if table.ndim != 2 or table.shape[0] < 1 or (mechanism.table_shape and table.shape != mechanism.table_shape):
             raise FormatError(
                 f"{self.path}: the position table {mechanism.table} has shape {table.shape}, but the config implies "
@@ -433,6 +465,21 @@ class Checkpoint:
         if not np.all(np.isfinite(table)):
             raise FormatError(f"{self.path}: the position table {mechanism.table} holds NaN or infinite values")
         return table
+
+    def _stored_table(self, name: str) -> np.ndarray:
+        self._one_table(name)
+        return self.tensor(find_tensor(self.tensor_names, name))
+
+    def _axial_table(self, mechanism: LearnedTable) -> np.ndarray:
+        """The table of axial factor tensors (Reformer), broadcast and concatenated as the model does."""
+        factors = [self._stored_table(name) for name in mechanism.factors]
+        try:
+            return axial_table(factors)
+        except ValueError as exc:
+            raise FormatError(
+                f"{self.path}: the axial position factors {', '.join(mechanism.factors)} do not make a table "
+                f"({exc}); the checkpoint is corrupt or mismatched"
+            ) from exc
 
     def _one_table(self, suffix: str) -> None:
         """FormatError naming the files when tensors of two models' names hold the position table

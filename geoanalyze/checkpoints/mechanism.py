@@ -29,6 +29,7 @@ is the JSON record of ``position_mechanism``, and :meth:`Mechanism.to_record` /
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -168,9 +169,12 @@ class TableMechanism(Mechanism):
 
 @dataclass(frozen=True, kw_only=True)
 class LearnedTable(TableMechanism):
-    """A learned table: a parameter, read from the checkpoint's files."""
+    """A learned table: a parameter, read from the checkpoint's files; or, where ``factors`` names them,
+    axial factor tables whose broadcast-and-concatenation is the table (:func:`axial_table`: Reformer)."""
 
     kind: ClassVar[str] = "learned"
+
+    factors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -296,7 +300,25 @@ _FROM_JSON: dict[str, Callable[[Any], Any]] = {
     "rope": _rope_sets_from_json,
     "rope_layers": tuple,
     "alibi_slopes": tuple,
+    "factors": tuple,
 }
+
+
+def axial_table(factors: Sequence[np.ndarray]) -> np.ndarray:
+    """The (n_1 x ... x n_k, d_1 + ... + d_k) table of k axial factor tables, factor a of shape
+    (1, .., n_a, .., 1, d_a): each broadcast to (n_1, ..., n_k, d_a), concatenated along the last axis and
+    flattened row-major, as Reformer's AxialPositionEmbeddings.forward computes it (position i is
+    (i // n_2, i % n_2) for two axes: the first factor's row i // n_2 beside the second's row i % n_2)."""
+    arrays = [np.asarray(factor, dtype=np.float64) for factor in factors]
+    k = len(arrays)
+    if k < 2 or any(a.ndim != k + 1 for a in arrays):
+        raise ValueError(f"axial factors must be {k} arrays of {k + 1} dimensions, got {[a.shape for a in arrays]}")
+    shape = tuple(int(a.shape[axis]) for axis, a in enumerate(arrays))
+    for axis, a in enumerate(arrays):
+        if any(size != 1 for other, size in enumerate(a.shape[:-1]) if other != axis):
+            raise ValueError(f"axial factor {axis} has shape {a.shape}: 1 expected on every axis but {axis}")
+    parts = [np.broadcast_to(a, (*shape, a.shape[-1])) for a in arrays]
+    return np.concatenate(parts, axis=-1).reshape(int(np.prod(shape)), -1)
 
 
 def implied_base(inv_freq: Sequence[float]) -> float | None:
@@ -316,10 +338,11 @@ def implied_base(inv_freq: Sequence[float]) -> float | None:
 
 
 def layer_list(model: Any, config: Any) -> list[Any]:
-    """The model's blocks: the shallowest ModuleList as long as the config's layer count (else the longest)."""
+    """The model's blocks: the shallowest ModuleList as long as the config's layer count (else the longest);
+    of lists alike, the one beside the token embeddings (:func:`_text_depth`)."""
     import torch
 
-    wanted = getattr(config, "num_hidden_layers", None)
+    wanted = _config_layers(config)
     lists = [
         (name.count("."), -len(module), name, module)
         for name, module in model.named_modules()
@@ -330,8 +353,36 @@ def layer_list(model: Any, config: Any) -> list[Any]:
     exact = [item for item in lists if len(item[3]) == wanted]
     # Without a list of the configured length (LongCat-Flash counts two attentions per layer), the
     # shallowest: the experts of one block are deeper than the blocks.
-    chosen = min(exact or lists, key=lambda item: (item[0], item[1]))
+    text = _text_depth(model)
+    chosen = min(exact or lists, key=lambda item: (item[0], item[1], -text(item[2])))
     return list(chosen[3])
+
+
+def _config_layers(config: Any) -> Any:
+    """The config's layer count; a composite config without one, its text config's (MusicFlamingo,
+    AudioFlamingo 3: their audio encoder has as many or more layers than their language model)."""
+    wanted = getattr(config, "num_hidden_layers", None)
+    if wanted is None and callable(getattr(config, "get_text_config", None)):
+        try:
+            wanted = getattr(config.get_text_config(), "num_hidden_layers", None)
+        except ValueError:  # several text configs: ambiguous, as transformers says
+            return None
+    return wanted
+
+
+def _text_depth(model: Any) -> Callable[[str], int]:
+    """name -> how deep the module ``name`` lies inside the sub-model that holds the token embeddings
+    (``get_input_embeddings()``): the length of the longest of the embeddings' ancestors that contains it.
+    A multimodal model's language_model.layers scores above its audio_tower.layers; in a model of one
+    stack every name scores alike."""
+    try:
+        embeddings = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError, TypeError):
+        return lambda name: 0
+    path = next((name for name, module in model.named_modules() if module is embeddings), "")
+    parts = path.split(".")[:-1] if path else []
+    ancestors = [".".join(parts[:count]) + "." for count in range(len(parts), 0, -1)]
+    return lambda name: next((len(prefix) for prefix in ancestors if name.startswith(prefix)), 0)
 
 
 def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
@@ -349,7 +400,7 @@ def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
         "architecture": str((list(getattr(config, "architectures", None) or []) or [type(model).__name__])[0]),
         "model_type": str(getattr(config, "model_type", "")),
         "layers": n_blocks,
-        "hidden_size": _hidden_size(config),
+        "hidden_size": _hidden_size(config) or _input_width(model),
         "relative": _relative_scheme(model, config),
         "attention_layers": tuple(sorted(attention)),
         "qk_weights": _qk_weights(model, blocks, prefix) if len(blocks) == n_blocks else (),
@@ -370,7 +421,8 @@ def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
         name, module, tensor, fixed = table
         shape, offset = tuple(int(s) for s in tensor.shape), _offset(model, name, module)
         if not fixed:
-            return LearnedTable(**common, table=prefix + name, table_shape=shape, offset=offset)
+            factors = tuple(f"{prefix}{name}.{factor}" for factor, _ in _axial_factors(module))
+            return LearnedTable(**common, table=prefix + name, table_shape=shape, offset=offset, factors=factors)
         rows = tensor.detach().double().cpu().numpy().tolist()
         values = tuple(tuple(row) for row in rows)
         return FixedTable(**common, table=prefix + name, table_shape=shape, offset=offset, table_values=values)
@@ -426,6 +478,18 @@ def _hidden_size(config: Any, depth: int = 0) -> int:
             if width:
                 return width
     return 0
+
+
+def _input_width(model: Any) -> int:
+    """The width of the model's token embeddings (``get_input_embeddings()``), where its text positions
+    enter: the width of a config that states none of its own (BLT keeps its sizes in four sub-configs, and
+    its tokens enter, with the rotary positions of its text, in the local encoder's width); 0 if none."""
+    try:
+        embeddings = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError, TypeError):
+        return 0
+    width = getattr(embeddings, "embedding_dim", None)
+    return width if isinstance(width, int) and not isinstance(width, bool) else 0
 
 
 def _relative_kind(name: str) -> str:
@@ -862,6 +926,11 @@ def _table_of(module: Any, config: Any) -> tuple[str, Any, bool] | None:
             return "weight", weight, not learned
         if isinstance(weights, torch.Tensor) and weights.ndim == 2 and weights.device.type != "meta":
             return "weights", weights, True
+        factors = _axial_factors(module)
+        if factors:  # learned factor tables (Reformer): the table they make, its size only (on meta)
+            rows = math.prod(int(factor.shape[axis]) for axis, (_, factor) in enumerate(factors))
+            width = sum(int(factor.shape[-1]) for _, factor in factors)
+            return "", torch.empty(rows, width, device="meta"), False
         if sinusoidal and not any(True for _ in module.parameters()):  # computed in forward (PegasusX)
             rows = _config_int(config, ("max_position_embeddings", "n_positions")) or 512
             width = getattr(module, "embed_dim", None) or _hidden_size(config)
@@ -869,6 +938,20 @@ def _table_of(module: Any, config: Any) -> tuple[str, Any, bool] | None:
             if isinstance(table, torch.Tensor) and table.shape[-2:] == (rows, width):
                 return "", table.reshape(rows, width), True
     return None
+
+
+def _axial_factors(module: Any) -> list[tuple[str, Any]]:
+    """The named parameters of an axial position module (Reformer's AxialPositionEmbeddings: k >= 2 factor
+    tables, factor a of shape (1, .., n_a, .., 1, d_a)), in the order its forward concatenates them; [] for
+    any other module. The table they make is :func:`axial_table`."""
+    factors = list(module.named_parameters())
+    k = len(factors)
+    if k < 2 or any(factor.ndim != k + 1 for _, factor in factors):
+        return []
+    for axis, (_, factor) in enumerate(factors):
+        if any(size != 1 for other, size in enumerate(factor.shape[:-1]) if other != axis):
+            return []
+    return factors
 
 
 def _config_int(config: Any, keys: Sequence[str]) -> int | None:

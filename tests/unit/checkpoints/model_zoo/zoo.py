@@ -494,6 +494,7 @@ TINY_SIZES = {
     **dict.fromkeys(("num_experts_per_tok", "num_experts_per_token", "moe_k"), 2),
     **dict.fromkeys(("moe_intermediate_size", "shared_expert_intermediate_size", "expert_intermediate_size"), 16),
     "embedding_size": 16,
+    "hidden_size_global": WIDTH,  # BLT's local encoder and decoder: the global transformer's width
     # experts, multi-head latent attention and its indexer, per-layer and extra vocabularies
     **dict.fromkeys(("expert_ffn_hidden_size", "index_head_dim", "qk_rope_head_dim", "qk_nope_head_dim"), 8),
     **dict.fromkeys(
@@ -604,7 +605,7 @@ TYPE_KINDS = {
     "apertus1p5_text": "rope",
     "arcee": "rope",
     "aria_text": "rope family=moe",
-    "audioflamingo3": "rope noqk",
+    "audioflamingo3": "rope",  # its blocks: language_model.layers (the audio tower's run on audio only)
     "axk1": "rope family=moe",
     "axk2": "rope family=moe",
     "bailing_hybrid": "rope family=hybrid",
@@ -708,7 +709,7 @@ TYPE_KINDS = {
     "moshi": "rope",
     "mra": "learned@2",  # position_ids start at 2
     "mt5": "relative",
-    "musicflamingo": "rope",
+    "musicflamingo": "rope",  # max_position_embeddings = rope_theta (1200.0) is its audio rotary's divisor
     "mvp": "learned@2",
     "nanochat": "rope",
     "nemotron": "rope",
@@ -730,7 +731,7 @@ TYPE_KINDS = {
     "qwen3_moe": "rope family=moe",
     "qwen3_next": "rope family=hybrid",
     "recurrent_gemma": "rope family=hybrid",
-    "reformer": "learned",  # axial position embeddings (see MECHANISM_GAPS)
+    "reformer": "learned",  # AxialPositionEmbeddings: 8 x 8 factor rows, broadcast and concatenated
     "rembert": "learned",
     "roberta-prelayernorm": "learned@1",
     "roc_bert": "learned",
@@ -863,7 +864,7 @@ UNBUILDABLE = {
 NOT_RUNNABLE_TINY: dict[str, str] = {}
 
 #: the mechanism gaps that also break the rows (the others' rows are measured, of the wrong mechanism)
-GAPS_IN_ROWS = ("blt", "musicflamingo", "reformer")
+GAPS_IN_ROWS = ("blt",)
 
 #: text model types that build but take no token ids in their base model, with the reason
 NOT_TEXT_BASE = {
@@ -872,18 +873,20 @@ NOT_TEXT_BASE = {
 
 #: generic entries whose mechanism geoanalyze still gets wrong, with the reason (xfail, strict: a fix shows)
 MECHANISM_GAPS = {
-    "musicflamingo": "its config's own default max_position_embeddings is 1200.0, a float, which the config check "
-    "refuses as it refuses BERT's 64.0 (which nn.Embedding rejects); which models take a float size is not known",
-    "blt": "its sizes live in four sub-configs (encoder, global, decoder, patcher) that no width is read from: "
-    "'has no hidden size'",
-    "reformer": "axial position embeddings (two factor tables broadcast and concatenated) are not read as a table",
+    "blt": "three stacks over two sequences (local encoder and decoder over the bytes, the global transformer over "
+    "patches): the blocks read are the global transformer's, whose positions are patches; its width (the token "
+    "embeddings', in the local encoder) is read, but its top config states none (test_zoo.config_rope reads it "
+    "there), and its forward builds a DynamicCache from the top config, which has no num_hidden_layers, unless "
+    "the pass runs with use_cache=False (exit 3 now)",
 }
 
 #: entries (by name) whose rows fail only because of the forward pass's capture (issue 21's capture side)
 AWAITING_CAPTURE: dict[str, str] = {
-    "deepseek_v4": "no query/key rows for block 2: its compressed sparse attention appends compressed entries "
-    "after the positions' own keys (compress rate 4: more keys than queries), and the capture takes only calls "
-    "with as many keys as queries",
+    "reformer": "no query/key rows for block 2: its LSH attention (ReformerLSHSelfAttention) projects queries and "
+    "keys with one shared query_key map (keys its normalised queries), which the capture does not reach",
+    "deepseek_v4": "hidden rows only for the last layer (the others' hidden states have another shape)",
+    "hy_v4": "hidden rows only for the last layer (the others' hidden states have another shape)",
+    "zaya": "a key row with a NaN monotonicity",
 }
 
 #: what a reader of the docs table should know about a generic type
@@ -892,7 +895,6 @@ TYPE_NOTES: dict[str, str] = {
     "squeezebert": "no query/key rows: its attention projections are 1x1 convolutions, not hooked",
     "ibert": "no query/key rows: its integer-only attention is not hooked",
     "cpmant": "no query/key rows: its attention computes scores in its own code, not through the attention interface",
-    "audioflamingo3": "no query/key rows: its text model's attention is not reached by the capture",
     "funnel": "no query/key rows: its relative attention (FunnelRelMultiheadAttention) scores q, k and the "
     "relative positions in its own code, not through the attention interface",
     "rwkv": "no query/key rows: its time mixing (RwkvSelfAttention) has keys and values but no queries",
