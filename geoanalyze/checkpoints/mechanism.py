@@ -377,7 +377,7 @@ def _text_depth(model: Any) -> Callable[[str], int]:
     stack every name scores alike."""
     try:
         embeddings = model.get_input_embeddings()
-    except (AttributeError, NotImplementedError, TypeError):
+    except Exception:  # no token embeddings, or a getter (remote code) that fails: no preference
         return lambda name: 0
     path = next((name for name, module in model.named_modules() if module is embeddings), "")
     parts = path.split(".")[:-1] if path else []
@@ -486,7 +486,7 @@ def _input_width(model: Any) -> int:
     its tokens enter, with the rotary positions of its text, in the local encoder's width); 0 if none."""
     try:
         embeddings = model.get_input_embeddings()
-    except (AttributeError, NotImplementedError, TypeError):
+    except Exception:  # no token embeddings, or a getter (remote code) that fails: no width from them
         return 0
     width = getattr(embeddings, "embedding_dim", None)
     return width if isinstance(width, int) and not isinstance(width, bool) else 0
