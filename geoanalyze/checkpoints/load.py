@@ -40,11 +40,17 @@ def resolve_checkpoint(name: str) -> tuple[Path, str]:
             "a hub id or an encoding spec"
         )
     try:
-        path = Path(name).expanduser()
+        path = Path(name).expanduser() if name.startswith("~") else Path(name)
     except RuntimeError as exc:  # ~user of no such user
         raise InputError(f"cannot expand {name}: {exc}; write the path in full") from exc
+    if str(path).startswith("~"):  # ./~/x is the folder ~ here (pathlib dropped the ./), never $HOME/x
+        path = path.absolute()
     tried = []
     if path.exists():
+        if not path.is_dir():
+            raise InputError(
+                f"{path} is not a folder; a checkpoint is a folder with config.json: pass one, or a hub id"
+            )
         if not (path / "config.json").is_file():
             raise InputError(f"{path} has no config.json; pass a Hugging Face checkpoint folder")
         return path.resolve(), "local folder"
@@ -584,7 +590,7 @@ def mechanism_of(path: Path, trust_remote_code: bool = False) -> Mechanism:
     from ..cache import cache_entry
 
     # Detection reads what transformers builds: another transformers version may build it otherwise.
-    key = {"checkpoint": fingerprint(path), "transformers": version("transformers"), "version": 2}
+    key = {"checkpoint": fingerprint(path), "transformers": version("transformers"), "version": 3}
     entry = cache_entry("mechanisms", key).with_suffix(".json")
     try:
         record = json.loads(entry.read_text(encoding="utf-8"))
