@@ -723,17 +723,25 @@ def caller_rope(model: Any, blocks: list[Any]) -> dict[int, bool]:
     """Block (1-based) -> whether the forward that loops over the blocks hands it the rotary tables, for
     the blocks where it decides so per block: LaRA-mini passes ``position_embeddings=position_embeddings
     if layer_type == "sliding_attention" else None`` (``layer_type = self.config.layer_types[i]``), so its
-    full-attention blocks get none (NoPE) though their attention would rotate what it is given. False only
-    where every call of the block passes None (a condition the reading cannot decide counts as passing the
-    tables); a block whose call passes no rotary keyword is left out."""
+    full-attention blocks get none (NoPE) though their attention would rotate what it is given. The same
+    one level down: a block whose own forward hands its attention None (``position_embeddings=... if
+    self.use_rope else None``). False only where every such call passes None (a condition the reading
+    cannot decide counts as passing the tables); a block whose calls pass no rotary keyword is left out."""
+    owner = _owner(model, blocks)
+    out = _loop_rope(owner, blocks) if owner is not None else {}
+    for index, block in enumerate(blocks):
+        if _handed_on(block) is False:
+            out[index + 1] = False
+    return out
+
+
+def _loop_rope(owner: tuple[Any, str], blocks: list[Any]) -> dict[int, bool]:
+    """Block -> whether the owner's loops over its blocks hand it something other than None as its tables."""
     import ast
 
-    owner = _owner(model, blocks)
-    function = _forward_tree(owner[0]) if owner is not None else None
-    if owner is None or function is None:
-        return {}
+    function = _forward_tree(owner[0])
     out: dict[int, bool] = {}
-    for loop in (node for node in ast.walk(function) if isinstance(node, ast.For)):
+    for loop in (node for node in ast.walk(function) if isinstance(node, ast.For)) if function is not None else ():
         for index, block in enumerate(blocks):
             names = _loop_names(loop, owner, index, block)
             if names is None:
@@ -743,6 +751,18 @@ def caller_rope(model: Any, blocks: list[Any]) -> dict[int, bool]:
             if found:
                 out[index + 1] = any(found) or out.get(index + 1, False)
     return out
+
+
+def _handed_on(block: Any) -> bool | None:
+    """Whether the block's own forward hands its child modules the rotary tables it is given: False where
+    every call of a child that passes a rotary keyword passes None; None where no call passes one."""
+    function = _forward_tree(block)
+    if function is None:
+        return None
+    found: list[bool] = []
+    for _, child in block.named_children():
+        _block_calls(function.body, {"self": block}, child, found)
+    return any(found) if found else None
 
 
 def _owner(model: Any, blocks: list[Any]) -> tuple[Any, str] | None:

@@ -2,7 +2,8 @@
 
 LaRA-mini's attention rotates whatever tables it is given; its model's loop gives them only to the
 sliding-window layers (``position_embeddings=position_embeddings if layer_type == "sliding_attention"
-else None``), so its full-attention layers are NoPE. ``mechanism.caller_rope`` reads that loop. Each
+else None``), so its full-attention layers are NoPE. ``mechanism.caller_rope`` reads that loop, and a
+block's own forward handing its attention None one level down. Each
 test checks the reading against what the model does when it runs: a forward pre-hook on each block
 (or attention module) sees whether ``position_embeddings`` arrives as None, and for LaRA-mini the
 full-attention layer's output is recomputed with and without the rotation.
@@ -95,6 +96,38 @@ class ByInput(Stack):
         return x
 
 
+class Inner(torch.nn.Module):
+    """The attention inside a block: adds the tables it is given."""
+
+    def forward(self, x: Any, position_embeddings: Any = None) -> Any:
+        return x if position_embeddings is None else x + position_embeddings
+
+
+class PassingBlock(torch.nn.Module):
+    """A block whose own forward hands its attention the tables only where it uses RoPE."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.use_rope = kind != "full_attention"
+        self.self_attn = Inner()
+
+    def forward(self, x: Any, position_embeddings: Any = None) -> Any:
+        return self.self_attn(x, position_embeddings=position_embeddings if self.use_rope else None)
+
+
+class ToAll(Stack):
+    """Every block gets the tables; the blocks decide (one level down)."""
+
+    def __init__(self, kinds: list[str]) -> None:
+        super().__init__(kinds)
+        self.layers = torch.nn.ModuleList(PassingBlock(kind) for kind in kinds)
+
+    def forward(self, x: Any, tables: Any) -> Any:
+        for decoder_layer in self.layers:
+            x = decoder_layer(x, position_embeddings=tables)
+        return x
+
+
 def handed_none(model: Any, modules: dict[int, Any], *inputs: Any) -> set[int]:
     """Run the model; the numbers of the modules whose position_embeddings arrived as None."""
     seen: dict[int, bool] = {}
@@ -117,12 +150,13 @@ KINDS = st.lists(st.sampled_from(["sliding_attention", "full_attention", "global
 
 
 @settings(max_examples=25, deadline=None)
-@given(kinds=KINDS, stack=st.sampled_from([ByConfig, ByStatement, ByBlock, NoneToAll]))
+@given(kinds=KINDS, stack=st.sampled_from([ByConfig, ByStatement, ByBlock, NoneToAll, ToAll]))
 def test_the_blocks_read_as_nope_are_those_handed_none(kinds: list[str], stack: type[Stack]) -> None:
     model = stack(kinds)
     blocks = list(model.layers)
     read = caller_rope(model, blocks)
-    observed = handed_none(model, dict(enumerate(blocks, 1)), torch.ones(2), torch.ones(2))
+    hooked = {number: getattr(block, "self_attn", block) for number, block in enumerate(blocks, 1)}
+    observed = handed_none(model, hooked, torch.ones(2), torch.ones(2))
     assert set(read) == set(range(1, len(blocks) + 1))  # every block's call is decided
     assert {block for block, passed in read.items() if not passed} == observed
 
