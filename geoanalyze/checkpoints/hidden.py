@@ -177,6 +177,10 @@ def load_model(
     except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
         raise FormatError(f"transformers cannot load the weights of {checkpoint.path} ({first_line(exc)})") from exc
     config = model.config
+    if part == "decoder":
+        # The pass never generates: no key/value cache, which a decoder alone would size by its seq2seq
+        # config's num_hidden_layers, the encoder's layer count (BlenderbotDecoder's DynamicCache(config))
+        config.use_cache = False
     model = part_module(model, part, bool(getattr(config, "is_encoder_decoder", False)))
     model.eval()
     if not shard:

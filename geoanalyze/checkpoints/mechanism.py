@@ -358,6 +358,12 @@ def layer_list(model: Any, config: Any) -> list[Any]:
     return list(chosen[3])
 
 
+def _decoder_layers(config: Any) -> Any:
+    """The decoder's layer count of a seq2seq config read as a decoder alone (is_decoder, not an encoder-decoder)."""
+    alone = getattr(config, "is_decoder", False) and not getattr(config, "is_encoder_decoder", False)
+    return getattr(config, "decoder_layers", None) if alone else None
+
+
 def _config_layers(config: Any) -> Any:
     """The config's layer count; a composite config without one, its text config's (MusicFlamingo,
     AudioFlamingo 3: their audio encoder has as many or more layers than their language model)."""
@@ -393,8 +399,10 @@ def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
     n_blocks = getattr(config, "num_hidden_layers", None)
     if not isinstance(n_blocks, int) or isinstance(n_blocks, bool):
         n_blocks = len(blocks)  # ALBERT shares one block among num_hidden_layers: the config counts
-    elif n_blocks != len(blocks) and getattr(config, "num_layers", None) == len(blocks):
-        n_blocks = len(blocks)  # LongCat-Flash: num_hidden_layers counts its 2 attention calls per layer
+    elif n_blocks != len(blocks) and len(blocks) in (getattr(config, "num_layers", None), _decoder_layers(config)):
+        # LongCat-Flash: num_hidden_layers counts its 2 attention calls per layer; a seq2seq decoder alone
+        # (BlenderbotForCausalLM): num_hidden_layers is its config's encoder_layers
+        n_blocks = len(blocks)
     attention = _attention_layers(blocks)
     common: dict[str, Any] = {
         "architecture": str((list(getattr(config, "architectures", None) or []) or [type(model).__name__])[0]),

@@ -35,7 +35,7 @@ def tokenizer() -> Any:
     return corpus_tokenizer(CORPUS)
 
 
-def _saved(model: Any, tokenizer: Any, folder: Path) -> tuple[Path, np.ndarray]:
+def _saved(model: Any, tokenizer: Any, folder: Path, **run: Any) -> tuple[Path, np.ndarray]:
     """Save ``model`` and the tokenizer; the model's own hidden states (L + 1, T, hidden) on TEXT."""
     import torch
 
@@ -44,11 +44,11 @@ def _saved(model: Any, tokenizer: Any, folder: Path) -> tuple[Path, np.ndarray]:
     tokenizer.save_pretrained(str(folder))
     ids = torch.tensor([tokenizer(TEXT)["input_ids"]])
     with torch.no_grad():
-        out = model(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True)
+        out = model(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True, **run)
     return folder, np.stack([h[0].double().numpy() for h in out.hidden_states])
 
 
-def _model(model_type: str, tokenizer: Any, cls: str = "") -> Any:
+def _model(model_type: str, tokenizer: Any, cls: str = "", **values: Any) -> Any:
     import torch
     import transformers
     from transformers import AutoModel
@@ -57,6 +57,8 @@ def _model(model_type: str, tokenizer: Any, cls: str = "") -> Any:
 
     torch.manual_seed(3)
     config = build_config(generic_entry(model_type, TYPE_KINDS[model_type]), len(tokenizer))
+    for key, value in values.items():
+        setattr(config, key, value)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return getattr(transformers, cls)(config) if cls else AutoModel.from_config(config)
@@ -92,6 +94,19 @@ def test_a_decoder_only_checkpoint_without_architectures_is_told_by_its_weights(
     assert mechanism.table == "model.decoder.embed_positions.weight"
     assert mechanism.offset == 2  # MBartLearnedPositionalEmbedding's
     np.testing.assert_allclose(_pass(bare), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_decoder_deeper_than_its_encoder_counts_its_own_layers(tokenizer: Any, tmp_path: Path) -> None:
+    """Blenderbot's decoders are deeper than its encoders (blenderbot-400M-distill: 12 against 2), and its
+    config's num_hidden_layers is encoder_layers. The decoder alone has its decoder_layers blocks; run with
+    its config's use_cache, transformers sizes the cache by num_hidden_layers and fails (IndexError), so the
+    reference runs without a cache, as the pass does (it never generates)."""
+    model = _model("blenderbot", tokenizer, "BlenderbotForCausalLM", encoder_layers=2, decoder_layers=3)
+    folder, expected = _saved(model, tokenizer, tmp_path / "blenderbot-decoder", use_cache=False)
+    assert len(expected) == 3 + 1
+    mechanism = load_checkpoint(str(folder)).mechanism
+    assert mechanism.layers == 3 and mechanism.attention_layers == (1, 2, 3)
+    np.testing.assert_allclose(_pass(folder), expected, rtol=1e-5, atol=1e-5)
 
 
 def test_an_encoder_only_checkpoint_runs_its_encoder(tokenizer: Any, tmp_path: Path) -> None:

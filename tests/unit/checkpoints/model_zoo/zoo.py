@@ -941,8 +941,8 @@ def generic_entry(model_type: str, spec: str) -> Entry:
 #: encoder-decoder families whose encoder (saved alone: model.get_encoder()) and decoder (their *ForCausalLM:
 #: the seq2seq config with is_decoder true, is_encoder_decoder false, weights under model.decoder.) are
 #: zoo entries: name, model type, causal-LM class ("" where the family has none), the config values on top
-#: of the type's shrunk defaults (Blenderbot's decoder_layers default 24 against encoder_layers 2;
-#: ProphetNet's 12 + 12 layers, left unshrunk by tiny_values)
+#: of the type's shrunk defaults (Blenderbot's decoders are deeper than its encoders, as blenderbot-400M-distill's
+#: 12 against 2: 3 against 2, its default 24 shrunk; ProphetNet's 12 + 12 layers, left unshrunk by tiny_values)
 PARTS = (
     ("Pegasus", "pegasus", "PegasusForCausalLM", {}),
     ("Marian", "marian", "MarianForCausalLM", {}),
@@ -950,25 +950,33 @@ PARTS = (
     ("LED", "led", "", {}),
     ("mBART", "mbart", "MBartForCausalLM", {}),
     ("PLBart", "plbart", "PLBartForCausalLM", {}),
-    ("Blenderbot", "blenderbot", "BlenderbotForCausalLM", {"decoder_layers": 2}),
+    ("Blenderbot", "blenderbot", "BlenderbotForCausalLM", {"decoder_layers": 3}),
     ("BlenderbotSmall", "blenderbot-small", "BlenderbotSmallForCausalLM", {}),
     ("NLLB-MoE", "nllb-moe", "", {}),
     ("BigBirdPegasus", "bigbird_pegasus", "BigBirdPegasusForCausalLM", {}),
     ("MVP", "mvp", "MvpForCausalLM", {}),
     ("ProphetNet", "prophetnet", "ProphetNetForCausalLM", {"num_encoder_layers": 2, "num_decoder_layers": 2}),
     ("BART", "bart", "BartForCausalLM", {}),  # its encoder: "BART (encoder only)" below
+    ("PEGASUS-X", "pegasus_x", "", {}),
+)
+#: the encoder classes of encoder-decoder families (a checkpoint saved from the class itself), as PARTS
+ENCODER_CLASSES = (
+    ("Switch Transformers", "switch_transformers", "SwitchTransformersEncoderModel", {}),
+    # T5GemmaEncoderModel refuses a config with is_encoder_decoder true: its checkpoints say false
+    ("T5Gemma", "t5gemma", "T5GemmaEncoderModel", {"is_encoder_decoder": False}),
 )
 #: the PARTS types written by hand in ZOO (not in TYPE_KINDS), as their ZOO entry states them
 PART_KINDS = {"bart": "learned@2"}
 
 
-def _part_entry(name: str, model_type: str, model_class: str, config: dict[str, Any]) -> Entry:
-    """The encoder-only entry of a PARTS family (model_class "") or its decoder-only one: the type's
-    mechanism as TYPE_KINDS states it (the encoder's and the decoder's embeddings are alike)."""
+def _part_entry(name: str, model_type: str, model_class: str, config: dict[str, Any], part: str = "") -> Entry:
+    """The encoder-only entry of a PARTS family (model_class "": its get_encoder() saved; or an encoder
+    class, part "encoder") or its decoder-only one: the type's mechanism as TYPE_KINDS states it (the
+    encoder's and the decoder's embeddings are alike)."""
     from dataclasses import replace
 
     entry = generic_entry(model_type, TYPE_KINDS.get(model_type) or PART_KINDS[model_type])
-    part = "decoder" if model_class else "encoder"
+    part = part or ("decoder" if model_class else "encoder")
     family = entry.family if entry.family in ("moe", "hybrid") else part
     return replace(
         entry,
@@ -987,6 +995,7 @@ VARIANTS: list[Entry] = [
         for name, model_type, decoder, config in PARTS
         for cls in ((decoder,) if model_type == "bart" else ("", decoder) if decoder else ("",))
     ),
+    *(_part_entry(name, model_type, cls, config, "encoder") for name, model_type, cls, config in ENCODER_CLASSES),
     *(
         Entry(
             f"{name} ({cls})",
