@@ -24,7 +24,9 @@ is turned batch-first; a call on other tokens than the sequence's (PegasusX's gl
 counted; a block that pads its attention's input at both ends inside (PegasusX's staggered local
 blocks) has its rows read from where the input's positions are; a block whose attention sees fewer
 positions than the input (pooled), or whose projections run twice in one pass, is left out with the
-reason (:attr:`QueryKeySums.dropped`).
+reason (:attr:`QueryKeySums.dropped`). An attention that appends entries of its own after the positions'
+keys (DeepSeek-V4's compressor: more keys than queries) has its key row taken from the positions' own
+keys, with a note (:func:`own_keys`); any other call with more keys than queries is not counted.
 
 A block that runs two attention modules of its own, each once (LongCat-Flash's self_attn[0] and
 self_attn[1]), keeps its number (the mechanism's block, the hidden rows' layer): its query and key
@@ -79,6 +81,7 @@ class QueryKeySums:
         self.padded = 0  # the most positions a model appended to a batch (trimmed)
         self.inside: dict[int, int] = {}  # block -> positions it pads its attention's input with at each end
         self.joined: dict[int, tuple[str, ...]] = {}  # block -> its attention modules, side by side in its rows
+        self.appended: dict[int, int] = {}  # block -> most entries its attention appends after the positions' keys
         self.pending: list[tuple[dict[int, Any], int, Any, str]] = []  # the sums of the forward under way
 
     def start(self, mask: Any) -> None:
@@ -108,6 +111,7 @@ class QueryKeySums:
         self.keys.clear()
         self.dropped.clear()
         self.joined.clear()
+        self.appended.clear()
         self.padded = 0
 
     def block(self, module: Any) -> int | None:
@@ -222,6 +226,12 @@ class QueryKeySums:
                 f"positions at each end (staggered local blocks); {'its' if one else 'their'} query and key rows "
                 f"are read from position {offset} on, where the input's positions are"
             )
+        for block, extra in sorted(self.appended.items()):
+            if block not in self.dropped and block in self.keys:
+                notes.append(
+                    f"block {block}'s attention also attends to up to {extra} compressed entries it appends after the "
+                    "positions' own keys (its compressor's); its key row is the positions' own keys"
+                )
         return notes
 
     def attention(self, original: Callable[[Any], Attention]) -> Attention:
@@ -230,12 +240,15 @@ class QueryKeySums:
         def captured(
             module: Any, query: Any, key: Any, value: Any, attention_mask: Any, *args: Any, **kwargs: Any
         ) -> Any:
-            if self.mask is not None and query.shape[2] == key.shape[2] and not self.repeated(module, query, key):
+            own = own_keys(module, query, key)
+            if self.mask is not None and own is not None and not self.repeated(module, query, key):
                 block = self.block(module)
                 if block is not None:
                     self.calls += 1
+                    if own.shape[2] < key.shape[2]:
+                        self.appended[block] = max(self.appended.get(block, 0), key.shape[2] - own.shape[2])
                     self.add(self.queries, block, query, heads_first=True, source=module)
-                    self.add(self.keys, block, key, heads_first=True, source=module)
+                    self.add(self.keys, block, own, heads_first=True, source=module)
             return original(module)(module, query, key, value, attention_mask, *args, **kwargs)
 
         return captured
@@ -257,6 +270,18 @@ class QueryKeySums:
         else:
             return None
         return states.transpose(0, 1) if flipped else states
+
+
+def own_keys(module: Any, query: Any, key: Any) -> Any:
+    """The keys of an attention call's own positions, (B, H, T, d) for its T queries: all its keys in a
+    self-attention call; the first T where the module appends entries of its own after them (an attention
+    with a ``compressor``: DeepseekV4Attention.forward runs ``kv = torch.cat([kv, compressed_kv], dim=2)``);
+    None for any other call (keys of other tokens: PegasusX's global ones)."""
+    if key.shape[2] == query.shape[2]:
+        return key
+    if key.shape[2] > query.shape[2] and getattr(module, "compressor", None) is not None:
+        return key.narrow(2, 0, query.shape[2])
+    return None
 
 
 def _blocks(numbers: list[int]) -> str:

@@ -137,6 +137,96 @@ def test_a_key_row_of_zeros_is_left_out_with_a_note(zoo: dict[str, Path]) -> Non
         assert flat_row(result.queries[block]) is None
 
 
+# --- DeepSeek-V4's compressed attention: the positions' own queries and keys -----------------------------
+
+
+def _rms(x: Any, weight: Any, eps: float) -> Any:
+    """x / sqrt(mean(x^2) + eps) (times ``weight`` when there is one), over the last axis."""
+    out = x / (x.square().mean(-1, keepdim=True) + eps).sqrt()
+    return out * weight.double() if weight is not None else out
+
+
+def _rope_trailing(x: Any, angles: Any, scaling: float) -> Any:
+    """(T, H, d): the last 2 * angles.shape[1] channels of each head rotated in interleaved pairs (2i, 2i + 1)."""
+    import torch
+
+    rotary = 2 * angles.shape[1]
+    plain, rotated = x[..., :-rotary], x[..., -rotary:]
+    c, s = (torch.cos(angles) * scaling)[:, None], (torch.sin(angles) * scaling)[:, None]
+    even, odd = rotated[..., 0::2], rotated[..., 1::2]
+    turned = torch.stack([even * c - odd * s, odd * c + even * s], dim=-1).flatten(-2)
+    return torch.cat([plain, turned], dim=-1)
+
+
+def own_v4_queries_keys(folder: Path, lines: list[str]) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Per block, per position: the mean over the sequences reaching it of q and of the position's own k
+    (DeepSeek-V4's shared key/value), computed here from what enters each attention module (a forward
+    pre-hook: its hidden states), with the module's weights and this file's arithmetic: q = RoPE(rms_h(
+    W_qb rms(W_qa x))), k = RoPE(rms(W_kv x)), RoPE on each head's trailing slice in interleaved pairs at
+    the compress or main frequencies by the layer type; each sequence alone, unpadded, eager (V4's only)."""
+    import torch
+
+    model, tokenizer = _model(folder), _tokenizer(folder)
+    config, rotary = model.config, model.rotary_emb
+    inputs: list[Any] = []
+    handles = [
+        layer.self_attn.register_forward_pre_hook(
+            lambda _m, args, kwargs: inputs.append(kwargs.get("hidden_states", args[0] if args else None)),
+            with_kwargs=True,
+        )
+        for layer in model.layers
+    ]
+    sums: dict[str, dict[int, Any]] = {"q": {}, "k": {}}
+    counts = np.zeros(max(LENGTHS))
+    try:
+        with torch.no_grad():
+            for line in lines:
+                ids = torch.tensor([tokenizer(line)["input_ids"]])
+                inputs.clear()
+                model(input_ids=ids)
+                length = ids.shape[1]
+                for block, (layer, x) in enumerate(zip(model.layers, inputs, strict=True), 1):
+                    attention, x = layer.self_attn, x[0].double()
+                    kind = attention.rope_layer_type
+                    angles = torch.arange(length, dtype=torch.float64)[:, None] * getattr(rotary, f"{kind}_inv_freq")
+                    scaling = float(getattr(rotary, f"{kind}_attention_scaling"))
+                    q = _rms(x @ attention.q_a_proj.weight.double().T, attention.q_a_norm.weight, config.rms_norm_eps)
+                    q = (q @ attention.q_b_proj.weight.double().T).view(length, -1, config.head_dim)
+                    q = _rope_trailing(_rms(q, None, config.rms_norm_eps), angles.double(), scaling)
+                    k = _rms(x @ attention.kv_proj.weight.double().T, attention.kv_norm.weight, config.rms_norm_eps)
+                    k = _rope_trailing(k.view(length, 1, -1), angles.double(), scaling)
+                    for name, states in (("q", q), ("k", k)):
+                        total = sums[name].setdefault(block, np.zeros((max(LENGTHS), states[0].numel())))
+                        total[:length] += states.flatten(1).numpy()
+                counts[:length] += 1
+    finally:
+        for handle in handles:
+            handle.remove()
+    mean = {name: {b: total / counts[:, None] for b, total in store.items()} for name, store in sums.items()}
+    return mean["q"], mean["k"]
+
+
+@pytest.mark.slow
+def test_deepseek_v4_compressed_attention_rows_are_the_positions_own(zoo: dict[str, Path]) -> None:
+    """Block 2 is compressed sparse attention: its keys are the positions' own, then one compressed entry per
+    4 positions; the key row is the positions' own keys, with a note (batches of 4, padded, default path)."""
+    import json
+
+    folder = zoo["deepseek_v4"]
+    config = json.loads((folder / "config.json").read_text())
+    assert config["layer_types"][1] == "compressed_sparse_attention"
+    lines = texts(LENGTHS, _tokenizer(folder))
+    result = forward_pass(load_checkpoint(str(folder)), lines, max_length=32, batch_size=4)
+    queries, keys = own_v4_queries_keys(folder, lines)
+    assert set(result.queries) == set(result.keys) == {1, 2, 3}
+    for block in (1, 2, 3):
+        np.testing.assert_allclose(result.queries[block], queries[block], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(result.keys[block], keys[block], rtol=1e-4, atol=1e-5)
+    assert any(
+        line.startswith("block 2's attention also attends to up to 3 compressed entries") for line in result.notes
+    )
+
+
 # --- flat_row: exactly where the monotonicity is undefined ----------------------------------------------
 
 

@@ -884,9 +884,6 @@ MECHANISM_GAPS = {
 AWAITING_CAPTURE: dict[str, str] = {
     "reformer": "no query/key rows for block 2: its LSH attention (ReformerLSHSelfAttention) projects queries and "
     "keys with one shared query_key map (keys its normalised queries), which the capture does not reach",
-    "deepseek_v4": "no query/key rows for block 2: its compressed sparse attention appends compressed entries "
-    "after the positions' own keys (compress rate 4: more keys than queries), and the capture takes only calls "
-    "with as many keys as queries",
 }
 
 #: what a reader of the docs table should know about a generic type
