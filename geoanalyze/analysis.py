@@ -644,32 +644,53 @@ def checkpoint_layers(
             )
         return layer_row(layer, projection, vectors, sub, kept, nulls, subset=index, positions_used=int(index.size))
 
-    captured = 0
+    captured, notes, hidden_notes = 0, list(forward.notes), list(forward.hidden_notes)
     for layer in chosen:
         for projection, store in (("query", forward.queries), ("key", forward.keys)):
             if layer in store and store[layer].shape[0] > int(kept.max()):
+                if scored_flat(store[layer][kept], f"layer {layer}'s {projection} vectors", notes):
+                    continue
                 layers.append(row(layer, projection, store[layer][kept]))
                 captured += 1
     if captured:
-        measured["query_key"] = f"measured ({forward.capture})" + "".join(f"; {line}" for line in forward.notes)
-    elif forward.notes:
-        measured["query_key"] = "skipped: " + "; ".join(forward.notes)
+        measured["query_key"] = f"measured ({forward.capture})" + "".join(f"; {line}" for line in notes)
+    elif notes:
+        measured["query_key"] = "skipped: " + "; ".join(notes)
     else:
         measured["query_key"] = "skipped: no chosen layer holds an attention module"
     for layer in chosen:
         if layer < forward.centroids.shape[0]:
-            layers.extend(hidden_rows(forward, layer, distances, positions, nulls))
-    measured["hidden"] = "measured" + "".join(f"; {line}" for line in forward.hidden_notes)
+            layers.extend(hidden_rows(forward, layer, distances, positions, nulls, hidden_notes))
+    measured["hidden"] = "measured" + "".join(f"; {line}" for line in hidden_notes)
     layers.sort(key=lambda item: (item.layer, PROJECTION_ORDER.get(item.projection, 9)))
     return layers, measured
 
 
+def scored_flat(vectors: np.ndarray, what: str, notes: list[str]) -> bool:
+    """Whether the row ``vectors`` is flat on the positions it is scored on (every pairwise distance tied,
+    :func:`~geoanalyze.checkpoints.hidden.flat_row`: its monotonicity would be 0 / 0); then a note is added.
+    The forward pass drops rows flat on every position it reached; a row flat only on the scored subset
+    is caught here."""
+    from .checkpoints.hidden import flat_row
+
+    why = flat_row(vectors)
+    if why is None:
+        return False
+    notes.append(f"{what} {why} (of the {len(vectors)} scored), so no pair of positions is ordered: no row")
+    return True
+
+
 def hidden_rows(
-    forward: Any, layer: int, distances: np.ndarray, positions: np.ndarray, nulls: NullCache
+    forward: Any,
+    layer: int,
+    distances: np.ndarray,
+    positions: np.ndarray,
+    nulls: NullCache,
+    notes: list[str] | None = None,
 ) -> list[LayerRow]:
     """The hidden row of ``layer`` on the kept positions it reaches (a pooled layer reaches fewer: its
     rows sit at the input position each pooled position ends at); none where it reaches fewer than 3
-    (the forward pass's hidden notes say why)."""
+    (the forward pass's hidden notes say why), or where it is flat there (a line added to ``notes``)."""
     reach = forward.reach_of(layer)
     at = np.minimum(positions, reach.shape[0] - 1)
     index = np.flatnonzero((positions < reach.shape[0]) & (reach[at] >= MIN_CENTROID_SEQUENCES))
@@ -681,6 +702,8 @@ def hidden_rows(
             f"the hidden vectors of layer {layer} hold NaN or infinity: the forward pass overflowed "
             "(huge weights, or a low precision); try --dtype float32, or --layers none to score the table only"
         )
+    if scored_flat(vectors, f"layer {layer}'s hidden vectors", notes if notes is not None else []):
+        return []
     sub = distances[np.ix_(index, index)]
     used = int(index.size)
     return [layer_row(layer, "hidden", vectors, sub, positions[index], nulls, subset=index, positions_used=used)]
@@ -775,7 +798,7 @@ def cached_forward(
         "limit": options.limit,
         "seed": options.seed,
         "dtype": options.dtype,
-        "version": 4,
+        "version": 5,  # 5: stream-axis hidden rows, flat rows dropped, compressed keys, caller NoPE
     }
     path = cache_entry("centroids", key_parts)
     if options.cache and cache_holds(path):
