@@ -413,8 +413,10 @@ class _Run:
         padded = max(self.padded, self.recorder.padded)
         if padded:
             notes.append(
-                f"{name} pads each batch to a multiple of its attention window or chunk (up to {padded} positions); "
-                "the padding, appended after the sequence, is trimmed from the hidden states and the queries and keys"
+                f"{name}'s layers hold up to {padded} positions more than the input, appended after the sequence "
+                "(padding to a multiple of an attention window or chunk, as Longformer's and Reformer's, or further "
+                "streams, as ProphetNet's n-gram predictions); they are trimmed from the hidden states and the "
+                "queries and keys"
             )
         if self.streams is not None:
             notes.append(

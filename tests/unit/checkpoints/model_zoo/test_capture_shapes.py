@@ -275,8 +275,8 @@ def test_hidden_centroids_equal_one_unpadded_sequence_at_a_time(
 #: what the notes say of a model that pools or pads
 NOTED = {
     "Funnel": "pooled position j covers input positions (j - 1) s + 1 .. j s (position 0: the first token alone)",
-    "Longformer": "pads each batch to a multiple of its attention window",
-    "Reformer (local)": "pads each batch to a multiple of its attention window or chunk",
+    "Longformer": "positions more than the input, appended after the sequence (padding to a multiple of an attention window",
+    "Reformer (local)": "positions more than the input, appended after the sequence (padding to a multiple of an attention window or chunk",
 }
 
 
