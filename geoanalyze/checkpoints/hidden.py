@@ -116,8 +116,25 @@ def memory_estimate(checkpoint: Checkpoint, dtype: Any, batch_size: int, max_len
     mechanism = checkpoint.mechanism
     width = torch.tensor([], dtype=dtype).element_size()
     weights = (mechanism.parameters + mechanism.buffers) * width
-    activations = (mechanism.layers + 1) * batch_size * max_length * max(mechanism.hidden_size, 1) * 4 * 3
+    streams = residual_streams(checkpoint.config)
+    activations = (mechanism.layers + 1) * batch_size * max_length * max(mechanism.hidden_size, 1) * streams * 4 * 3
     return int(1.2 * weights + activations)
+
+
+#: config keys that count the residual streams a layer passes on per position: hyper-connections
+#: (DeepSeek-V4, HY-V4: hc_mult) and AltUp (Gemma 3n: altup_num_inputs)
+STREAM_KEYS = ("hc_mult", "altup_num_inputs")
+
+
+def residual_streams(config: dict[str, Any]) -> int:
+    """How many residual streams each layer's hidden state holds per position (1 for most models), read
+    from the config or its text config."""
+    for source in (config, config.get("text_config") if isinstance(config.get("text_config"), dict) else {}):
+        for key in STREAM_KEYS:
+            value = source.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 1:
+                return value
+    return 1
 
 
 def _gib(value: float) -> str:
