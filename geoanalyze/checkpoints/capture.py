@@ -28,6 +28,11 @@ reason (:attr:`QueryKeySums.dropped`). An attention that appends entries of its 
 keys (DeepSeek-V4's compressor: more keys than queries) has its key row taken from the positions' own
 keys, with a note (:func:`own_keys`); any other call with more keys than queries is not counted.
 
+An attention with one shared query/key projection (Reformer's LSHSelfAttention: ``query_key``, no key
+of its own) has its query row from that projection, as the attention uses it, and its key row from
+what the attention compares the queries against: the same projection length-normalised per head
+(:func:`_shared_query_key`), with a note (:attr:`QueryKeySums.shared`).
+
 A block that runs two attention modules of its own, each once (LongCat-Flash's self_attn[0] and
 self_attn[1]), keeps its number (the mechanism's block, the hidden rows' layer): its query and key
 rows hold both modules' queries and keys side by side, in the order they run, as one module's heads
@@ -50,8 +55,10 @@ WRAPPED = ("sdpa", "eager")
 #: prefix of the registered names: geoanalyze_capture_sdpa, geoanalyze_capture_eager
 CAPTURE_PREFIX = "geoanalyze_capture_"
 #: the names of fused query/key/value projections (BLOOM, Falcon, GPT-NeoX-Japanese: query_key_value; MPT: Wqkv;
-#: OpenAI-GPT: its Conv1D c_attn)
-FUSED_NAMES = ("query_key_value", "wqkv", "c_attn")
+#: OpenAI-GPT: its Conv1D c_attn), and of shared query/key projections (Reformer's LSH attention: query_key)
+FUSED_NAMES = ("query_key_value", "wqkv", "c_attn", "query_key")
+#: the names in FUSED_NAMES of a shared query/key projection (the keys are made from the queries)
+SHARED_NAMES = ("query_key",)
 
 Attention = Callable[..., Any]  # (module, query, key, value, attention_mask, ...) -> (output, weights)
 Split = Callable[[Any, Any], tuple[Any, Any]]  # (attention module, fused (B, T, 3w)) -> (q, k), each (B, T, w')
@@ -82,6 +89,7 @@ class QueryKeySums:
         self.inside: dict[int, int] = {}  # block -> positions it pads its attention's input with at each end
         self.joined: dict[int, tuple[str, ...]] = {}  # block -> its attention modules, side by side in its rows
         self.appended: dict[int, int] = {}  # block -> most entries its attention appends after the positions' keys
+        self.shared: dict[int, str] = {}  # block -> its attention's class, whose keys are its normalised queries
         self.pending: list[tuple[dict[int, Any], int, Any, str]] = []  # the sums of the forward under way
 
     def start(self, mask: Any) -> None:
@@ -232,6 +240,16 @@ class QueryKeySums:
                     f"block {block}'s attention also attends to up to {extra} compressed entries it appends after the "
                     "positions' own keys (its compressor's); its key row is the positions' own keys"
                 )
+        shared = [block for block in sorted(self.shared) if block not in self.dropped and block in self.keys]
+        if shared:
+            one = len(shared) == 1
+            classes = ", ".join(sorted({self.shared[block] for block in shared}))
+            notes.append(
+                f"{_blocks(shared)} ({classes}) {'projects its' if one else 'project their'} queries and keys with one "
+                f"shared map (query_key): {'its' if one else 'their'} query rows are that projection, the key rows "
+                "the same projection length-normalised per head (x / sqrt(mean(x^2) + 1e-6)), what the attention "
+                "compares the queries against (its 1/sqrt(head size) is the score scaling, left out as for every block)"
+            )
         return notes
 
     def attention(self, original: Callable[[Any], Attention]) -> Attention:
@@ -396,6 +414,18 @@ def _neox_japanese(attention: Any, fused: Any) -> tuple[Any, Any]:
     return heads[..., :size], heads[..., size : 2 * size]
 
 
+def _shared_query_key(attention: Any, shared: Any) -> tuple[Any, Any]:
+    """Reformer's LSH attention (LSHSelfAttention.forward): one projection ``query_key`` gives the queries,
+    and the keys are ``_len_and_dim_norm`` of the same vectors per head, x * rsqrt(mean(x^2) + 1e-6) /
+    sqrt(head size) (``_len_norm``'s epsilon). The 1/sqrt(head size) is the score scaling (the model's
+    LocalSelfAttention divides its keys by it too), left out as everywhere the capture reads projections."""
+    import torch
+
+    heads = shared.view(*shared.shape[:2], attention.num_attention_heads, attention.attention_head_size)
+    variance = torch.mean(heads.float() ** 2, -1, keepdim=True)
+    return shared, heads.float() * torch.rsqrt(variance + 1e-6)
+
+
 def _thirds(_: Any, fused: Any) -> tuple[Any, Any]:
     """MPT, OpenAI-GPT: [Q | K | V] along the width."""
     query, key, _value = fused.chunk(3, dim=-1)
@@ -409,6 +439,7 @@ FUSED_LAYOUTS: dict[str, Split] = {
     "mpt": _thirds,
     "gpt_neox_japanese": _neox_japanese,
     "openai-gpt": _thirds,
+    "reformer": _shared_query_key,
 }
 
 
@@ -446,11 +477,17 @@ def hook_projections(recorder: QueryKeySums, blocks: list[Any], model_type: str 
             continue
         number = index + 1
         query, key, attention = found
+        shared = key is None and any(getattr(attention, name, None) is query for name in SHARED_NAMES)
         if key is None and model_type not in FUSED_LAYOUTS:
-            recorder.drop(
-                number, f"its fused query/key/value projection has no known layout for model type {model_type!r}"
+            what = (
+                "shared query/key projection has no known key rule"
+                if shared
+                else "fused query/key/value projection has no known layout"
             )
+            recorder.drop(number, f"its {what} for model type {model_type!r}")
             continue
+        if shared:
+            recorder.shared[number] = type(attention).__name__
         inside = _padded_inside(block)
         if inside:
             recorder.inside[number] = inside

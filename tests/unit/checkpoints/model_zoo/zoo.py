@@ -881,10 +881,7 @@ MECHANISM_GAPS = {
 }
 
 #: entries (by name) whose rows fail only because of the forward pass's capture (issue 21's capture side)
-AWAITING_CAPTURE: dict[str, str] = {
-    "reformer": "no query/key rows for block 2: its LSH attention (ReformerLSHSelfAttention) projects queries and "
-    "keys with one shared query_key map (keys its normalised queries), which the capture does not reach",
-}
+AWAITING_CAPTURE: dict[str, str] = {}
 
 #: what a reader of the docs table should know about a generic type
 TYPE_NOTES: dict[str, str] = {
