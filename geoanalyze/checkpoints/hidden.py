@@ -16,7 +16,10 @@ trimmed back, a pooled layer (Funnel) is placed at the input position each poole
 (its own reach, ``ForwardResult.layer_reach``), Gemma3n's AltUp streams give the active stream's
 rows, and a layer that cannot be placed has no row and a note (``ForwardResult.hidden_notes``). A
 batch transformers itself cannot run is left out with a note; a checkpoint it cannot run on any
-batch is refused (FormatError) with transformers' reason.
+batch is refused (FormatError) with transformers' reason. A model whose own ``hidden_states`` are
+not its blocks' (BLT records the layers of all four of its stacks) has its rows read from the blocks
+with hooks (:meth:`_Run.states`), with a note. The pass runs with ``use_cache=False`` wherever the
+forward takes it: it never generates.
 
 Several residual streams per position (hyper-connections: DeepSeek-V4's and HY-V4's hidden states
 are (B, T, n_streams, h) at every layer but the last, which their head collapses): the hidden row is
@@ -301,12 +304,20 @@ class _Run:
         self.skipped: list[tuple[int, int, str]] = []  # batches the model cannot run: (sequences, length, why)
         self.streams: tuple[int, int] | None = None  # AltUp: (streams per layer, the active one)
         self.stream_means: dict[int, int] = {}  # layer -> how many residual streams its row is the mean of
+        # The pass never generates: no key/value cache (BLT's forward sizes its DynamicCache by the top config's
+        # num_hidden_layers, which it has none of: exit 3 before)
+        self.call_options = {"use_cache": False} if _accepts(model.forward, "use_cache") else {}
+        self.own_states: bool | None = None  # the rows are the blocks' own (hooked), not hidden_states: first batch
+        self.reported = 0  # how many hidden states the model itself reports
 
     def forward(self, ids: Any, mask: Any) -> Any:
         self.recorder.start(mask.to(self.device))
         try:
             return self.model(
-                input_ids=ids.to(self.device), attention_mask=self.recorder.mask, output_hidden_states=True
+                input_ids=ids.to(self.device),
+                attention_mask=self.recorder.mask,
+                output_hidden_states=True,
+                **self.call_options,
             )
         except BaseException:
             self.recorder.discard()  # a forward that failed half-way adds nothing
@@ -325,7 +336,10 @@ class _Run:
                 raise  # memory, not the batch (CUDA's OutOfMemoryError, the CPU allocator's): never skipped
             try:  # the recorder is stopped: the hooks and the capturing attention only pass through
                 self.model(
-                    input_ids=ids.to(self.device), attention_mask=mask.to(self.device), output_hidden_states=True
+                    input_ids=ids.to(self.device),
+                    attention_mask=mask.to(self.device),
+                    output_hidden_states=True,
+                    **self.call_options,
                 )
             except (RuntimeError, ValueError, IndexError):
                 from ..errors import first_line
@@ -359,7 +373,7 @@ class _Run:
         """Run one batch; add its hidden states layer by layer (sharded models keep them on several GPUs)."""
         import torch
 
-        states = self.forward(ids, mask).hidden_states
+        states = self.states(ids, mask)
         width = mask.shape[1]
         for layer, hidden in enumerate(states):
             if isinstance(hidden, tuple | list):  # PegasusX's last entry: (the sequence, its global tokens)
@@ -377,6 +391,26 @@ class _Run:
             self.sums[layer][positions] += sums
             self.layer_counts[layer][positions] += weights.to(torch.float64).sum(0)
         self.counts[:width] += mask.to(torch.float64).sum(0)
+
+    def states(self, ids: Any, mask: Any) -> Any:
+        """The batch's hidden states per layer: the model's own ``hidden_states``, or, where those are not its
+        blocks' (decided on the first batch, :func:`reports_blocks`), the blocks' own, hooked: layer 0 the
+        first block's input, layer i block i's output. BLT records every BltTransformerLayer of its four
+        stacks (the entropy patcher's, the local encoder's, the global transformer's over patches, the local
+        decoder's) in one tuple, and of its blocks, the local encoder's layers, only the patcher's come."""
+        if self.own_states is False or not self.blocks:
+            return self.forward(ids, mask).hidden_states
+        collected: list[Any] = []
+        handles = hook_block_states(self.blocks, collected)
+        try:
+            reported = self.forward(ids, mask).hidden_states
+        finally:
+            for handle in handles:
+                handle.remove()
+        if self.own_states is None:
+            self.own_states = len(collected) == len(self.blocks) + 1 and not reports_blocks(reported, collected)
+            self.reported = len(reported or ())
+        return tuple(collected) if self.own_states else reported
 
     def collapse_streams(self, layer: int, hidden: Any, batch: int) -> Any:
         """One (B, T, h) state per position: Gemma3n's (streams, B, T, h) AltUp states give the active stream
@@ -435,6 +469,13 @@ class _Run:
                 "streams, as ProphetNet's n-gram predictions); they are trimmed from the hidden states and the "
                 "queries and keys"
             )
+        if self.own_states:
+            notes.append(
+                f"{name}'s own hidden_states ({self.reported} states) are not its {len(self.blocks)} blocks' "
+                f"({block_stack(self.model, self.blocks)}): the hidden rows are the blocks' own, at the input's "
+                "positions (layer 0 the first block's input, layer i block i's output)"
+                + other_stacks(self.model, self.blocks)
+            )
         if self.streams is not None:
             notes.append(
                 f"{name} keeps {self.streams[0]} AltUp streams at every layer; the hidden rows are the active "
@@ -460,6 +501,80 @@ class _Run:
                 f"cannot run them ({self.skipped[0][2]})"
             )
         return notes
+
+
+def _accepts(function: Any, name: str) -> bool:
+    """Whether ``function`` takes a parameter ``name`` (by its signature; False where it has none to read)."""
+    import inspect
+
+    try:
+        return name in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def hook_block_states(blocks: Sequence[Any], collected: list[Any]) -> list[Any]:
+    """Forward hooks that append to ``collected`` the first block's input (its first tensor argument, or
+    ``hidden_states``) once, then each block's output (the first entry of a tuple); their handles."""
+    import torch
+
+    def first(module: Any, args: Any, kwargs: Any) -> None:
+        if not collected:
+            given = [value for value in (*args, kwargs.get("hidden_states")) if isinstance(value, torch.Tensor)]
+            if given:
+                collected.append(given[0])
+
+    def after(module: Any, args: Any, output: Any) -> None:
+        if collected:
+            collected.append(output[0] if isinstance(output, tuple | list) else output)
+
+    handles = [blocks[0].register_forward_pre_hook(first, with_kwargs=True)]
+    return handles + [block.register_forward_hook(after) for block in blocks]
+
+
+def reports_blocks(reported: Any, collected: Sequence[Any]) -> bool:
+    """Whether a model's ``hidden_states`` are its blocks' (one per block and the input, or the first block's
+    output first: a model that counts otherwise, ALBERT's shared block or Funnel's decoder, keeps its own)."""
+    import torch
+
+    if reported is None:
+        return False
+    if len(reported) == len(collected):
+        return True
+    first, mine = (reported[1], collected[1]) if len(reported) > 1 and len(collected) > 1 else (None, None)
+    return (
+        isinstance(first, torch.Tensor)
+        and isinstance(mine, torch.Tensor)
+        and first.shape == mine.shape
+        and bool(torch.equal(first, mine))
+    )
+
+
+def block_stack(model: Any, blocks: Sequence[Any]) -> str:
+    """The name of the blocks' list in the model (``local_encoder.layers``)."""
+    return next((name for name, module in model.named_modules() if module is blocks[0]), "").rsplit(".", 1)[0]
+
+
+def other_stacks(model: Any, blocks: Sequence[Any]) -> str:
+    """'; ... have no rows' naming the model's other lists of the blocks' class (BLT's patcher, global
+    transformer and local decoder), or ''."""
+    import torch
+
+    mine = block_stack(model, blocks)
+    others = [
+        f"{name} ({len(module)})"
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.ModuleList)
+        and name != mine
+        and len(module) > 0
+        and type(module[0]) is type(blocks[0])
+    ]
+    if not others:
+        return ""
+    return (
+        f"; its other stacks of {type(blocks[0]).__name__} ({', '.join(others)}) have no rows: they are not the "
+        "stack the input's tokens enter (BLT's global transformer runs over patches, not the input's positions)"
+    )
 
 
 def pooled_positions(config: Any, layer: int, length: int, width: int) -> tuple[np.ndarray, int] | None:

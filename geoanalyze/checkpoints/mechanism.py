@@ -342,7 +342,7 @@ def layer_list(model: Any, config: Any) -> list[Any]:
     of lists alike, the one beside the token embeddings (:func:`_text_depth`)."""
     import torch
 
-    wanted = _config_layers(config)
+    wanted = _config_layers(config) or _embedding_stack_layers(model)
     lists = [
         (name.count("."), -len(module), name, module)
         for name, module in model.named_modules()
@@ -374,6 +374,25 @@ def _config_layers(config: Any) -> Any:
         except ValueError:  # several text configs: ambiguous, as transformers says
             return None
     return wanted
+
+
+def _embedding_stack_layers(model: Any) -> Any:
+    """The layer count of the sub-model that holds the token embeddings, by its own config, for a config that
+    states none: BLT keeps its four stacks' sizes in sub-configs, and its bytes enter the local encoder
+    (``get_input_embeddings()`` is local_encoder.embed_tokens), whose layers are the ones at the input's
+    positions (the global transformer's run over patches). None without such a sub-model."""
+    try:
+        embeddings = model.get_input_embeddings()
+    except Exception:  # no token embeddings, or a getter (remote code) that fails: no count from them
+        return None
+    path = next((name for name, module in model.named_modules() if module is embeddings), "")
+    parts = path.split(".")[:-1] if path else []
+    for count in range(len(parts), 0, -1):
+        owner = model.get_submodule(".".join(parts[:count]))
+        layers = getattr(getattr(owner, "config", None), "num_hidden_layers", None)
+        if isinstance(layers, int) and not isinstance(layers, bool):
+            return layers
+    return None
 
 
 def _text_depth(model: Any) -> Callable[[str], int]:
@@ -420,7 +439,7 @@ def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
     if slopes is not None:
         return AlibiMechanism(**common, alibi_slopes=tuple(slopes))
     # Rotary: frequency buffers, or a sin/cos table (GPT-J, CodeGen).
-    rope_sets = _rope_sets(model, config)
+    rope_sets = _rope_sets(model, config, blocks)
     if rope_sets:
         return _rope_mechanism(common, config, rope_sets, n_blocks, attention, caller_rope(model, blocks))
     # An absolute table: learned (a parameter, read from the checkpoint) or fixed (a buffer).
@@ -591,11 +610,24 @@ def _alibi_slopes(model: Any, config: Any) -> list[float] | None:
     return None
 
 
-def _rope_sets(model: Any, config: Any) -> dict[str, RopeSet]:
+def _stack_first(model: Any, blocks: list[Any]) -> list[Any]:
+    """The model's modules, those of the module that holds the blocks first: of two rotary embeddings of
+    one name, the blocks' own (BLT's local_encoder.rotary_emb, which rotates the byte-level queries and
+    keys of its layers, not the patcher's or the global transformer's, each of their own config)."""
+    modules = list(model.modules())
+    owner = _owner(model, blocks)
+    if owner is None or owner[0] is model:
+        return modules
+    inside = list(owner[0].modules())
+    seen = {id(module) for module in inside}
+    return inside + [module for module in modules if id(module) not in seen]
+
+
+def _rope_sets(model: Any, config: Any, blocks: list[Any] | None = None) -> dict[str, RopeSet]:
     import torch
 
     sets: dict[str, RopeSet] = {}
-    for _, module in model.named_modules():
+    for module in _stack_first(model, blocks or []):
         for buffer_name, buffer in module.named_buffers(recurse=False):
             if not buffer_name.endswith("inv_freq") or buffer_name.endswith("original_inv_freq"):
                 continue

@@ -104,9 +104,23 @@ def test_the_unbuildable_types_do_not_build(model_type: str) -> None:
         AutoModel.from_config(build_config(generic_entry(model_type, "none"), 400))
 
 
-def config_rope(config: Any, main: str) -> tuple[int, float | None]:
+def config_rope(config: Any, main: str, weight: str = "") -> tuple[int, float | None]:
     """The rotary dims and base of set ``main`` by the config: qk_rope_head_dim (MLA) or rotary_dim if set,
-    else head_dim x partial_rotary_factor; the base rope_theta where the rope type is the default."""
+    else head_dim x partial_rotary_factor; the base rope_theta where the rope type is the default. A config
+    that states no width (BLT's four stacks) is read at the sub-config of the module that holds ``weight``,
+    the mechanism's first query weight (BLT: local_encoder, built from encoder_config)."""
+    if weight and getattr(config, "hidden_size", None) is None:
+        import warnings
+
+        import torch
+        from transformers import AutoModel
+
+        with torch.device("meta"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = AutoModel.from_config(config)
+        parts = weight.split(".")
+        owners = [model.get_submodule(".".join(parts[:n])) for n in range(len(parts) - 1, 0, -1)]
+        config = next(m.config for m in owners if getattr(getattr(m, "config", None), "hidden_size", None))
     parameters = getattr(config, "rope_parameters", None) or {}
     if isinstance(parameters.get(main), dict):
         parameters = parameters[main]
@@ -142,7 +156,8 @@ def _check_rope(entry: Entry, mechanism: Any, folder: Path) -> None:
         assert main["dims"] == entry.rope_dims, main
     if main["rope_type"] != "default":
         return  # scaled (yarn, llama3, proportional): the type says it, no single base or plain width
-    dims, base = config_rope(AutoConfig.from_pretrained(str(folder)).get_text_config(), mechanism.rope_main)
+    weight = mechanism.qk_weights[0][0] if mechanism.qk_weights else ""
+    dims, base = config_rope(AutoConfig.from_pretrained(str(folder)).get_text_config(), mechanism.rope_main, weight)
     assert main["dims"] == (entry.rope_dims or dims), (main, dims)
     if base is not None and main["rope_type"] == "default" and main["dims"] > 2:
         assert main["base"] == pytest.approx(base, rel=1e-4), (main, base)

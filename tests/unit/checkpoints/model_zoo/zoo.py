@@ -617,7 +617,7 @@ TYPE_KINDS = {
     "bitnet": "rope",
     "blenderbot": "learned",
     "blenderbot-small": "learned",
-    "blt": "rope",
+    "blt": "rope",  # local_encoder.layers over the bytes, rotated by local_encoder.rotary_emb (encoder_config)
     "clip_text_model": "learned",
     "cohere2": "rope nope=2",  # apply_rotary_pos_emb only `if self.sliding_window is not None`
     "cohere2_moe": "rope nope=2 family=moe",
@@ -864,7 +864,7 @@ UNBUILDABLE = {
 NOT_RUNNABLE_TINY: dict[str, str] = {}
 
 #: the mechanism gaps that also break the rows (the others' rows are measured, of the wrong mechanism)
-GAPS_IN_ROWS = ("blt",)
+GAPS_IN_ROWS: tuple[str, ...] = ()
 
 #: text model types that build but take no token ids in their base model, with the reason
 NOT_TEXT_BASE = {
@@ -872,19 +872,16 @@ NOT_TEXT_BASE = {
 }
 
 #: generic entries whose mechanism geoanalyze still gets wrong, with the reason (xfail, strict: a fix shows)
-MECHANISM_GAPS = {
-    "blt": "three stacks over two sequences (local encoder and decoder over the bytes, the global transformer over "
-    "patches): the blocks read are the global transformer's, whose positions are patches; its width (the token "
-    "embeddings', in the local encoder) is read, but its top config states none (test_zoo.config_rope reads it "
-    "there), and its forward builds a DynamicCache from the top config, which has no num_hidden_layers, unless "
-    "the pass runs with use_cache=False (exit 3 now)",
-}
+MECHANISM_GAPS: dict[str, str] = {}
 
 #: entries (by name) whose rows fail only because of the forward pass's capture (issue 21's capture side)
 AWAITING_CAPTURE: dict[str, str] = {}
 
 #: what a reader of the docs table should know about a generic type
 TYPE_NOTES: dict[str, str] = {
+    "blt": "hidden and query/key rows are the local encoder's, whose layers run over the input's bytes (RoPE of "
+    "its encoder_config); the global transformer runs over patches, and the local decoder and the entropy "
+    "patcher are stacks of their own: none of their layers has rows",
     "gpt_neox_japanese": "no query/key rows: it rotates queries and keys inside its own attention code",
     "squeezebert": "no query/key rows: its attention projections are 1x1 convolutions, not hooked",
     "ibert": "no query/key rows: its integer-only attention is not hooked",
