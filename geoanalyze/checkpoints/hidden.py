@@ -132,7 +132,8 @@ STREAM_KEYS = ("hc_mult", "altup_num_inputs")
 def residual_streams(config: dict[str, Any]) -> int:
     """How many residual streams each layer's hidden state holds per position (1 for most models), read
     from the config or its text config."""
-    for source in (config, config.get("text_config") if isinstance(config.get("text_config"), dict) else {}):
+    text = config.get("text_config")
+    for source in (config, text if isinstance(text, dict) else {}):
         for key in STREAM_KEYS:
             value = source.get(key)
             if isinstance(value, int) and not isinstance(value, bool) and value > 1:
