@@ -244,7 +244,7 @@ def forward_pass(
     ):
         method, handles = run.probe(pad) if capture else ("none", [])
         try:
-            for ids, mask in _batches(encoded, pad, batch_size):
+            for ids, mask in _batches(encoded, pad, batch_size, padded_alone(config)):
                 run.run(ids, mask)
                 if progress is not None:
                     progress(len(ids))
@@ -266,13 +266,43 @@ def _tokenizer(checkpoint: Checkpoint, tokenizer_spec: str | None, trust_remote_
     return tokenizer
 
 
-def _batches(encoded: Sequence[Sequence[int]], pad: int, batch_size: int) -> Iterator[tuple[Any, Any]]:
-    """(ids, mask), each (B, T) long, of the sequences sorted by length (stable), padded with ``pad``."""
+def padded_alone(config: Any) -> int:
+    """The multiple a model pads a sequence's length to inside its forward, where how far it pads changes
+    the sequence's own output; 1 for every other model.
+
+    Reformer (modeling_reformer's _get_least_common_mult_chunk_len): the least common multiple of the
+    chunk lengths of its layer types. Its local attention looks one chunk back circularly, so chunk 0
+    of a sequence sees the sequence's tail when it is padded to one multiple, and padding when a longer
+    batch pads it further (block 2's keys moved by 8e-5 on the zoo's model)."""
+    layers = getattr(config, "attn_layers", None)
+    if getattr(config, "model_type", "") != "reformer" or not layers:
+        return 1
+    chunks = {"lsh": config.lsh_attn_chunk_length, "local": config.local_attn_chunk_length}
+    return int(np.lcm.reduce([int(chunks[kind]) for kind in set(layers) if kind in chunks] or [1]))
+
+
+def batch_groups(lengths: Sequence[int], batch_size: int, multiple: int = 1) -> list[np.ndarray]:
+    """Indices of each batch: the sequences sorted by length (stable), ``batch_size`` at most, and a new
+    batch wherever the length rounded up to ``multiple`` changes, when ``multiple`` > 1 (so every sequence
+    of a batch is padded to the length the model pads it to alone: :func:`padded_alone`)."""
+    order = np.argsort(np.asarray(lengths, dtype=np.int64), kind="stable")
+    if multiple <= 1:
+        return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+    rounded = -(-np.asarray(lengths, dtype=np.int64)[order] // multiple)
+    groups: list[np.ndarray] = []
+    for run in np.split(order, np.flatnonzero(np.diff(rounded)) + 1):
+        groups.extend(run[start : start + batch_size] for start in range(0, len(run), batch_size))
+    return groups
+
+
+def _batches(
+    encoded: Sequence[Sequence[int]], pad: int, batch_size: int, multiple: int = 1
+) -> Iterator[tuple[Any, Any]]:
+    """(ids, mask), each (B, T) long, of the batches of :func:`batch_groups`, padded with ``pad``."""
     import torch
 
-    order = np.argsort([len(ids) for ids in encoded], kind="stable")
-    for start in range(0, len(order), batch_size):
-        batch = [encoded[k] for k in order[start : start + batch_size]]
+    for group in batch_groups([len(ids) for ids in encoded], batch_size, multiple):
+        batch = [encoded[k] for k in group]
         width = max(len(ids) for ids in batch)
         ids = torch.full((len(batch), width), pad, dtype=torch.long)
         mask = torch.zeros((len(batch), width), dtype=torch.long)
