@@ -351,8 +351,16 @@ def layer_list(model: Any, config: Any) -> list[Any]:
     if not lists:
         return []
     exact = [item for item in lists if len(item[3]) == wanted]
-    # Without a list of the configured length (LongCat-Flash counts two attentions per layer), the
-    # shallowest: the experts of one block are deeper than the blocks.
+    # LongCat-Flash's num_hidden_layers counts two attention calls per layer (its num_layers the layers):
+    # a list of num_layers blocks shallower than every list of num_hidden_layers is the blocks (with one
+    # layer, each layer's self_attn pair is the only list of 2).
+    layers = getattr(config, "num_layers", None)
+    if isinstance(layers, int) and not isinstance(layers, bool) and layers != wanted:
+        top = min((item[0] for item in exact), default=None)
+        shallower = [item for item in lists if len(item[3]) == layers and (top is None or item[0] < top)]
+        exact = shallower or exact
+    # Without a list of the configured length, the shallowest: the experts of one block are deeper than
+    # the blocks.
     text = _text_depth(model)
     chosen = min(exact or lists, key=lambda item: (item[0], item[1], -text(item[2])))
     return list(chosen[3])
