@@ -15,7 +15,11 @@ numbers are the original's.
 
 Models whose attention does not go through that interface (BLOOM, MPT, Falcon, DeBERTa, Longformer,
 ...) keep their implementation; :func:`hook_projections` captures them at their query/key
-projections (forward hooks), separate or fused in the layout the model type documents.
+projections (forward hooks), separate or fused in the layout the model type documents. Those that
+rotate q and k in their own code (RoFormer, GPT-NeoX-Japanese, Falcon with RoPE: :data:`ROTATIONS`)
+have the projections' q and k rotated as their attention rotates them: a forward pre-hook on the
+attention module takes the rotary tables its call is handed (``sinusoidal_pos``, ``position_embeddings``),
+and the model's own rotary function applies them (:meth:`QueryKeySums.rotate`).
 
 Nothing assumes that a layer keeps the input's (batch, length): a model that pads the sequence to a
 multiple of its window or chunk (Longformer, LED, Reformer, PegasusX) has the padding, appended at
@@ -62,6 +66,7 @@ SHARED_NAMES = ("query_key",)
 
 Attention = Callable[..., Any]  # (module, query, key, value, attention_mask, ...) -> (output, weights)
 Split = Callable[[Any, Any], tuple[Any, Any]]  # (attention module, fused (B, T, 3w)) -> (q, k), each (B, T, w')
+Rotation = Callable[[Any, dict[str, Any], Any], Any]  # (attention module, its call's arguments, (B, H, T, d))
 
 #: the attention of the pass under way: the capture, then the original
 _ACTIVE: ContextVar[Attention | None] = ContextVar("geoanalyze_capture", default=None)
@@ -91,6 +96,8 @@ class QueryKeySums:
         self.appended: dict[int, int] = {}  # block -> most entries its attention appends after the positions' keys
         self.shared: dict[int, str] = {}  # block -> its attention's class, whose keys are its normalised queries
         self.pending: list[tuple[dict[int, Any], int, Any, str]] = []  # the sums of the forward under way
+        self.rotations: dict[int, tuple[Rotation, Any]] = {}  # block -> how its attention rotates q and k, the module
+        self.arguments: dict[int, dict[str, Any]] = {}  # per forward: block -> its attention's call, by argument name
 
     def start(self, mask: Any) -> None:
         """Take the padding mask of the next forward (on the model's input device)."""
@@ -108,6 +115,7 @@ class QueryKeySums:
         self.commit()
         self.mask = None
         self.last.clear()  # the held q and k of the forward
+        self.arguments.clear()  # its rotary tables
 
     def discard(self) -> None:
         """Forget the sums of the forward under way (one the model itself failed)."""
@@ -145,6 +153,19 @@ class QueryKeySums:
     def drop(self, block: int, reason: str) -> None:
         """Leave block's rows out (the first reason found is kept)."""
         self.dropped.setdefault(block, reason)
+
+    def rotate(self, block: int, states: Any) -> Any:
+        """A projection's q or k of ``block``, (B, T, w) or per head (B, T, ..., d), rotated as its attention
+        rotates them (:data:`ROTATIONS`), at the positions of the call under way; unchanged without a rule."""
+        found = self.rotations.get(block)
+        if found is None:
+            return states
+        rotation, attention = found
+        batch, length = states.shape[:2]
+        size = states.shape[-1] if states.dim() > 3 else _head_size(attention)
+        per_head = states.reshape(batch, length, -1, size).transpose(1, 2)
+        rotated = rotation(attention, self.arguments.get(block, {}), per_head)
+        return rotated.transpose(1, 2).reshape(states.shape)
 
     def add(
         self, store: dict[int, Any], block: int, states: Any, heads_first: bool, source: Any, offset: int = 0
@@ -492,6 +513,9 @@ def hook_projections(recorder: QueryKeySums, blocks: list[Any], model_type: str 
         if inside:
             recorder.inside[number] = inside
         handles.append(block.register_forward_pre_hook(_block_input(recorder, number, inside), with_kwargs=True))
+        if model_type in ROTATIONS:  # the attention rotates q and k in its own code: as it does, with its call's tables
+            recorder.rotations[number] = (ROTATIONS[model_type], attention)
+            handles.append(attention.register_forward_pre_hook(_arguments(recorder, number), with_kwargs=True))
         if key is None:
             handles.append(query.register_forward_hook(_fused(recorder, number, attention, FUSED_LAYOUTS[model_type])))
         else:
@@ -535,6 +559,7 @@ def _store(recorder: QueryKeySums, store: dict[int, Any], block: int) -> Callabl
         states = recorder.batch_first(module, block, output)
         if states is not None:
             recorder.calls += 1
+            states = recorder.rotate(block, states)
             recorder.add(store, block, states, heads_first=False, source=module, offset=recorder.inside.get(block, 0))
 
     return hook
@@ -552,7 +577,75 @@ def _fused(recorder: QueryKeySums, block: int, attention: Any, split: Split) -> 
         recorder.calls += 1
         offset = recorder.inside.get(block, 0)
         for store, part in zip((recorder.queries, recorder.keys), split(attention, states), strict=True):
+            part = recorder.rotate(block, part)
             states = part.flatten(2) if part.dim() > 3 else part
             recorder.add(store, block, states, heads_first=False, source=module, offset=offset)
+
+    return hook
+
+
+# --- attentions that rotate their queries and keys in their own code ---------------------------------
+
+
+def _sinusoidal_pairs(attention: Any, call: dict[str, Any], heads: Any) -> Any:
+    """RoFormer (RoFormerSelfAttention.forward): a self-attention call (no ``encoder_hidden_states``) handed
+    ``sinusoidal_pos`` (the encoder's embed_positions table at the input's positions) rotates its queries
+    and keys with its own ``apply_rotary_position_embeddings``, in (2i, 2i + 1) pairs."""
+    table = call.get("sinusoidal_pos")
+    if table is None or call.get("encoder_hidden_states") is not None:
+        return heads
+    rotated, _ = attention.apply_rotary_position_embeddings(table, heads, heads)
+    return rotated
+
+
+def _cos_sin(attention: Any, call: dict[str, Any], heads: Any) -> Any:
+    """Falcon (FalconAttention.forward, where it is handed no ``alibi``) and GPT-NeoX-Japanese
+    (GPTNeoXJapaneseAttention.forward): the (cos, sin) the model's rotary_emb hands the call as
+    ``position_embeddings``, applied by the attention's file's ``apply_rotary_pos_emb`` to the first
+    cos.shape[-1] dims of each head (GPT-NeoX-Japanese's rotary_ndims); the rest passes unrotated."""
+    import torch
+
+    tables = call.get("position_embeddings")
+    if tables is None or call.get("alibi") is not None:
+        return heads
+    cos, sin = tables
+    apply = sys.modules[type(attention).__module__].apply_rotary_pos_emb
+    dims = cos.shape[-1]
+    rotated, _ = apply(heads[..., :dims], heads[..., :dims], cos, sin)
+    return torch.cat((rotated, heads[..., dims:]), dim=-1) if dims < heads.shape[-1] else rotated
+
+
+#: model_type -> how its attention rotates the projections' q and k in its own code (outside transformers'
+#: attention interface), mirrored per type: another own-code attention may normalise or reshape them first
+ROTATIONS: dict[str, Rotation] = {
+    "falcon": _cos_sin,
+    "gpt_neox_japanese": _cos_sin,
+    "roformer": _sinusoidal_pairs,
+}
+
+
+def _head_size(attention: Any) -> int:
+    """The width of one head of an attention module (RoFormer: attention_head_size)."""
+    for name in ("attention_head_size", "head_size", "head_dim"):
+        size = getattr(attention, name, None)
+        if isinstance(size, int):
+            return size
+    raise RuntimeError(f"{type(attention).__name__}: no head size to rotate its queries and keys by")
+
+
+def _arguments(recorder: QueryKeySums, block: int) -> Callable[..., None]:
+    """Forward pre-hook on an attention module with a rotation rule: its call's arguments by name (the rotary
+    tables it is handed), positional or keyword, as its forward's signature names them."""
+    import inspect
+
+    def hook(module: Any, args: Any, kwargs: Any) -> None:
+        if recorder.mask is None:
+            return
+        signature = inspect.signature(module.forward)
+        arguments = dict(signature.bind_partial(*args, **kwargs).arguments)
+        for parameter in signature.parameters.values():
+            if parameter.kind is inspect.Parameter.VAR_KEYWORD:  # **kwargs: its entries by their own names
+                arguments.update(arguments.pop(parameter.name, {}))
+        recorder.arguments[block] = arguments
 
     return hook

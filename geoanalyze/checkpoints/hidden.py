@@ -8,8 +8,9 @@ sums are taken on the device and accumulated on the host in float64.
 Queries and keys are captured as the attention sees them, after the model's own position
 transform (:mod:`~geoanalyze.checkpoints.capture`): a probe batch first finds whether the model's
 attention goes through transformers' attention interface; if not, the query/key projections
-are hooked instead where that is what attention sees (no rotation inside the module); otherwise
-the rows are left out with a note.
+are hooked instead where that is what attention sees: no rotation inside the module, or one the
+capture repeats with the call's own tables (``capture.ROTATIONS``); otherwise the rows are left out
+with a note.
 
 No layer is assumed to keep the input's (batch, length): a layer padded to a window or chunk is
 trimmed back, a pooled layer (Funnel) is placed at the input position each pooled position ends at
@@ -664,7 +665,7 @@ def _result(checkpoint: Checkpoint, model: Any, run: _Run, method: str, capture:
 
         queries, keys = mean(run.recorder.queries), mean(run.recorder.keys)
     notes = _query_key_notes(checkpoint, model, run, method, capture, queries, keys)
-    if method == "projections" and checkpoint.mechanism.kind == "rope":
+    if method == "projections" and checkpoint.mechanism.kind == "rope" and not run.recorder.rotations:
         queries, keys = {}, {}
     notes.extend(_drop_flat_rows(queries, keys))
     if not (queries or keys):
@@ -738,7 +739,7 @@ def _query_key_notes(
     name = type(model).__name__
     if not capture:
         return []
-    if method == "projections" and checkpoint.mechanism.kind == "rope":
+    if method == "projections" and checkpoint.mechanism.kind == "rope" and not run.recorder.rotations:
         return [
             f"{name} rotates its queries and keys inside its own attention code, which transformers' "
             "attention interface does not reach; query/key rows are left out rather than measured before the rotation"

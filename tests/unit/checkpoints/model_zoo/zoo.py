@@ -117,7 +117,7 @@ ZOO: list[Entry] = [
         cls_token_id=1,
         sep_token_id=2,
     ),
-    _rope("RoFormer", "roformer", "encoder", embedding_size=WIDTH, captured=False),
+    _rope("RoFormer", "roformer", "encoder", embedding_size=WIDTH),
     # --- decoders with a learned or fixed table
     Entry(
         "GPT-2", "gpt2", "decoder", "learned", {"n_embd": WIDTH, "n_layer": BLOCKS, "n_head": HEADS, "n_positions": 64}
@@ -209,7 +209,7 @@ ZOO: list[Entry] = [
         no_rope_layers=[0, 1],
         nope=(1,),
     ),
-    _rope("Falcon (RoPE)", "falcon", num_kv_heads=HEADS, new_decoder_architecture=True, captured=False),
+    _rope("Falcon (RoPE)", "falcon", num_kv_heads=HEADS, new_decoder_architecture=True),
     # --- mixtures of experts
     _rope("Mixtral", "mixtral", "moe", num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2),
     _rope(
@@ -655,7 +655,7 @@ TYPE_KINDS = {
     "glm4_moe_lite": "rope family=moe",
     "glm_moe_dsa": "rope family=moe",
     "gpt-sw3": "learned",
-    "gpt_neox_japanese": "rope noqk",
+    "gpt_neox_japanese": "rope",
     "gpt_oss": "rope family=moe",
     "granite_swa": "rope nope=2",  # layer_rope_theta 0 for block 2 (TINY_OVERRIDES)
     "granitemoe_swa": "rope family=moe",
@@ -882,7 +882,6 @@ TYPE_NOTES: dict[str, str] = {
     "blt": "hidden and query/key rows are the local encoder's, whose layers run over the input's bytes (RoPE of "
     "its encoder_config); the global transformer runs over patches, and the local decoder and the entropy "
     "patcher are stacks of their own: none of their layers has rows",
-    "gpt_neox_japanese": "no query/key rows: it rotates queries and keys inside its own attention code",
     "squeezebert": "no query/key rows: its attention projections are 1x1 convolutions, not hooked",
     "ibert": "no query/key rows: its integer-only attention is not hooked",
     "cpmant": "no query/key rows: its attention computes scores in its own code, not through the attention interface",

@@ -1,0 +1,182 @@
+"""Queries and keys of attentions that rotate them in their own code, against an independent recomputation.
+
+RoFormer, GPT-NeoX-Japanese and Falcon (RoPE) compute attention themselves, outside transformers'
+attention interface, so the capture hooks their query/key projections and rotates what they give
+as the attention does (:data:`geoanalyze.checkpoints.capture.ROTATIONS`). The recomputation here
+shares nothing with that: each sequence alone, unpadded, eager (but see Case.implementation); a forward pre-hook on the attention
+module takes its input x; q and k are this file's arithmetic on the module's weights, in the layout
+the model code documents (separate query/key; GPT-NeoX-Japanese's per head [q | k | v]; Falcon's
+groups of H/kv queries beside one key, or H queries beside one shared key), then RoPE from the
+config's base alone, with this file's own angles: RoFormer in (2i, 2i + 1) pairs, the others
+rotate-half, GPT-NeoX-Japanese on the first ``rotary_pct`` of each head. Falcon with ALiBi rotates
+nothing (its attention rotates only where it is handed no ALiBi bias). Then the mean over the
+sequences reaching each position, compared with the captured centroids (padded batches of 4, the
+model's default attention).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from geoanalyze.checkpoints import load_checkpoint
+from geoanalyze.checkpoints.hidden import forward_pass
+
+from .test_capture_independent import LENGTHS, heads, linear, numbered, rotate_half, rotate_pairs
+from .test_capture_models import build, capture_tokenizer, texts
+
+__all__ = ["capture_tokenizer"]
+
+HEADS = 4
+SIZE = 8  # head size: width 32 / 4 heads
+QK = Callable[[Any, Any, Any], tuple[Any, Any]]  # (attention module, x (T, w) float64, config) -> q, k (T, width)
+
+
+def roformer(attention: Any, x: Any, config: Any) -> tuple[Any, Any]:
+    """Separate query and key; RoFormer's fixed sinusoidal RoPE (base 10000) in (2i, 2i + 1) pairs."""
+    return tuple(  # type: ignore[return-value]
+        rotate_pairs(heads(linear(projection, x), SIZE), 10000.0).flatten(1)
+        for projection in (attention.query, attention.key)
+    )
+
+
+def neox_japanese(attention: Any, x: Any, config: Any) -> tuple[Any, Any]:
+    """query_key_value (no bias) per head [q | k | v]; rotate-half on the first rotary_pct of each head."""
+    fused = linear(attention.query_key_value, x).view(x.shape[0], HEADS, 3 * SIZE)
+    base = float(config.rope_parameters["rope_theta"])
+    dims = int(SIZE * config.rope_parameters["partial_rotary_factor"])
+    q, k = fused[..., :SIZE], fused[..., SIZE : 2 * SIZE]
+    return rotate_half(q, base, dims).flatten(1), rotate_half(k, base, dims).flatten(1)
+
+
+def falcon(rotary: bool) -> QK:
+    """Falcon's query_key_value: new decoder architecture (T, kv, H/kv + 2, d), per group H/kv queries then
+    one key and one value, the key repeated for each query of its group; multi-query (T, H + 2, d), H queries,
+    one key shared by all. Rotate-half on the whole head when ``rotary`` (no ALiBi)."""
+
+    def qk(attention: Any, x: Any, config: Any) -> tuple[Any, Any]:
+        fused = linear(attention.query_key_value, x)
+        length = x.shape[0]
+        if config.new_decoder_architecture:
+            groups = fused.view(length, config.num_kv_heads, HEADS // config.num_kv_heads + 2, SIZE)
+            q = groups[:, :, :-2].reshape(length, HEADS, SIZE)
+            k = groups[:, :, [-2]].expand(-1, -1, HEADS // config.num_kv_heads, -1).reshape(length, HEADS, SIZE)
+        else:
+            flat = fused.view(length, HEADS + 2, SIZE)
+            q, k = flat[:, :HEADS], flat[:, [HEADS]]
+        if rotary:
+            base = float(config.rope_parameters["rope_theta"])
+            q, k = rotate_half(q, base), rotate_half(k, base)
+        return q.flatten(1), k.flatten(1)
+
+    return qk
+
+
+@dataclass(frozen=True)
+class Case:
+    model_type: str
+    config: dict[str, Any]
+    blocks: Callable[[Any], Any]  # the model -> its blocks
+    attention: Callable[[Any], Any]  # a block -> the attention module whose input is hooked
+    qk: QK
+    #: the recomputation's attention: eager, but for Falcon with ALiBi, whose eager path in transformers 5.24
+    #: adds the ALiBi bias twice (FalconAttention: (scores + alibi) * scale + a mask FalconModel already added
+    #: alibi / sqrt(d) into) where sdpa, the capture's default, adds it once: block 2's input differs by 3.5e-3
+    implementation: str = "eager"
+
+
+CASES: dict[str, Case] = {
+    "RoFormer": Case(
+        "roformer", {"embedding_size": 32}, lambda m: m.encoder.layer, lambda b: b.attention.self, roformer
+    ),
+    "GPT-NeoX-Japanese (rotary_pct 0.5)": Case(
+        "gpt_neox_japanese",
+        {"rotary_pct": 0.5, "rotary_emb_base": 5000, "intermediate_multiple_size": 2},
+        lambda m: m.layers,
+        lambda b: b.attention,
+        neox_japanese,
+    ),
+    "Falcon (RoPE, new decoder architecture, 2 key heads)": Case(
+        "falcon",
+        {"new_decoder_architecture": True, "num_kv_heads": 2, "rope_theta": 10000.0},
+        lambda m: m.h,
+        lambda b: b.self_attention,
+        falcon(rotary=True),
+    ),
+    "Falcon (RoPE, multi-query)": Case(
+        "falcon",
+        {"new_decoder_architecture": False, "multi_query": True, "rope_theta": 10000.0},
+        lambda m: m.h,
+        lambda b: b.self_attention,
+        falcon(rotary=True),
+    ),
+    "Falcon (ALiBi: no rotation)": Case(
+        "falcon",
+        {"alibi": True, "new_decoder_architecture": True, "num_kv_heads": 2},
+        lambda m: m.h,
+        lambda b: b.self_attention,
+        falcon(rotary=False),
+        implementation="sdpa",
+    ),
+}
+
+
+def _recompute(folder: Path, case: Case, sequences: list[str], tokenizer: Any) -> dict[int, tuple[Any, Any]]:
+    """Block (1-based) -> (query, key) centroids (n, width), each sequence alone, unpadded."""
+    import torch
+    from transformers import AutoModel
+
+    model: Any = AutoModel.from_pretrained(str(folder), attn_implementation=case.implementation).eval()
+    seen: dict[int, Any] = {}
+    attention = {number: case.attention(block) for number, block in numbered(case.blocks(model)).items()}
+
+    def hook(number: int) -> Callable[..., None]:
+        def record(_: Any, args: Any, kwargs: Any) -> None:
+            seen[number] = (args[0] if args else kwargs["hidden_states"])[0]
+
+        return record
+
+    handles = [module.register_forward_pre_hook(hook(number), with_kwargs=True) for number, module in attention.items()]
+    sums: dict[int, list[Any]] = {}
+    counts = torch.zeros(20, dtype=torch.float64)
+    with torch.no_grad():
+        for text in sequences:
+            ids = torch.tensor([tokenizer(text)["input_ids"]])
+            model(input_ids=ids)
+            for number, x in seen.items():
+                q, k = case.qk(attention[number], x.double(), model.config)
+                total = sums.setdefault(number, [torch.zeros(20, t.shape[1], dtype=torch.float64) for t in (q, k)])
+                total[0][: ids.shape[1]] += q
+                total[1][: ids.shape[1]] += k
+            counts[: ids.shape[1]] += 1
+    for handle in handles:
+        handle.remove()
+    return {number: (q / counts[:, None], k / counts[:, None]) for number, (q, k) in sums.items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(CASES))
+def test_rotated_queries_and_keys_equal_an_independent_recomputation(
+    name: str, capture_tokenizer: Any, tmp_path: Path
+) -> None:
+    case = CASES[name]
+    folder = build(tmp_path / "model", capture_tokenizer, case.model_type, case.config)
+    sequences = texts(LENGTHS, capture_tokenizer)
+    result = forward_pass(load_checkpoint(str(folder)), sequences, max_length=20, batch_size=4, device="cpu")
+    expected = _recompute(folder, case, sequences, capture_tokenizer)
+    assert result.capture == "projections", (result.capture, result.notes)
+    assert sorted(result.queries) == sorted(result.keys) == sorted(expected) == [1, 2], result.notes
+    assert not [note for note in result.notes if "rotates" in note], result.notes
+    worst = 0.0
+    for block, (q, k) in expected.items():
+        for captured, reference in ((result.queries[block], q.numpy()), (result.keys[block], k.numpy())):
+            got = captured[:20]
+            assert got.shape == reference.shape, (block, got.shape, reference.shape)
+            np.testing.assert_allclose(got, reference, atol=1e-5, rtol=1e-5)
+            worst = max(worst, float(np.abs(got - reference).max()))
+    print(f"\n{name}: max |diff| {worst:.2e}")
