@@ -63,6 +63,9 @@ CAPTURE_PREFIX = "geoanalyze_capture_"
 FUSED_NAMES = ("query_key_value", "wqkv", "c_attn", "query_key")
 #: the names in FUSED_NAMES of a shared query/key projection (the keys are made from the queries)
 SHARED_NAMES = ("query_key",)
+#: fused query/key/value projections by a name other modules use for other maps (Mamba's in_proj is no
+#: attention's), sought only in the model types whose layout FUSED_LAYOUTS knows: DeBERTa's in_proj
+TYPE_FUSED_NAMES: dict[str, tuple[str, ...]] = {"deberta": ("in_proj",)}
 
 Attention = Callable[..., Any]  # (module, query, key, value, attention_mask, ...) -> (output, weights)
 Split = Callable[[Any, Any], tuple[Any, Any]]  # (attention module, fused (B, T, 3w)) -> (q, k), each (B, T, w')
@@ -447,6 +450,17 @@ def _shared_query_key(attention: Any, shared: Any) -> tuple[Any, Any]:
     return shared, heads.float() * torch.rsqrt(variance + 1e-6)
 
 
+def _deberta(attention: Any, fused: Any) -> tuple[Any, Any]:
+    """DeBERTa (DisentangledSelfAttention.forward): in_proj's (B, T, 3w) viewed per head, (B, T, H, 3d),
+    then ``chunk(3, dim=-1)``: per head [q | k | v]; the queries get ``q_bias``, viewed per head the same
+    way (``transpose_for_scores(self.q_bias[None, None, :])``). Its division of the queries by
+    sqrt(d * (1 + len(pos_att_type))) is the score scaling, left out as for every block; its relative
+    terms (c2p, p2c) are the relative mechanism, not queries or keys of the positions."""
+    heads, size = attention.num_attention_heads, attention.attention_head_size
+    split = fused.view(*fused.shape[:2], heads, 3 * size)
+    return split[..., :size] + attention.q_bias.view(heads, size), split[..., size : 2 * size]
+
+
 def _thirds(_: Any, fused: Any) -> tuple[Any, Any]:
     """MPT, OpenAI-GPT: [Q | K | V] along the width."""
     query, key, _value = fused.chunk(3, dim=-1)
@@ -456,6 +470,7 @@ def _thirds(_: Any, fused: Any) -> tuple[Any, Any]:
 #: model_type -> how its fused projection splits (the layout of the model's own attention code)
 FUSED_LAYOUTS: dict[str, Split] = {
     "bloom": _bloom,
+    "deberta": _deberta,
     "falcon": _falcon,
     "mpt": _thirds,
     "gpt_neox_japanese": _neox_japanese,
@@ -464,24 +479,33 @@ FUSED_LAYOUTS: dict[str, Split] = {
 }
 
 
-def _projections(block: Any) -> tuple[Any, Any, Any] | None:
-    """(query, key, attention module) of the first module of a block holding a query and a key
-    Linear side by side, or (fused, None, attention module); None where there is neither (RWKV's
-    key has no query beside it: it is no attention)."""
+def _is_projection(module: Any) -> bool:
+    """A per-position linear map: torch's Linear; transformers' Conv1D (x W + b: OpenAI-GPT's fused c_attn);
+    torch's Conv1d with kernel 1 (SqueezeBERT's 1x1 convolutions, channels first); a linear of its own
+    kind, known by Linear's attributes (I-BERT's QuantLinear: in_features, out_features, a 2-D weight)."""
     import torch
     from transformers.pytorch_utils import Conv1D
 
+    if isinstance(module, torch.nn.Linear | Conv1D):
+        return True
+    if isinstance(module, torch.nn.Conv1d):
+        return tuple(module.kernel_size) == (1,)
+    weight = getattr(module, "weight", None)
+    sizes = (getattr(module, "in_features", None), getattr(module, "out_features", None))
+    return all(isinstance(size, int) for size in sizes) and isinstance(weight, torch.Tensor) and weight.dim() == 2
+
+
+def _projections(block: Any, fused_names: tuple[str, ...] = FUSED_NAMES) -> tuple[Any, Any, Any] | None:
+    """(query, key, attention module) of the first module of a block holding a query and a key
+    projection side by side, or (fused, None, attention module); None where there is neither (RWKV's
+    key has no query beside it: it is no attention)."""
     for parent in block.modules():
-        linear = {
-            name.lower(): module
-            for name, module in parent.named_children()
-            if isinstance(module, torch.nn.Linear | Conv1D)  # Conv1D: OpenAI-GPT's fused c_attn (x W + b)
-        }
+        linear = {name.lower(): module for name, module in parent.named_children() if _is_projection(module)}
         query = next((linear[name] for name in QUERY_NAMES if name in linear), None)
         key = next((linear[name] for name in KEY_NAMES if name in linear), None)
         if query is not None and key is not None:
             return query, key, parent
-        fused = next((linear[name] for name in FUSED_NAMES if name in linear), None)
+        fused = next((linear[name] for name in fused_names if name in linear), None)
         if fused is not None:
             return fused, None, parent
     return None
@@ -493,11 +517,12 @@ def hook_projections(recorder: QueryKeySums, blocks: list[Any], model_type: str 
     to remove after the pass."""
     handles = []
     for index, block in enumerate(blocks):
-        found = _projections(block)
+        found = _projections(block, FUSED_NAMES + TYPE_FUSED_NAMES.get(model_type, ()))
         if found is None:
             continue
         number = index + 1
         query, key, attention = found
+        query, key = _requantized(attention, query), _requantized(attention, key)
         shared = key is None and any(getattr(attention, name, None) is query for name in SHARED_NAMES)
         if key is None and model_type not in FUSED_LAYOUTS:
             what = (
@@ -512,7 +537,10 @@ def hook_projections(recorder: QueryKeySums, blocks: list[Any], model_type: str 
         inside = _padded_inside(block)
         if inside:
             recorder.inside[number] = inside
-        handles.append(block.register_forward_pre_hook(_block_input(recorder, number, inside), with_kwargs=True))
+        channels = _channels_first(query)
+        handles.append(
+            block.register_forward_pre_hook(_block_input(recorder, number, inside, channels), with_kwargs=True)
+        )
         if model_type in ROTATIONS:  # the attention rotates q and k in its own code: as it does, with its call's tables
             recorder.rotations[number] = (ROTATIONS[model_type], attention)
             handles.append(attention.register_forward_pre_hook(_arguments(recorder, number), with_kwargs=True))
@@ -522,6 +550,28 @@ def hook_projections(recorder: QueryKeySums, blocks: list[Any], model_type: str 
             handles.append(query.register_forward_hook(_store(recorder, recorder.queries, number)))
             handles.append(key.register_forward_hook(_store(recorder, recorder.keys, number)))
     return handles
+
+
+def _requantized(attention: Any, projection: Any) -> Any:
+    """The module whose output the attention multiplies: the projection, or the requantization of it beside
+    (I-BERT: IBertSelfAttention.forward runs ``query_layer, _ = self.query_activation(mixed_query_layer, ...)``
+    on its QuantLinear's output; a QuantAct returns its input unchanged in quant_mode False, the 8-bit
+    requantized values, as floats, in quant_mode True). None stays None (a fused projection's key)."""
+    import torch
+
+    for name, child in attention.named_children():
+        if child is projection:
+            requantized = getattr(attention, f"{name}_activation", None)
+            return requantized if isinstance(requantized, torch.nn.Module) else projection
+    return projection
+
+
+def _channels_first(projection: Any) -> bool:
+    """Whether a projection runs channels first, (B, C, T) in and out: torch's Conv1d (SqueezeBERT's blocks
+    take and give (B, C, T); SqueezeBertEncoder permutes the hidden states around them)."""
+    import torch
+
+    return isinstance(projection, torch.nn.Conv1d)
 
 
 def _padded_inside(block: Any) -> int:
@@ -535,15 +585,18 @@ def _padded_inside(block: Any) -> int:
     return 0
 
 
-def _block_input(recorder: QueryKeySums, block: int, inside: int = 0) -> Callable[..., None]:
+def _block_input(recorder: QueryKeySums, block: int, inside: int = 0, channels: bool = False) -> Callable[..., None]:
     """Record the (batch, length) its attention sees: the block's hidden states (its first tensor input,
-    either way round), with the ``inside`` positions the block pads them with at each end."""
+    either way round, or (B, C, T) where its projections run ``channels`` first), with the ``inside``
+    positions the block pads them with at each end."""
     import torch
 
     def hook(_: Any, args: Any, kwargs: Any) -> None:
         states = next((a for a in (*args, kwargs.get("hidden_states")) if isinstance(a, torch.Tensor)), None)
         if recorder.mask is None or states is None or states.dim() != 3:
             return
+        if channels:
+            states = states.transpose(1, 2)
         batch = int(recorder.mask.shape[0])
         first, second = int(states.shape[0]), int(states.shape[1])
         if first == batch or second == batch:  # batch-first, or sequence-first (FSMT's T x B x C)
@@ -553,9 +606,16 @@ def _block_input(recorder: QueryKeySums, block: int, inside: int = 0) -> Callabl
 
 
 def _store(recorder: QueryKeySums, store: dict[int, Any], block: int) -> Callable[..., None]:
+    """Add a query or key projection's output: (B, T, w) either way round; the values of a (values, scaling
+    factor) pair (I-BERT's QuantAct and QuantLinear); a channels-first (B, w, T) turned (B, T, w) (SqueezeBERT)."""
+
     def hook(module: Any, __: Any, output: Any) -> None:
         if recorder.mask is None:
             return
+        if isinstance(output, tuple):
+            output = output[0]
+        if _channels_first(module):
+            output = output.transpose(1, 2)
         states = recorder.batch_first(module, block, output)
         if states is not None:
             recorder.calls += 1

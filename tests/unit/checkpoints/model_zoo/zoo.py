@@ -96,8 +96,7 @@ ZOO: list[Entry] = [
     Entry("ERNIE", "ernie", "encoder", "learned"),
     Entry("Megatron-BERT", "megatron-bert", "encoder", "learned"),
     Entry("MPNet", "mpnet", "encoder", "learned", offset=2, relative=True, positions=62),  # padding index fixed at 1
-    # DeBERTa's fused in_proj interleaves heads in a layout only its own code splits: no query/key rows.
-    Entry("DeBERTa", "deberta", "encoder", "learned", {"relative_attention": True}, relative=True, captured=False),
+    Entry("DeBERTa", "deberta", "encoder", "learned", {"relative_attention": True}, relative=True),
     Entry(
         "DeBERTa-v2",
         "deberta-v2",
@@ -669,7 +668,7 @@ TYPE_KINDS = {
     "hy_v3": "rope family=moe",
     "hy_v4": "rope family=moe",
     "hyperclovax": "rope",
-    "ibert": "learned@1 noqk",
+    "ibert": "learned@1",
     "inkling2_loop_text": "none",  # the text model has no rotary (only the vision tower)
     "inkling2_text": "none",
     "inkling_text": "none",
@@ -740,7 +739,7 @@ TYPE_KINDS = {
     "sarvam_moe": "rope family=moe",
     "seed_oss": "rope",
     "solar_open": "rope family=moe",
-    "squeezebert": "learned noqk",
+    "squeezebert": "learned",
     "switch_transformers": "relative family=moe",
     "t5gemma": "rope",
     "tapas": "learned",
@@ -882,8 +881,6 @@ TYPE_NOTES: dict[str, str] = {
     "blt": "hidden and query/key rows are the local encoder's, whose layers run over the input's bytes (RoPE of "
     "its encoder_config); the global transformer runs over patches, and the local decoder and the entropy "
     "patcher are stacks of their own: none of their layers has rows",
-    "squeezebert": "no query/key rows: its attention projections are 1x1 convolutions, not hooked",
-    "ibert": "no query/key rows: its integer-only attention is not hooked",
     "cpmant": "no query/key rows: its attention computes scores in its own code, not through the attention interface",
     "funnel": "no query/key rows: its relative attention (FunnelRelMultiheadAttention) scores q, k and the "
     "relative positions in its own code, not through the attention interface",
