@@ -37,6 +37,11 @@ of its own) has its query row from that projection, as the attention uses it, an
 what the attention compares the queries against: the same projection length-normalised per head
 (:func:`_shared_query_key`), with a note (:attr:`QueryKeySums.shared`).
 
+CPM-Ant's blocks see the model's prompt positions before the input's (:data:`PREFIXES`): its rows are
+read after them. XLNet's query and key maps are Parameters its attention multiplies in its own code, no
+module to hook: a forward pre-hook on the attention module takes its content stream and multiplies it as
+the attention does (:data:`PARAMETER_PROJECTIONS`).
+
 A block that runs two attention modules of its own, each once (LongCat-Flash's self_attn[0] and
 self_attn[1]), keeps its number (the mechanism's block, the hidden rows' layer): its query and key
 rows hold both modules' queries and keys side by side, in the order they run, as one module's heads
@@ -66,6 +71,16 @@ SHARED_NAMES = ("query_key",)
 #: fused query/key/value projections by a name other modules use for other maps (Mamba's in_proj is no
 #: attention's), sought only in the model types whose layout FUSED_LAYOUTS knows: DeBERTa's in_proj
 TYPE_FUSED_NAMES: dict[str, tuple[str, ...]] = {"deberta": ("in_proj",)}
+#: query/key projections by names the position mechanism does not need (its QUERY_NAMES, KEY_NAMES read
+#: weights; these only the capture): CPM-Ant's project_q/project_k. Not Funnel's q_head/k_head: its first
+#: layer of a pooled group has pooled queries (fewer rows than the input's positions), which the analysis
+#: scores on the input's positions
+PROJECTION_QUERY_NAMES = (*QUERY_NAMES, "project_q")
+PROJECTION_KEY_NAMES = (*KEY_NAMES, "project_k")
+#: model_type -> the config value counting the positions its blocks see before the input's (CPM-Ant:
+#: CpmAntModel.forward puts ``prompt_length`` prompt tokens ahead of input_ids and drops them from its
+#: hidden states after the encoder): its query/key rows are read from that position on
+PREFIXES: dict[str, str] = {"cpmant": "prompt_length"}
 
 Attention = Callable[..., Any]  # (module, query, key, value, attention_mask, ...) -> (output, weights)
 Split = Callable[[Any, Any], tuple[Any, Any]]  # (attention module, fused (B, T, 3w)) -> (q, k), each (B, T, w')
@@ -95,6 +110,8 @@ class QueryKeySums:
         self.dropped: dict[int, str] = {}  # block -> why its rows are left out
         self.padded = 0  # the most positions a model appended to a batch (trimmed)
         self.inside: dict[int, int] = {}  # block -> positions it pads its attention's input with at each end
+        self.prefix: dict[int, int] = {}  # block -> positions its model puts before the input's (CPM-Ant's prompt)
+        self.biased: dict[int, tuple[str, str]] = {}  # block -> its attention's class, the bias its scores add to q
         self.joined: dict[int, tuple[str, ...]] = {}  # block -> its attention modules, side by side in its rows
         self.appended: dict[int, int] = {}  # block -> most entries its attention appends after the positions' keys
         self.shared: dict[int, str] = {}  # block -> its attention's class, whose keys are its normalised queries
@@ -156,6 +173,11 @@ class QueryKeySums:
     def drop(self, block: int, reason: str) -> None:
         """Leave block's rows out (the first reason found is kept)."""
         self.dropped.setdefault(block, reason)
+
+    def offset(self, block: int) -> int:
+        """Where the input's position 0 is in what block's projections give: after the positions the block
+        pads its attention's input with (PegasusX) or its model puts before the input's (CPM-Ant's prompt)."""
+        return self.inside.get(block, 0) + self.prefix.get(block, 0)
 
     def rotate(self, block: int, states: Any) -> Any:
         """A projection's q or k of ``block``, (B, T, w) or per head (B, T, ..., d), rotated as its attention
@@ -264,6 +286,19 @@ class QueryKeySums:
                     f"block {block}'s attention also attends to up to {extra} compressed entries it appends after the "
                     "positions' own keys (its compressor's); its key row is the positions' own keys"
                 )
+        for (kind, bias), blocks in _grouped(self.biased, self.dropped, self.queries).items():
+            notes.append(
+                f"{_blocks(blocks)} ({kind}) {'adds' if len(blocks) == 1 else 'add'} {bias} to the queries in the "
+                f"content score (q + {bias}) . k: the query rows are the queries as projected, without it, as for "
+                "every block (the relative terms scored beside it are the position mechanism)"
+            )
+        prefixed = [block for block in sorted(self.prefix) if block not in self.dropped and block in self.queries]
+        if prefixed:
+            notes.append(
+                f"{_blocks(prefixed)} {'sees' if len(prefixed) == 1 else 'see'} {self.prefix[prefixed[0]]} prompt "
+                "positions the model puts before the input's (dropped from its hidden states); the query and key "
+                "rows are read from after them, at the input's positions"
+            )
         shared = [block for block in sorted(self.shared) if block not in self.dropped and block in self.keys]
         if shared:
             one = len(shared) == 1
@@ -324,6 +359,17 @@ def own_keys(module: Any, query: Any, key: Any) -> Any:
     if key.shape[2] > query.shape[2] and getattr(module, "compressor", None) is not None:
         return key.narrow(2, 0, query.shape[2])
     return None
+
+
+def _grouped(
+    values: dict[int, tuple[str, str]], dropped: dict[int, str], measured: dict[int, Any]
+) -> dict[tuple[str, str], list[int]]:
+    """value -> the measured blocks that have it, in order."""
+    grouped: dict[tuple[str, str], list[int]] = {}
+    for block, value in sorted(values.items()):
+        if block not in dropped and block in measured:
+            grouped.setdefault(value, []).append(block)
+    return grouped
 
 
 def _blocks(numbers: list[int]) -> str:
@@ -501,8 +547,8 @@ def _projections(block: Any, fused_names: tuple[str, ...] = FUSED_NAMES) -> tupl
     key has no query beside it: it is no attention)."""
     for parent in block.modules():
         linear = {name.lower(): module for name, module in parent.named_children() if _is_projection(module)}
-        query = next((linear[name] for name in QUERY_NAMES if name in linear), None)
-        key = next((linear[name] for name in KEY_NAMES if name in linear), None)
+        query = next((linear[name] for name in PROJECTION_QUERY_NAMES if name in linear), None)
+        key = next((linear[name] for name in PROJECTION_KEY_NAMES if name in linear), None)
         if query is not None and key is not None:
             return query, key, parent
         fused = next((linear[name] for name in fused_names if name in linear), None)
@@ -511,16 +557,24 @@ def _projections(block: Any, fused_names: tuple[str, ...] = FUSED_NAMES) -> tupl
     return None
 
 
-def hook_projections(recorder: QueryKeySums, blocks: list[Any], model_type: str = "") -> list[Any]:
+def hook_projections(recorder: QueryKeySums, blocks: list[Any], model_type: str = "", config: Any = None) -> list[Any]:
     """Forward hooks on each block's query/key projections (separate, or fused in the layout of
-    :data:`FUSED_LAYOUTS`) and on the block itself (the (batch, length) of its input); the handles,
-    to remove after the pass."""
+    :data:`FUSED_LAYOUTS`; maps held as Parameters read by :data:`PARAMETER_PROJECTIONS`) and on the
+    block itself (the (batch, length) of its input); the handles, to remove after the pass. ``config``
+    (the model's) tells the positions a model puts before the input's (:data:`PREFIXES`)."""
     handles = []
+    prefix = int(getattr(config, PREFIXES.get(model_type, ""), 0) or 0)
     for index, block in enumerate(blocks):
+        number = index + 1
+        if prefix:
+            recorder.prefix[number] = prefix
+        _query_bias(recorder, block, number, model_type)
+        if model_type in PARAMETER_PROJECTIONS:
+            handles.extend(_hook_parameters(recorder, block, number, PARAMETER_PROJECTIONS[model_type]))
+            continue
         found = _projections(block, FUSED_NAMES + TYPE_FUSED_NAMES.get(model_type, ()))
         if found is None:
             continue
-        number = index + 1
         query, key, attention = found
         query, key = _requantized(attention, query), _requantized(attention, key)
         shared = key is None and any(getattr(attention, name, None) is query for name in SHARED_NAMES)
@@ -550,6 +604,18 @@ def hook_projections(recorder: QueryKeySums, blocks: list[Any], model_type: str 
             handles.append(query.register_forward_hook(_store(recorder, recorder.queries, number)))
             handles.append(key.register_forward_hook(_store(recorder, recorder.keys, number)))
     return handles
+
+
+#: model_type -> (its attention's class, the Parameter its content score adds to the queries): XLNet
+#: (XLNetRelativeAttention.rel_attn_core: ``torch.einsum("ibnd,jbnd->bnij", q_head + self.r_w_bias, k_head_h)``)
+QUERY_BIASES: dict[str, tuple[str, str]] = {"xlnet": ("XLNetRelativeAttention", "r_w_bias")}
+
+
+def _query_bias(recorder: QueryKeySums, block: Any, number: int, model_type: str) -> None:
+    """Record that block's attention adds a bias of its own to the queries it scores (:data:`QUERY_BIASES`)."""
+    found = QUERY_BIASES.get(model_type)
+    if found is not None and any(type(module).__name__ == found[0] for module in block.modules()):
+        recorder.biased[number] = found
 
 
 def _requantized(attention: Any, projection: Any) -> Any:
@@ -620,7 +686,7 @@ def _store(recorder: QueryKeySums, store: dict[int, Any], block: int) -> Callabl
         if states is not None:
             recorder.calls += 1
             states = recorder.rotate(block, states)
-            recorder.add(store, block, states, heads_first=False, source=module, offset=recorder.inside.get(block, 0))
+            recorder.add(store, block, states, heads_first=False, source=module, offset=recorder.offset(block))
 
     return hook
 
@@ -635,13 +701,66 @@ def _fused(recorder: QueryKeySums, block: int, attention: Any, split: Split) -> 
         if states is None:
             return
         recorder.calls += 1
-        offset = recorder.inside.get(block, 0)
+        offset = recorder.offset(block)
         for store, part in zip((recorder.queries, recorder.keys), split(attention, states), strict=True):
             part = recorder.rotate(block, part)
             states = part.flatten(2) if part.dim() > 3 else part
             recorder.add(store, block, states, heads_first=False, source=module, offset=offset)
 
     return hook
+
+
+# --- attentions whose query/key maps are Parameters, not modules -------------------------------------
+
+
+def _xlnet(attention: Any, call: dict[str, Any]) -> tuple[Any, Any]:
+    """XLNet (XLNetRelativeAttention.forward, both branches): the content stream h, (T, B, d) sequence-first,
+    gives ``q_head_h = torch.einsum("ibh,hnd->ibnd", h, self.q)`` and ``k_head_h = torch.einsum("ibh,hnd->ibnd",
+    cat, self.k)``, cat = h (with ``mems``, cat = [mems, h]: the positions' own keys are h's). The biases its
+    scores add to q (r_w_bias on the content term, r_r_bias on the relative one, r_s_bias on the segment one)
+    and the relative keys k_head_r are the relative mechanism, left out: q and k as projected. The query
+    stream g (two-stream pretraining, target_mapping) is no position's query here."""
+    import torch
+
+    h = call["h"]
+    query = torch.einsum("ibh,hnd->ibnd", h, attention.q).flatten(2)
+    key = torch.einsum("ibh,hnd->ibnd", h, attention.k).flatten(2)
+    return query, key
+
+
+ParameterProjection = Callable[[Any, dict[str, Any]], tuple[Any, Any]]  # (attention, its call) -> q, k (T, B, w)
+#: model_type -> (the name of the attention module in its block, how its q and k come from its call's
+#: arguments): attentions whose query/key maps are Parameters multiplied in their own code (no module to hook)
+PARAMETER_PROJECTIONS: dict[str, tuple[str, ParameterProjection]] = {"xlnet": ("rel_attn", _xlnet)}
+
+
+def _hook_parameters(
+    recorder: QueryKeySums, block: Any, number: int, rule: tuple[str, ParameterProjection]
+) -> list[Any]:
+    """A forward pre-hook on block's attention module (:data:`PARAMETER_PROJECTIONS`): q and k from its call,
+    batch-first, added; one on the block (its input's (batch, length)). [] where the block has no such module."""
+    name, project = rule
+    attention = getattr(block, name, None)
+    if attention is None:
+        return []
+    arguments = _arguments(recorder, number)  # its call's arguments by name
+
+    def hook(module: Any, args: Any, kwargs: Any) -> None:
+        if recorder.mask is None:
+            return
+        arguments(module, args, kwargs)
+        parts = project(module, recorder.arguments.pop(number, {}))
+        placed = [recorder.batch_first(module, number, part) for part in parts]
+        if any(part is None for part in placed):
+            return
+        recorder.calls += 1
+        for store, part in zip((recorder.queries, recorder.keys), placed, strict=True):
+            recorder.add(store, number, part, heads_first=False, source=module, offset=recorder.offset(number))
+
+    return [
+        block.register_forward_pre_hook(_block_input(recorder, number), with_kwargs=True),
+        attention.register_forward_pre_hook(hook, with_kwargs=True),
+    ]
 
 
 # --- attentions that rotate their queries and keys in their own code ---------------------------------

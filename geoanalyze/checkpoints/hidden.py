@@ -245,7 +245,7 @@ def forward_pass(
     ):
         method, handles = run.probe(pad) if capture else ("none", [])
         try:
-            for ids, mask in _batches(encoded, pad, batch_size, padded_alone(config)):
+            for ids, mask in _batches(encoded, pad, batch_size, padded_alone(config), unpadded(config)):
                 run.run(ids, mask)
                 if progress is not None:
                     progress(len(ids))
@@ -282,12 +282,26 @@ def padded_alone(config: Any) -> int:
     return int(np.lcm.reduce([int(chunks[kind]) for kind in set(layers) if kind in chunks] or [1]))
 
 
-def batch_groups(lengths: Sequence[int], batch_size: int, multiple: int = 1) -> list[np.ndarray]:
+def unpadded(config: Any) -> bool:
+    """Whether a model must get batches without padding: CPM-Ant (CpmAntModel.forward takes no attention mask;
+    its _prepare_attention_mask counts the ids != 0 as a sequence's length and takes the LAST that many
+    positions as the real ones, left padding, so a right-padded sequence would attend to its padding and
+    its own last tokens' places would be masked), and Funnel where it pools (more than one block: its
+    FunnelAttentionStructure pools the padded batch, so a sequence's last pooled position averages its last
+    token with the padding after it, and truncate_seq drops the batch's last position, not the sequence's:
+    a sequence's rows alone differed by up to 0.40 from those in padded batches; CPM-Ant's by 186)."""
+    model_type = getattr(config, "model_type", "")
+    return model_type == "cpmant" or (model_type == "funnel" and len(getattr(config, "block_sizes", ()) or ()) > 1)
+
+
+def batch_groups(lengths: Sequence[int], batch_size: int, multiple: int = 1, exact: bool = False) -> list[np.ndarray]:
     """Indices of each batch: the sequences sorted by length (stable), ``batch_size`` at most, and a new
     batch wherever the length rounded up to ``multiple`` changes, when ``multiple`` > 1 (so every sequence
-    of a batch is padded to the length the model pads it to alone: :func:`padded_alone`)."""
+    of a batch is padded to the length the model pads it to alone: :func:`padded_alone`), or wherever the
+    length changes, when ``exact`` (no padding: :func:`unpadded`)."""
     order = np.argsort(np.asarray(lengths, dtype=np.int64), kind="stable")
-    if multiple <= 1:
+    multiple = max(multiple, 1)
+    if multiple == 1 and not exact:
         return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
     rounded = -(-np.asarray(lengths, dtype=np.int64)[order] // multiple)
     groups: list[np.ndarray] = []
@@ -297,12 +311,12 @@ def batch_groups(lengths: Sequence[int], batch_size: int, multiple: int = 1) -> 
 
 
 def _batches(
-    encoded: Sequence[Sequence[int]], pad: int, batch_size: int, multiple: int = 1
+    encoded: Sequence[Sequence[int]], pad: int, batch_size: int, multiple: int = 1, exact: bool = False
 ) -> Iterator[tuple[Any, Any]]:
     """(ids, mask), each (B, T) long, of the batches of :func:`batch_groups`, padded with ``pad``."""
     import torch
 
-    for group in batch_groups([len(ids) for ids in encoded], batch_size, multiple):
+    for group in batch_groups([len(ids) for ids in encoded], batch_size, multiple, exact):
         batch = [encoded[k] for k in group]
         width = max(len(ids) for ids in batch)
         ids = torch.full((len(batch), width), pad, dtype=torch.long)
@@ -391,7 +405,8 @@ class _Run:
         self.run(probe, torch.ones_like(probe))
         method, handles = "attention interface", []
         if not self.recorder.calls:
-            handles = hook_projections(self.recorder, self.blocks, str(getattr(self.config, "model_type", "")))
+            model_type = str(getattr(self.config, "model_type", ""))
+            handles = hook_projections(self.recorder, self.blocks, model_type, self.config)
             self.run(probe, torch.ones_like(probe))
             method = "projections" if self.recorder.calls else "none"
         for kept in (self.skipped, self.sums, self.layer_counts, self.pooled, self.unmeasured, self.stream_means):

@@ -621,7 +621,7 @@ TYPE_KINDS = {
     "cohere2": "rope nope=2",  # apply_rotary_pos_emb only `if self.sliding_window is not None`
     "cohere2_moe": "rope nope=2 family=moe",
     "convbert": "learned",
-    "cpmant": "relative noqk",  # CpmAntSegmentPositionEmbedding: bucketed relative bias
+    "cpmant": "relative",  # CpmAntSegmentPositionEmbedding: bucketed relative bias
     "ctrl": "fixed",  # positional_encoding(): a sinusoidal buffer pos_encoding
     "cwm": "rope",
     "data2vec-text": "learned@1",
@@ -750,7 +750,7 @@ TYPE_KINDS = {
     "vaultgemma": "rope",
     "xlm": "learned",
     "xlm-roberta-xl": "learned@1",
-    "xlnet": "relative noqk",  # XLNetRelativeAttention: relative positional attention
+    "xlnet": "relative",  # XLNetRelativeAttention: relative positional attention
     "xlstm": "none",  # mLSTM: q . k under exponential gates (a gated linear attention), no position module
     "xmod": "learned@1",
     "yoso": "learned@2",
@@ -881,11 +881,10 @@ TYPE_NOTES: dict[str, str] = {
     "blt": "hidden and query/key rows are the local encoder's, whose layers run over the input's bytes (RoPE of "
     "its encoder_config); the global transformer runs over patches, and the local decoder and the entropy "
     "patcher are stacks of their own: none of their layers has rows",
-    "cpmant": "no query/key rows: its attention computes scores in its own code, not through the attention interface",
     "funnel": "no query/key rows: its relative attention (FunnelRelMultiheadAttention) scores q, k and the "
-    "relative positions in its own code, not through the attention interface",
+    "relative positions in its own code, and the first layer of each pooled block scores pooled queries (fewer "
+    "positions than the input) against the whole sequence's keys",
     "rwkv": "no query/key rows: its time mixing (RwkvSelfAttention) has keys and values but no queries",
-    "xlnet": "no query/key rows: its relative attention scores q, k and the relative positions in its own code",
     "xlstm": "query/key rows are its mLSTM cells' queries and keys (a gated linear attention: values weighted by "
     "q . k under exponential input and forget gates, no softmax); no module encodes positions (order comes "
     "from the recurrence)",
