@@ -798,7 +798,7 @@ def cached_forward(
         "limit": options.limit,
         "seed": options.seed,
         "dtype": options.dtype,
-        "version": 5,  # 5: stream-axis hidden rows, flat rows dropped, compressed keys, caller NoPE
+        "version": 6,  # 6: unpadded batches (CPM-Ant, Funnel), own-code q/k; 5: stream-axis rows, flat rows
     }
     path = cache_entry("centroids", key_parts)
     if options.cache and cache_holds(path):
