@@ -188,9 +188,16 @@ def run_session(found: list[Block]) -> list[tuple[str, ...]]:
         return [run_block(block, work, env) for block in found]
 
 
+#: a progress line short of 100%: how many a run prints depends on the machine's speed, not on the command
+PARTIAL_PROGRESS = re.compile(r"^progress: [^\n]*\((?!100%)\d+%\)[^\n]*\n?", re.MULTILINE)
+#: a time over a minute as the progress lines print it (1m08s)
+MINUTES = re.compile(r"\b\d+m\d{2}s\b")
+
+
 def comparable(text: str) -> str:
-    """``text`` with its measured times masked: two runs of a block compare equal when only times differ."""
-    return TIME.sub("<time>", text)
+    """``text`` with its measured times masked and its progress lines short of 100% left out: two runs of a
+    block compare equal when only times (and so how often progress was reported) differ."""
+    return TIME.sub("<time>", MINUTES.sub("<time>", PARTIAL_PROGRESS.sub("", text)))
 
 
 def fresh_outputs(text: str, only: set[str] | None = None) -> dict[str, list[tuple[str, ...]]]:
