@@ -21,3 +21,11 @@ def sandbox(tmp_path: Path) -> Sandbox:
     root = tmp_path / "sandbox"
     root.mkdir()
     return Sandbox(root)
+
+
+@pytest.fixture
+def home(sandbox: Sandbox) -> Path:
+    """A $HOME beside the sandbox (set for each run through ``env``), empty but for what a case puts there."""
+    folder = sandbox.root.parent / "home"
+    folder.mkdir()
+    return folder

@@ -36,12 +36,6 @@ WS = ["-t", "whitespace"]
 QUICK = ["--compare", "", "--null-draws", "2"]
 
 
-@pytest.fixture
-def home(sandbox: Sandbox) -> Path:
-    """A $HOME beside the sandbox (set for each run through ``env``), empty but for what a case puts there."""
-    folder = sandbox.root.parent / "home"
-    folder.mkdir()
-    return folder
 
 
 def written(home: Path) -> list[str]:

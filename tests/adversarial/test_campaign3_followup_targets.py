@@ -18,12 +18,6 @@ WS = ["-t", "whitespace"]
 QUICK = ["--compare", "", "--null-draws", "2"]
 
 
-@pytest.fixture
-def home(sandbox: Sandbox) -> Path:
-    """A $HOME beside the sandbox (set for each run through ``env``)."""
-    folder = sandbox.root.parent / "home"
-    folder.mkdir()
-    return folder
 
 
 def _checkpoint_case(sandbox: Sandbox, home: Path) -> dict[str, str]:
