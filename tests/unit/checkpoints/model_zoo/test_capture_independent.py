@@ -272,6 +272,20 @@ DEFAULT = {
 }
 
 
+def hook_inputs(attention: dict[int, Any]) -> tuple[dict[int, Any], list[Any]]:
+    """Forward pre-hooks recording each attention module's input of the pass under way (its first
+    sequence): block -> input, and the handles to remove."""
+    seen: dict[int, Any] = {}
+
+    def hook(number: int) -> Callable[..., None]:
+        def record(_: Any, args: Any, kwargs: Any) -> None:
+            seen[number] = (args[0] if args else kwargs["hidden_states"])[0]
+
+        return record
+
+    return seen, [module.register_forward_pre_hook(hook(n), with_kwargs=True) for n, module in attention.items()]
+
+
 def _recompute(folder: Path, family: Family, sequences: list[str], tokenizer: Any) -> dict[int, tuple[Any, Any]]:
     """Block (1-based) -> (query, key) centroids (n, width), each sequence alone, eager, unpadded."""
     import torch
@@ -281,15 +295,8 @@ def _recompute(folder: Path, family: Family, sequences: list[str], tokenizer: An
     if getattr(model.config, "is_encoder_decoder", False):
         model = model.get_encoder()
     config = model.config
-    seen: dict[int, Any] = {}
     attention = {number: family.attention(block) for number, block in family.blocks(model).items()}
-    hooks = []
-    for number, module in attention.items():
-
-        def hook(_: Any, args: Any, kwargs: Any, number: int = number) -> None:
-            seen[number] = (args[0] if args else kwargs["hidden_states"])[0]
-
-        hooks.append(module.register_forward_pre_hook(hook, with_kwargs=True))
+    seen, hooks = hook_inputs(attention)
     sums: dict[int, list[Any]] = {}
     counts = torch.zeros(20, dtype=torch.float64)
     with torch.no_grad():

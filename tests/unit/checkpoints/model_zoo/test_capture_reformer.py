@@ -32,7 +32,7 @@ from geoanalyze.checkpoints import load_checkpoint
 from geoanalyze.checkpoints.capture import QueryKeySums, hook_projections
 from geoanalyze.checkpoints.hidden import forward_pass
 
-from .test_capture_independent import LENGTHS, linear
+from .test_capture_independent import LENGTHS, hook_inputs, linear
 from .test_capture_models import build, capture_tokenizer, texts
 
 __all__ = ["capture_tokenizer"]
@@ -79,14 +79,7 @@ def _recompute(folder: Path, sequences: list[str], tokenizer: Any) -> dict[int, 
 
     model: Any = AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
     attention = {number: layer.attention.self_attention for number, layer in enumerate(model.encoder.layers, 1)}
-    seen: dict[int, Any] = {}
-    hooks = []
-    for number, module in attention.items():
-
-        def hook(_: Any, args: Any, kwargs: Any, number: int = number) -> None:
-            seen[number] = (args[0] if args else kwargs["hidden_states"])[0]
-
-        hooks.append(module.register_forward_pre_hook(hook, with_kwargs=True))
+    seen, hooks = hook_inputs(attention)
     sums: dict[int, list[Any]] = {}
     counts = torch.zeros(20, dtype=torch.float64)
     with torch.no_grad():

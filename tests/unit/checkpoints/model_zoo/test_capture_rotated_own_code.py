@@ -27,7 +27,7 @@ import pytest
 from geoanalyze.checkpoints import load_checkpoint
 from geoanalyze.checkpoints.hidden import forward_pass
 
-from .test_capture_independent import LENGTHS, heads, linear, numbered, rotate_half, rotate_pairs
+from .test_capture_independent import LENGTHS, heads, hook_inputs, linear, numbered, rotate_half, rotate_pairs
 from .test_capture_models import build, capture_tokenizer, texts
 
 __all__ = ["capture_tokenizer"]
@@ -132,16 +132,8 @@ def _recompute(folder: Path, case: Case, sequences: list[str], tokenizer: Any) -
     from transformers import AutoModel
 
     model: Any = AutoModel.from_pretrained(str(folder), attn_implementation=case.implementation).eval()
-    seen: dict[int, Any] = {}
     attention = {number: case.attention(block) for number, block in numbered(case.blocks(model)).items()}
-
-    def hook(number: int) -> Callable[..., None]:
-        def record(_: Any, args: Any, kwargs: Any) -> None:
-            seen[number] = (args[0] if args else kwargs["hidden_states"])[0]
-
-        return record
-
-    handles = [module.register_forward_pre_hook(hook(number), with_kwargs=True) for number, module in attention.items()]
+    seen, handles = hook_inputs(attention)
     sums: dict[int, list[Any]] = {}
     counts = torch.zeros(20, dtype=torch.float64)
     with torch.no_grad():
