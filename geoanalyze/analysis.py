@@ -32,17 +32,9 @@ from .corpus.sources import default_tokenizer, resolve_source
 from .encodings import Encoding, EncodingContext, get_encoding, is_encoding_spec, takes_model_width
 from .errors import FormatError, InputError
 from .geometry.distances import PositionGeometry, position_geometry
-from .geometry.null import (
-    ASPECT_WORDS,
-    ASPECTS,
-    D_ASPECTS,
-    DEFAULT_DRAWS,
-    MIN_DRAWS,
-    categories,
-    equidistant_scaled_stress,
-)
+from .geometry.null import ASPECT_WORDS, ASPECTS, D_ASPECTS
 from .geometry.scores import all_scores
-from .geometry.trajectory import NullCache, calibrated_scores
+from .geometry.shuffle import ShuffleNull, can_decide, decide
 from .io import load_arrays, save_arrays
 from .notes import note
 from .results import (
@@ -106,7 +98,8 @@ class StressOptions:
     distance: str = "naive"
     layers: str = "all"
     compare: Sequence[str] = DEFAULT_COMPARE
-    null_draws: int = DEFAULT_DRAWS
+    #: shuffles per test (None: as many as the run's tests need, at least 999; see geometry/shuffle.py)
+    null_draws: int | None = None
     seed: int = 0
     max_sequences: int | None = 1024
     batch_size: int = 32
@@ -299,14 +292,14 @@ def target_geometry(resolved: Target, options: StressOptions, progress: Progress
 
 @dataclass(frozen=True)
 class Scored:
-    """The tables scored against D (the target's first), the width they are drawn at, the null draws
-    they share with the layer rows, and per aspect whether this corpus can rank on it."""
+    """The tables scored against D (the target's first), the width they are drawn at, the shuffle tests
+    they share with the layer rows (run together by :func:`settle`), and the discriminability probes."""
 
     vectors: dict[str, np.ndarray]
     scores: dict[str, EncodingScores]
     width: int
-    nulls: NullCache
-    discriminability: Discriminability
+    nulls: ShuffleNull
+    probes: dict[str, EncodingScores]
 
 
 def position_tables(
@@ -341,27 +334,25 @@ def score_encodings(
     discriminability of each aspect; the target's bootstrap intervals under --bootstrap."""
     vectors, context = position_tables(resolved, compared, corpus, options)
     distances, positions = corpus.distances, corpus.positions
-    nulls = NullCache(distances, positions, options.null_draws, options.seed)
+    nulls = ShuffleNull(distances, positions, options.null_draws, options.seed)
     scores: dict[str, EncodingScores] = {}
     for name, table in vectors.items():
         scores[name] = score_table(table, distances, positions, nulls)
         note_beyond_range(name, scores[name].observed)
-    decided = discriminability(
-        scores, vectors, distances, positions, context, nulls, corpus.geometry.summary, options.distance
-    )
+    probes = probe_scores(scores, vectors, distances, positions, context, nulls)
     target = resolved.name
     if options.bootstrap and target in scores:
         sampled = (corpus.source, resolved.tokenizer, resolved.max_length, positions, options)
         intervals = bootstrap_intervals(vectors[target], scores[target].observed, *sampled)
         scores[target] = replace(scores[target], bootstrap=intervals)
-    return Scored(vectors, scores, context.width, nulls, decided)
+    return Scored(vectors, scores, context.width, nulls, probes)
 
 
 def score_layers(
     resolved: Target, scored: Scored, corpus: Corpus, options: StressOptions, progress: ProgressFactory | None
-) -> tuple[CheckpointInfo, tuple[LayerRow, ...], dict[str, LayerPeak]]:
-    """A checkpoint's description, its rows layer by layer (the layers --layers chose), their peaks,
-    and per row kind whether it was measured or why not; the checkpoint's notes go to stderr."""
+) -> tuple[CheckpointInfo, tuple[LayerRow, ...]]:
+    """A checkpoint's description, its rows layer by layer (the layers --layers chose, their shuffle tests
+    queued), and per row kind whether it was measured or why not; the checkpoint's notes go to stderr."""
     checkpoint, target = resolved.checkpoint, resolved.name
     mechanism = checkpoint.mechanism
     rows = {
@@ -392,7 +383,7 @@ def score_layers(
     )
     for line in info.notes:
         note(f"{target}: {line}")
-    return info, tuple(layers), layer_peaks(layers)
+    return info, tuple(layers)
 
 
 def analyze(target: str, options: StressOptions, progress: ProgressFactory | None = None) -> StressResult:
@@ -405,9 +396,17 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
     resolved = resolve_target(target, options, compared)
     corpus = target_geometry(resolved, options, progress)
     scored = score_encodings(resolved, compared, corpus, options)
-    checkpoint, layers, peaks = (
-        score_layers(resolved, scored, corpus, options, progress) if resolved.checkpoint is not None else (None, (), {})
+    checkpoint, layers = (
+        score_layers(resolved, scored, corpus, options, progress) if resolved.checkpoint is not None else (None, ())
     )
+    # every table's shuffle tests at once, one family for Holm; categories come from them
+    settled = settle(scored.nulls, [*scored.scores.values(), *layers, *scored.probes.values()])
+    scores = dict(zip(scored.scores, settled[: len(scored.scores)], strict=True))
+    layers = tuple(settled[len(scored.scores) : len(scored.scores) + len(layers)])  # type: ignore[arg-type]
+    probes = dict(zip(scored.probes, settled[len(scored.scores) + len(layers) :], strict=True))
+    probes = {name: scores.get(name, probe) for name, probe in probes.items()}  # type: ignore[misc]
+    decided = discriminability(probes, scored.nulls, corpus.geometry.summary, options.distance)
+    peaks = layer_peaks(layers) if layers else {}
     geometry = corpus.geometry
     return StressResult(
         target=target,
@@ -418,9 +417,9 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
         positions=geometry.positions,
         left_out=geometry.left_out,
         noise=geometry.summary,
-        scores=scored.scores,
-        null=NullSettings(draws=options.null_draws, seed=options.seed),
-        discriminability=scored.discriminability,
+        scores=scores,  # type: ignore[arg-type]
+        null=null_settings(scored.nulls),
+        discriminability=decided,
         layers=layers,
         peaks=peaks,
         checkpoint=checkpoint,
@@ -434,37 +433,54 @@ def score_table(
     table: np.ndarray,
     distances: np.ndarray,
     positions: np.ndarray,
-    nulls: NullCache,
+    nulls: ShuffleNull,
     scale: float = 1.0,
     subset: np.ndarray | None = None,
 ) -> EncodingScores:
-    """Every score of one table, its rank test against the null of its shape (on the rows ``subset`` of
-    the kept positions, or all of them), and its category per aspect."""
-    observed, calibrated = calibrated_scores(table, distances, positions, nulls, scale, subset)
-    return EncodingScores(observed, int(table.shape[1]), calibrated, nulls.draws, categories(calibrated))
+    """Every score of one table (on the rows ``subset`` of the kept positions, or all of them), its shuffle
+    tests queued in ``nulls``: its null and categories are filled in by :func:`settle`."""
+    observed = all_scores(table, distances, index=positions, scale=scale)
+    return EncodingScores(observed, int(table.shape[1]), {}, 0, {}, handle=nulls.register(table, subset))
+
+
+def settle(nulls: ShuffleNull, items: Sequence[Any]) -> list[Any]:
+    """Run every queued shuffle test of ``nulls`` at once, Holm over all of them, and return ``items``
+    (EncodingScores and LayerRows) with their tests and categories filled in (in the same order)."""
+    if not items:
+        return []
+    tests = decide(nulls.run())
+    draws = nulls.draws()
+    settled = []
+    for item in items:
+        if item.handle is None:
+            settled.append(item)
+            continue
+        null = tests[item.handle]
+        found = {aspect: (null[key]["category"] if key in null else None) for aspect, key in ASPECTS.items()}
+        extra = {"null_draws": draws} if isinstance(item, EncodingScores) else {}
+        settled.append(replace(item, null=null, categories=found, handle=None, **extra))
+    return settled
+
+
+def null_settings(nulls: ShuffleNull) -> NullSettings:
+    """What the JSON says of the null: position shuffles, how many, Holm over how many tests."""
+    return NullSettings(draws=nulls.draws(), seed=nulls.seed, tests=nulls.tests)
 
 
 #: the encodings that carry position information without being fitted to D (the discriminability probes)
 PROBE_KINDS = ("sinusoidal", "rope")
 
 
-def discriminability(
+def probe_scores(
     scores: Mapping[str, EncodingScores],
     vectors: Mapping[str, np.ndarray],
     distances: np.ndarray,
     positions: np.ndarray,
     context: EncodingContext,
-    nulls: NullCache,
-    noise: Mapping[str, Any],
-    distance: str,
-) -> Discriminability:
-    """Per aspect, whether its score can separate encodings on this corpus (docs/scores.md, "Discriminability").
-
-    A D-based score (shape, order, local order) cannot when the naive distance is mostly sampling
-    noise (noise fraction above 0.5), or when the sinusoidal table at the compared width (a table
-    with position information that is not fitted to D) is indistinguishable from the random
-    tables. Lag and separation depend on the vectors alone and always can.
-    """
+    nulls: ShuffleNull,
+) -> dict[str, EncodingScores]:
+    """The tables that decide discriminability: the sinusoidal or RoPE tables at the compared width among
+    those scored, else a sinusoidal table of that width scored (and tested) for the purpose."""
     width = context.width
     probes = {
         name: scores[name]
@@ -474,6 +490,20 @@ def discriminability(
     if not probes:
         spec = f"sinusoidal:d={max(2, 2 * (width // 2))}"
         probes[spec] = score_table(get_encoding(spec).vectors(positions, context), distances, positions, nulls)
+    return probes
+
+
+def discriminability(
+    probes: Mapping[str, EncodingScores], nulls: ShuffleNull, noise: Mapping[str, Any], distance: str
+) -> Discriminability:
+    """Per aspect, whether its score can separate encodings on this corpus (docs/scores.md, "Discriminability").
+
+    A D-based score (shape, order, local order) cannot when the naive distance is mostly sampling
+    noise (noise fraction above 0.5), or when the sinusoidal table at the compared width (a table
+    with position information that is not fitted to D) is indistinguishable from its own shuffles:
+    then D holds no position order such a table can match. Lag depends on the vectors alone and
+    always can; separation has no shuffle test.
+    """
     probe_name = next(iter(probes))
     noise_fraction = noise.get("noise_fraction")
     noisy = (
@@ -482,31 +512,31 @@ def discriminability(
         and noise_fraction == noise_fraction
         and noise_fraction > NOISE_DOMINATED
     )
-    equidistant = equidistant_scaled_stress(distances)
+    decidable = can_decide(nulls.draws(), nulls.tests)
     aspects = {
-        aspect: probed_aspect(aspect, probe_name, probes, nulls.draws, noise_fraction if noisy else None, equidistant)
+        aspect: probed_aspect(aspect, probe_name, probes, decidable, noise_fraction if noisy else None)
         if aspect in D_ASPECTS
         else AspectDecision(True)
         for aspect in ASPECTS
     }
-    return Discriminability(probe_name, equidistant, aspects)
+    return Discriminability(probe_name, aspects)
 
 
 def probed_aspect(
     aspect: str,
     probe_name: str,
     probes: Mapping[str, EncodingScores],
-    draws: int,
+    decidable: bool,
     noise_fraction: float | None,
-    equidistant: float,
 ) -> AspectDecision:
-    """Whether a D-based aspect can rank encodings: undecided with too few draws; not when the naive
-    distance is mostly noise (``noise_fraction`` given) or every probe scores like a random table."""
+    """Whether a D-based aspect can rank encodings: undecided when the shuffles cannot decide; not when the
+    naive distance is mostly noise (``noise_fraction`` given) or every probe is indistinguishable from its
+    own shuffles."""
     key, probe = ASPECTS[aspect], probes[probe_name]
     category = probe.categories.get(aspect)
     null = probe.null.get(key)
-    if draws < MIN_DRAWS:
-        return AspectDecision(None, f"{draws} null draws cannot decide it (the rank test needs {MIN_DRAWS})", category)
+    if not decidable:
+        return AspectDecision(None, "too few shuffles to decide it (omit --null-draws)", category)
     if noise_fraction is not None:
         reason = (
             f"the naive distance is mostly sampling noise (noise fraction {noise_fraction:.2f} > "
@@ -516,15 +546,10 @@ def probed_aspect(
     if null is None or not {p.categories.get(aspect) for p in probes.values()} <= {"indistinguishable"}:
         return AspectDecision(True, None, category)
     reason = (
-        f"{probe_name} ({probe.observed[key]:.4g}) scores within the random tables' range "
-        f"({null['low']:.4g} to {null['high']:.4g})"
+        f"{probe_name} ({null['statistic']} {null['observed']:.4g}) is indistinguishable from its own "
+        f"position shuffles ({null['low']:.4g} to {null['high']:.4g}): D holds no position order that a "
+        "table carrying position can match"
     )
-    if aspect == "shape":
-        reason += (
-            f"; a table with no position information (every position equidistant) scores "
-            f"{equidistant:.4g}: D is nearly flat where it counts, so scaled stress rewards any "
-            "near-isotropic table"
-        )
     return AspectDecision(False, reason, category)
 
 
@@ -617,7 +642,7 @@ def checkpoint_layers(
     resolved: Target,
     options: StressOptions,
     progress: ProgressFactory | None,
-    nulls: NullCache,
+    nulls: ShuffleNull,
 ) -> tuple[list[LayerRow], dict[str, str]]:
     """Every per-layer row of a checkpoint, and what was measured or skipped (and why) per row kind.
 
@@ -685,7 +710,7 @@ def hidden_rows(
     layer: int,
     distances: np.ndarray,
     positions: np.ndarray,
-    nulls: NullCache,
+    nulls: ShuffleNull,
     notes: list[str] | None = None,
 ) -> list[LayerRow]:
     """The hidden row of ``layer`` on the kept positions it reaches (a pooled layer reaches fewer: its
@@ -719,21 +744,16 @@ def layer_row(
     vectors: np.ndarray,
     distances: np.ndarray,
     positions: np.ndarray,
-    nulls: NullCache,
+    nulls: ShuffleNull,
     subset: np.ndarray | None = None,
     scale: float = 1.0,
     positions_used: int | None = None,
 ) -> LayerRow:
-    """A layer row's scores (:data:`LAYER_SCORES`), their rank tests (``null``) and ``categories``."""
+    """A layer row's scores (:data:`LAYER_SCORES`), its shuffle tests queued (``null`` and ``categories``
+    are filled in by :func:`settle`)."""
     scored = score_table(vectors, distances, positions, nulls, scale=scale, subset=subset)
-    return LayerRow(
-        layer,
-        projection,
-        observed={k: scored.observed[k] for k in LAYER_SCORES},
-        null={k: scored.null[k] for k in LAYER_SCORES if k in scored.null},
-        categories=scored.categories,
-        positions_used=positions_used,
-    )
+    observed = {k: scored.observed[k] for k in LAYER_SCORES}
+    return LayerRow(layer, projection, observed, {}, {}, positions_used=positions_used, handle=scored.handle)
 
 
 def projected_layers(
@@ -742,7 +762,7 @@ def projected_layers(
     distances: np.ndarray,
     chosen: Sequence[int],
     positions: np.ndarray,
-    nulls: NullCache,
+    nulls: ShuffleNull,
 ) -> tuple[list[LayerRow], str]:
     """Scores of P W_Q^(l) and P W_K^(l) for the chosen layers (1-based: layer l's attention): the stored
     table pushed through each layer's query and key maps, bias left out."""

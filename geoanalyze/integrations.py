@@ -46,7 +46,7 @@ class GeometryCallback(TrainerCallback):
         corpus: str,
         every: int = 1,
         tokenizer: str | None = None,
-        null_draws: int = 39,
+        null_draws: int | None = None,
         seed: int = 0,
         max_length: int | None = None,
         limit: int | None = None,

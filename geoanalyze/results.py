@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .geometry.null import ALPHA, ASPECT_WORDS, ASPECTS, D_ASPECTS, MIN_DRAWS
+from .geometry.null import ALPHA, ASPECT_WORDS, ASPECTS, D_ASPECTS, TESTED_ASPECTS
+from .geometry.shuffle import can_decide, draws_for
 from .io import markdown_table as gfm_table
 from .io import to_jsonable
 
@@ -70,6 +71,8 @@ class EncodingScores:
     null_draws: int
     categories: Mapping[str, str | None]
     bootstrap: Mapping[str, Any] | None = None
+    #: the shuffle test it waits for (analysis.settle fills null and categories, then clears it)
+    handle: int | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         record = {**self.observed, "dim": self.dim, "null": dict(self.null), "null_draws": self.null_draws}
@@ -92,6 +95,8 @@ class LayerRow:
     null: Mapping[str, Calibration]
     categories: Mapping[str, str | None]
     positions_used: int | None = None
+    #: the shuffle test it waits for (analysis.settle fills null and categories, then clears it)
+    handle: int | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         used = {} if self.positions_used is None else {"positions_used": self.positions_used}
@@ -159,7 +164,6 @@ class Discriminability:
     """Per aspect, whether this corpus can rank encodings on it (docs/scores.md, "Discriminability")."""
 
     probe: str
-    equidistant_scaled_stress: float
     aspects: Mapping[str, AspectDecision]
 
     def undecidable(self) -> set[str]:
@@ -168,7 +172,7 @@ class Discriminability:
 
     def to_dict(self) -> dict[str, Any]:
         aspects = {aspect: entry.to_dict(aspect) for aspect, entry in self.aspects.items()}
-        return {"probe": self.probe, "equidistant_scaled_stress": self.equidistant_scaled_stress, "aspects": aspects}
+        return {"probe": self.probe, "aspects": aspects}
 
 
 @dataclass(frozen=True)
@@ -190,15 +194,30 @@ class CorpusInfo:
 
 @dataclass(frozen=True)
 class NullSettings:
-    """The null every table is held against: ``draws`` random Gaussian tables of its shape."""
+    """The null every table is held against: ``draws`` shuffles of which position each of its vectors
+    belongs to (geometry/shuffle.py), the run's ``tests`` p-values adjusted together by Holm at ``alpha``."""
 
     draws: int
     seed: int
-    min_draws: int = MIN_DRAWS
+    tests: int = 0
     alpha: float = ALPHA
+    kind: str = "permutation"
+    correction: str = "holm"
+
+    @property
+    def decidable(self) -> bool:
+        """Whether the draws can reach Holm's first level (else every category is undecided)."""
+        return can_decide(self.draws, self.tests, self.alpha)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"draws": self.draws, "min_draws": self.min_draws, "alpha": self.alpha, "seed": self.seed}
+        return {
+            "kind": self.kind,
+            "draws": self.draws,
+            "correction": self.correction,
+            "tests": self.tests,
+            "alpha": self.alpha,
+            "seed": self.seed,
+        }
 
 
 def _unknown() -> np.ndarray | None:
@@ -462,8 +481,8 @@ def beaten(scores: EncodingScores) -> tuple[int, int]:
 
 
 def category_code(categories: Mapping[str, Any]) -> str:
-    """The five aspects' categories as one compact cell: "++++-" (shape, order, local order, lag, separation)."""
-    return "".join(SYMBOLS.get(categories.get(aspect), "?") for aspect in ASPECTS)
+    """The tested aspects' categories as one compact cell: "++++" (shape, order, local order, lag)."""
+    return "".join(SYMBOLS.get(categories.get(aspect), "?") for aspect in TESTED_ASPECTS)
 
 
 def summary_rows(result: StressResult) -> tuple[SummaryRow, ...]:
@@ -535,23 +554,26 @@ def _join(words: list[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
-def against_random(categories: Mapping[str, Any], draws: int) -> str:
-    """The verdict's last clause: which aspects are better than random, which are not."""
-    if draws < MIN_DRAWS:
+def against_random(categories: Mapping[str, Any], null: NullSettings) -> str:
+    """The verdict's last clause: in which aspects the vectors carry position (better than their own
+    position shuffles, Holm-corrected over the run), in which they do not."""
+    if not null.decidable:
         return (
-            f"with {draws} null draws no aspect can be told from random (the rank test needs at least {MIN_DRAWS}: "
-            f"--null-draws {MIN_DRAWS})"
+            f"{null.draws} shuffles cannot decide any of the run's {null.tests} tests at {ALPHA:.0%} after Holm "
+            f"(it needs {draws_for(null.tests, null.alpha)}): omit --null-draws"
         )
-    better = [ASPECT_WORDS[a] for a in ASPECTS if categories.get(a) == "better"]
+    better = [ASPECT_WORDS[a] for a in TESTED_ASPECTS if categories.get(a) == "better"]
     other = [
-        f"{ASPECT_WORDS[a]} ({categories.get(a) or 'not computed'})" for a in ASPECTS if categories.get(a) != "better"
+        f"{ASPECT_WORDS[a]} ({categories.get(a) or 'not computed'})"
+        for a in TESTED_ASPECTS
+        if categories.get(a) != "better"
     ]
     parts = []
     if better:
-        parts.append(f"better than random in {_join(better)}")
+        parts.append(f"carries position in {_join(better)} (better than its shuffles)")
     if other:
-        parts.append(f"no better than random in {_join(other)}")
-    return f"against {draws} random tables of its shape, it is " + ", and ".join(parts)
+        parts.append(f"shows none in {_join(other)}")
+    return f"against {null.draws} shuffles of its positions (Holm over {null.tests} tests), it " + "; it ".join(parts)
 
 
 def shape_clause(mine: SummaryRow, rows: Sequence[SummaryRow]) -> str | None:
@@ -597,16 +619,15 @@ def verdict_sentence(result: StressResult, rows: Sequence[SummaryRow]) -> str:
     mds = by_name.get("mds")
     if mds is not None and target != "mds" and shapes_differ:
         parts.append(f"MDS floor {fmt(shown_score(mds.values['scaled_stress']))}")
-    parts.append(against_random(mine.categories, mine.null_draws))
+    parts.append(against_random(mine.categories, result.null))
     return f"{display_path(target)}: " + "; ".join(parts)
 
 
 def legend(result: StressResult, rows: Sequence[SummaryRow]) -> tuple[str, ...]:
     """The lines printed under the table (what each column and each special row means)."""
-    draws = max((row.null_draws for row in rows), default=result.null.draws)
     lines = [distance_legend(result)]
     lines += [f"{c.label}: {c.legend}" for c in SCORE_COLUMNS]
-    lines.append(vs_random_legend(draws))
+    lines.append(vs_random_legend(result.null))
     lines += row_legend(result, rows)
     names = {row.encoding.split(":")[0] for row in rows}
     if "mds" in names:
@@ -656,13 +677,14 @@ def row_legend(result: StressResult, rows: Sequence[SummaryRow]) -> list[str]:
     return lines
 
 
-def vs_random_legend(draws: int) -> str:
+def vs_random_legend(null: NullSettings) -> str:
     """What the "null" column says."""
     return (
-        f"null: shape, order, local order, lag and separation (the scaled, violation, anchored, lag viol. and "
-        f"rel. sep. columns, in that order) against {draws} random Gaussian tables of the row's shape, by a "
-        f"two-sided rank test at {ALPHA:.0%} (p <= {ALPHA / 2:g} on one side): + better than random, - worse, "
-        f"= indistinguishable, ? undecided (fewer than {MIN_DRAWS} draws)"
+        f"null: shape, order, local order and lag (the scaled, violation, anchored and lag viol. columns, in that "
+        f"order) against {null.draws} shuffles of which position each of the row's vectors belongs to (does it "
+        f"carry position?), two-sided, Holm-corrected over the run's {null.tests} tests at {null.alpha:.0%}: "
+        "+ better than shuffled, - worse, = indistinguishable, ? undecided (too few shuffles); rel. sep. has no "
+        "test (no shuffle changes it)"
     )
 
 

@@ -85,13 +85,14 @@ MaxSequences = Annotated[
     int, typer.Option("--max-sequences", min=1, help="Sequences in the hidden-state forward pass (seeded sample).")
 ]
 NullDraws = Annotated[
-    int,
+    int | None,
     typer.Option(
         "--null-draws",
         min=2,
-        max=10_000,
-        help="Random tables each score is ranked among (default 39: the fewest with which the two-sided 5% rank "
-        "test can say better or worse than random).",
+        max=1_000_000,
+        help="Position shuffles each test is drawn against (default: as many as the run's tests need after Holm's "
+        "correction, at least 999).",
+        show_default=False,
     ),
 ]
 Distance = Annotated[
@@ -164,8 +165,8 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
         metric = names.get(metric.replace(" ", ""), metric)
         if metric == "relative_separation" or metric.replace(" ", "") == "rel.sep.":
             raise InputError(
-                "--fail-above relative_separation: higher is better, so no upper limit gates it; "
-                "use --fail-if separation=not-better"
+                "--fail-above relative_separation: higher is better, so no upper limit gates it (and no shuffle "
+                "changes it, so it has no --fail-if category); gate on scaled, violation or lag instead"
             )
         if metric not in names:
             shown = [name for name in names if "." not in name]
@@ -187,9 +188,10 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
     return thresholds
 
 
-def parse_conditions(items: list[str], null_draws: int) -> dict[str, str]:
+def parse_conditions(items: list[str], null_draws: int | None) -> dict[str, str]:
     """'shape=worse' -> {'shape': 'worse'}; unknown aspects or categories, repeats and too few draws fail."""
-    from ..geometry.null import ASPECTS, MIN_DRAWS
+    from ..geometry.null import TESTED_ASPECTS as ASPECTS
+    from ..geometry.shuffle import MIN_SHUFFLES
     from ..results import FAIL_IF_CATEGORIES
 
     conditions: dict[str, str] = {}
@@ -209,10 +211,10 @@ def parse_conditions(items: list[str], null_draws: int) -> dict[str, str]:
                 f"--fail-if {aspect} is given twice ({conditions[aspect]} and {category}); give each aspect once"
             )
         conditions[aspect] = category
-    if conditions and null_draws < MIN_DRAWS:
+    if conditions and null_draws is not None and null_draws < MIN_SHUFFLES:
         raise InputError(
-            f"--fail-if needs at least {MIN_DRAWS} null draws to decide a category (the two-sided 5% rank test), "
-            f"got --null-draws {null_draws}; use --null-draws {MIN_DRAWS} or more"
+            f"--fail-if needs the shuffles that can decide a category (at least {MIN_SHUFFLES}, more for many "
+            f"rows), got --null-draws {null_draws}; omit --null-draws"
         )
     return conditions
 
@@ -408,7 +410,7 @@ def stress(
     layers: Layers = "all",
     compare: Compare = "sinusoidal,rope,alibi,mds,random",
     width: Width = None,
-    null_draws: NullDraws = 39,
+    null_draws: NullDraws = None,
     max_sequences: MaxSequences = 1024,
     seed: Annotated[int, opt.seed_option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
     no_cache: opt.NoCache = False,
@@ -481,7 +483,7 @@ def report(
             "the first checkpoint's, else 768).",
         ),
     ] = None,
-    null_draws: NullDraws = 39,
+    null_draws: NullDraws = None,
     max_sequences: MaxSequences = 1024,
     seed: Annotated[int, opt.seed_option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
     no_cache: opt.NoCache = False,

@@ -95,7 +95,7 @@ def print_result(result: TrackResult) -> None:
         stdout_console.print(grid_table("against the baseline", *result.comparison.rows()))
         for line in result.comparison.lines():
             stdout_console.print(line, highlight=False, soft_wrap=True)
-    stdout_console.print(legend(result.null.draws), highlight=False, soft_wrap=True)
+    stdout_console.print(legend(result.null), highlight=False, soft_wrap=True)
 
 
 def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path | None, seed: int) -> None:
@@ -151,7 +151,7 @@ def track(
     layers: Annotated[
         str, opt.text_option("--layers", help="none (default), all, or a list such as 0,3,6 (Hugging Face models).")
     ] = "none",
-    null_draws: NullDraws = 39,
+    null_draws: NullDraws = None,
     max_sequences: MaxSequences = 1024,
     seed: Annotated[int, opt.seed_option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
     no_cache: opt.NoCache = False,

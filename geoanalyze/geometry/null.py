@@ -48,6 +48,8 @@ ASPECTS: dict[str, str] = {
     "lag": "lag_violation",
     "separation": "relative_separation",
 }
+#: the aspects the position-shuffle null tests (separation has no test: a shuffle never changes it)
+TESTED_ASPECTS = ("shape", "order", "local_order", "lag")
 #: the aspects whose score compares the vectors with D (the others are properties of the vectors alone)
 D_ASPECTS = ("shape", "order", "local_order")
 #: how an aspect is written in sentences

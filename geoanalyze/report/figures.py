@@ -296,8 +296,8 @@ def null_figure(
     subtitle: str = "",
     not_ranked: dict[str, str] | None = None,
 ) -> Any:
-    """Every scale-free score of every encoding against its null: one panel per aspect, one row per
-    encoding, the range of its random tables as a grey bar and its own score as a marker whose
+    """Every tested score of every encoding: one panel per aspect, one row per encoding; for scaled stress
+    the range over its own position shuffles as a grey bar; its own score as a marker whose
     shape and colour say the category. A panel the corpus cannot rank on says so in its title.
     """
     plt = _pyplot()
@@ -313,9 +313,10 @@ def null_figure(
             value = entry.get(key)
             if null is None or value is None or not np.isfinite(value):
                 continue
-            axis.plot([null["low"], null["high"]], [row, row], color=style.GREY, linewidth=6, solid_capstyle="butt",
-                      label="random tables (range)" if "null" not in seen else None)  # fmt: skip
-            seen.add("null")
+            if key == "scaled_stress":  # the one test whose statistic is the score itself
+                axis.plot([null["low"], null["high"]], [row, row], color=style.GREY, linewidth=6,
+                          solid_capstyle="butt", label="its position shuffles (range)" if "null" not in seen else None)  # fmt: skip
+                seen.add("null")
             category = null.get("category", "undecided")
             marker, colour = CATEGORY_STYLE.get(category, CATEGORY_STYLE["undecided"])
             axis.plot([value], [row], linestyle="none", marker=marker, color=colour, markersize=7,
@@ -329,7 +330,7 @@ def null_figure(
     first = np.atleast_1d(axes)[0]
     first.set_yticks(range(len(names)), [name if len(name) <= 24 else name[:11] + "…" + name[-12:] for name in names])
     first.invert_yaxis()
-    figure.suptitle(f"scores against random tables of each row's shape {subtitle}".strip())
+    figure.suptitle(f"scores; marker: category against each row's own position shuffles {subtitle}".strip())
     handles = {
         label: handle
         for axis in np.atleast_1d(axes)

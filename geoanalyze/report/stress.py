@@ -14,7 +14,7 @@ from typing import Any
 from rich.markup import escape
 from rich.text import Text
 
-from ..geometry.null import ASPECTS
+from ..geometry.null import ASPECTS, TESTED_ASPECTS
 from ..results import (
     LAYER_LEGEND,
     PROJECTION_LEGEND,
@@ -251,8 +251,9 @@ def write_figures(result: StressResult, directory: str | os.PathLike[str], prefi
     null_path = folder / f"{prefix}null.png"
     reasons = {a: e.reason or "" for a, e in result.discriminability.aspects.items() if e.discriminates is False}
     shown = {short_name(display_path(name), 24): scores.to_dict() for name, scores in result.scores.items()}
-    null_figure(shown, ASPECTS, null_path, subtitle=f"({named})", not_ranked=reasons)
-    written["every score against random tables (the verdict's categories)"] = str(null_path)
+    tested = {aspect: ASPECTS[aspect] for aspect in TESTED_ASPECTS}
+    null_figure(shown, tested, null_path, subtitle=f"({named})", not_ranked=reasons)
+    written["every tested score and its category against position shuffles"] = str(null_path)
     if result.layers:
         layers = folder / f"{prefix}layers.png"
         layer_figure(

@@ -49,7 +49,7 @@ def draw_track(result: TrackResult, path: str | os.PathLike[str], title: str = "
     for axis, score in zip(axes, TRACKED, strict=True):
         band = result.band(score)
         if band is not None:
-            axis.axhspan(*band, color=colour("null"), alpha=0.2, label=f"{result.null.draws} random tables")
+            axis.axhspan(*band, color=colour("null"), alpha=0.2, label=f"first row's {result.null.draws} position shuffles")
         for index, (label, points) in enumerate(_lines(result, score).items()):
             xs, ys = zip(*points, strict=True)
             projection = label.split(" ", 1)[-1]

@@ -2,8 +2,8 @@
 
 The target D is the Hellinger geometry of the task's own held-out stream: the per-position token
 distributions of its first ``batches`` evaluation batches (positions reached by fewer than
-``min_count`` sequences are left out). It is computed once, and so are the random tables each row is
-held against, so a probe costs the scores of a few small tables and one no-grad forward pass:
+``min_count`` sequences are left out). It is computed once; each probe costs the scores of a few small
+tables, their shuffle tests (one family per probe, Holm-corrected) and one no-grad forward pass:
 
 - ``position``: the model's position vectors (its table, RoPE's or ALiBi's vectors);
 - ``L<l> query`` / ``L<l> key``: the per-position centroids of layer l's query and key projections
@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 
 from ..geometry.distances import hellinger_distances
-from ..geometry.null import calibrate, categories, null_sample
+from ..geometry.null import ASPECTS
 from ..geometry.scores import all_scores
+from ..geometry.shuffle import ShuffleNull, decide
 from .track import TRACKED
 
 #: positions fewer held-out sequences reach are left out of D
@@ -30,7 +31,7 @@ MIN_COUNT = 20
 class GeometryProbe:
     """Score a model's position geometry against the held-out stream of ``task`` (see the module docstring)."""
 
-    def __init__(self, task: Any, batches: int = 8, null_draws: int = 39, seed: int = 0) -> None:
+    def __init__(self, task: Any, batches: int = 8, null_draws: int | None = None, seed: int = 0) -> None:
         self.task, self.null_draws, self.seed = task, null_draws, seed
         held_out = [task.eval_batch(index) for index in range(batches)]
         self.batch = held_out[0]
@@ -46,34 +47,31 @@ class GeometryProbe:
         self.positions = np.flatnonzero(reach >= MIN_COUNT)
         marginals = counts[self.positions] / reach[self.positions, None]
         self.distances = hellinger_distances(marginals)
-        self._nulls: dict[int, dict[str, np.ndarray]] = {}
 
-    def null(self, width: int) -> dict[str, np.ndarray]:
-        if width not in self._nulls:
-            shape = (int(self.positions.size), width)
-            self._nulls[width] = null_sample(
-                shape, self.distances, self.null_draws, seed=self.seed, anchored=True, index=self.positions
-            )
-        return self._nulls[width]
-
-    def row(self, vectors: np.ndarray) -> dict[str, Any]:
-        """One table's scale-free scores and categories."""
-        observed = all_scores(vectors, self.distances, index=self.positions)
-        calibrated = calibrate(observed, self.null(int(vectors.shape[1])))
-        return {**{key: observed[key] for key in TRACKED}, "categories": categories(calibrated)}
+    def rows(self, tables: dict[str, np.ndarray]) -> dict[str, Any]:
+        """Each table's scale-free scores and categories (its shuffle tests: one family for all the tables)."""
+        nulls = ShuffleNull(self.distances, self.positions, self.null_draws, self.seed)
+        handles = {name: nulls.register(vectors) for name, vectors in tables.items()}
+        tests = decide(nulls.run())
+        rows: dict[str, Any] = {}
+        for name, vectors in tables.items():
+            observed = all_scores(vectors, self.distances, index=self.positions)
+            test = tests[handles[name]]
+            found = {aspect: (test[key]["category"] if key in test else None) for aspect, key in ASPECTS.items()}
+            rows[name] = {**{key: observed[key] for key in TRACKED}, "categories": found}
+        return rows
 
     def __call__(self, model: Any) -> dict[str, Any]:
         """The rows of ``model`` (a :class:`~geoanalyze.models.Transformer`) now; the model is left in training mode."""
         if self.positions.size < 3:
             return {}
-        rows: dict[str, Any] = {}
+        tables: dict[str, np.ndarray] = {}
         # every encoding has vectors (pe none: one point for all positions); the task's positions fit the model's
         table = model.position_vectors(int(self.positions.max()) + 1)[self.positions]
         if np.all(np.isfinite(table)):
-            rows["position"] = self.row(table)
-        for name, vectors in query_key_centroids(model, self.batch, self.positions).items():
-            rows[name] = self.row(vectors)
-        return rows
+            tables["position"] = table
+        tables.update(query_key_centroids(model, self.batch, self.positions))
+        return self.rows(tables)
 
 
 def query_key_centroids(model: Any, batch: Any, positions: np.ndarray) -> dict[str, np.ndarray]:

@@ -5,8 +5,8 @@
     load_members      each checkpoint read (a failure is that member's row, not the series' end);
                       every one checked against the first for architecture and tokenizer
  -> target_geometry   the corpus counted ONCE with the series' tokenizer -> D (analysis.target_geometry)
- -> NullCache         the random tables drawn ONCE per shape: every step is held against the same ones,
-                      so a change of category is the checkpoint's, not the draws'
+ -> ShuffleNull       every row of every step tested against shuffles of its own positions, all at
+                      the end, as one family for Holm's correction (geometry/shuffle.py)
  -> score_member      per checkpoint: its position row (and with --layers its layer rows, each from
                       a forward pass cached as stress's) scored with its categories
 
@@ -28,7 +28,6 @@ import numpy as np
 
 from ..analysis import (
     Corpus,
-    NullCache,
     ProgressFactory,
     StressOptions,
     Target,
@@ -36,13 +35,17 @@ from ..analysis import (
     checkpoint_layers,
     checkpoint_target,
     discriminability,
+    null_settings,
+    probe_scores,
     score_table,
+    settle,
     target_geometry,
 )
 from ..corpus.sources import default_tokenizer
 from ..encodings import EncodingContext
 from ..errors import DataNotFoundError, GeoanalyzeError, IncompatibleError, InputError, first_line
 from ..geometry.null import ASPECTS
+from ..geometry.shuffle import ShuffleNull
 from ..io import to_jsonable
 from ..results import (
     CorpusInfo,
@@ -126,7 +129,10 @@ class TrackResult:
         return [record for record in self.records if record.error is not None]
 
     def band(self, score: str) -> tuple[float, float] | None:
-        """The random tables' range (low, high) of ``score`` for the position rows (one null for all)."""
+        """The first position row's shuffles' range (low, high) of ``score``, where the test's statistic is the
+        score itself (scaled stress); None for the rank statistics, whose scale is not the score's."""
+        if score != "scaled_stress":
+            return None
         for record in self.records:
             if record.position is not None and score in record.position.null:
                 null = record.position.null[score]
@@ -161,16 +167,17 @@ class TrackResult:
         if self.comparison is not None:
             parts.append("### Against the baseline\n\n" + markdown_table(*self.comparison.rows()))
             parts.extend(f"- {line}" for line in self.comparison.lines())
-        parts.append(legend(self.null.draws))
+        parts.append(legend(self.null))
         if figure:
             parts.append(f"![scores against step]({figure})")
         return "\n\n".join(parts) + "\n"
 
 
-def legend(draws: int) -> str:
+def legend(null: NullSettings) -> str:
     return (
-        f"null: shape, order, local order, lag and separation against {draws} random Gaussian tables of the "
-        "row's shape (+ better, = indistinguishable, - worse, ? undecided); the same tables for every step"
+        f"null: shape, order, local order and lag against {null.draws} shuffles of which position each of the "
+        f"row's vectors belongs to, Holm-corrected over the series' {null.tests} tests at {null.alpha:.0%} "
+        "(+ better than shuffled, = indistinguishable, - worse, ? undecided)"
     )
 
 
@@ -340,7 +347,7 @@ def score_member(
     entry: Loaded,
     resolved: Target,
     corpus: Corpus,
-    nulls: NullCache,
+    nulls: ShuffleNull,
     options: StressOptions,
     progress: ProgressFactory | None,
 ) -> StepRecord:
@@ -361,12 +368,26 @@ def score_member(
     return StepRecord(index, member.step, member.name, position, layers, seconds=time.perf_counter() - began)
 
 
-def series_discriminability(corpus: Corpus, width: int, nulls: NullCache, options: StressOptions) -> Discriminability:
-    """Per aspect, whether this corpus can rank tables on it (decided once, with a sinusoidal probe)."""
+def series_probe(corpus: Corpus, width: int, nulls: ShuffleNull) -> dict[str, EncodingScores]:
+    """The sinusoidal probe that decides, once for the series, whether this corpus can rank tables per aspect."""
     context = EncodingContext(width=width, distances=corpus.distances, counts=corpus.counts.metadata)
-    return discriminability(
-        {}, {}, corpus.distances, corpus.positions, context, nulls, corpus.geometry.summary, options.distance
-    )
+    return probe_scores({}, {}, corpus.distances, corpus.positions, context, nulls)
+
+
+def settle_records(
+    records: Sequence[StepRecord], probes: Mapping[str, EncodingScores], nulls: ShuffleNull
+) -> tuple[list[StepRecord], dict[str, EncodingScores]]:
+    """Every record's rows (and the probe) with their shuffle tests, run together as one family."""
+    items: list[Any] = []
+    for record in records:
+        items += ([record.position] if record.position is not None else []) + list(record.layers)
+    settled = iter(settle(nulls, [*items, *probes.values()]))
+    out = []
+    for record in records:
+        position = next(settled) if record.position is not None else None
+        layers = tuple(next(settled) for _ in record.layers)
+        out.append(replace(record, position=position, layers=layers))
+    return out, {name: next(settled) for name in probes}
 
 
 def track(
@@ -389,7 +410,7 @@ def track(
     first = check_same_model(loaded)
     resolved = series_target(first, options)
     corpus = target_geometry(resolved, options, progress)
-    nulls = NullCache(corpus.distances, corpus.positions, options.null_draws, options.seed)
+    nulls = ShuffleNull(corpus.distances, corpus.positions, options.null_draws, options.seed)
     records = []
     for index, entry in enumerate(loaded):
         record = score_member(index, entry, resolved, corpus, nulls, options, progress)
@@ -398,14 +419,15 @@ def track(
             on_record(record)
     widths = [r.position.dim for r in records if r.position is not None]
     width = widths[0] if widths else resolved.width
+    records, probes = settle_records(records, series_probe(corpus, width, nulls), nulls)
     geometry = corpus.geometry
     return TrackResult(
         dataset=CorpusInfo(corpus.source.describe(), resolved.tokenizer, resolved.max_length, options.limit),
         distance=options.distance,
         positions=geometry.positions,
         width=width,
-        null=NullSettings(draws=options.null_draws, seed=options.seed),
-        discriminability=series_discriminability(corpus, width, nulls, options),
+        null=null_settings(nulls),
+        discriminability=discriminability(probes, nulls, corpus.geometry.summary, options.distance),
         records=tuple(records),
     )
 

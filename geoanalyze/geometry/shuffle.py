@@ -1,0 +1,289 @@
+r"""The position-shuffle null: do these vectors carry information about which position they belong to?
+
+H0 of a table P (n x k) scored against the target distances D: *the rows of P are exchangeable
+over the positions*, i.e. the vectors carry no information about which position each belongs
+to. Under H0 every relabelling p_{pi(1)}, ..., p_{pi(n)} of the rows is as likely as the
+observed one, so the observed statistic is one draw from its permutation distribution (the
+test of Mantel 1967 for two distance matrices, and its rank versions). The null keeps the
+table's own vectors, so it is free of their width, norm and isotropy: categories compare
+across rows of any width.
+
+A shuffle permutes the rows and columns of the table's own distance matrix E; the vectors are
+never measured again. Every statistic is a *quadratic-assignment* statistic
+S(pi) = sum_{i,j} A[pi_i, pi_j] B[i, j] with A from E and B from D (or the lags), so K shuffles
+of many tables are one gather of B per block of shuffles and one matrix product
+(K x n^2) @ (n^2 x tables):
+
+==========  =========================================  ====================================
+aspect      statistic (A against B)                    relation to the reported score
+==========  =========================================  ====================================
+shape       cos(E, D) over pairs (Mantel's r, uncentred)  scaled stress = 1 - cos^2: the score itself
+order       Spearman's rho of the pair ranks of E, D    the rank reading of the violation
+local order mean over anchors of Spearman's rho of the  the rank reading of the anchored
+            anchor's row of E against its row of D       violation
+lag         mean over anchors of Spearman's rho of the  the rank reading of the lag violation
+            anchor's row of E against its lags |t_i - t_j|
+==========  =========================================  ====================================
+
+A rank statistic is reported on the violations' scale as the *rank discordance* (1 - rho) / 2
+(0: same order, 0.5: chance). Kendall's tau (the violations) needs a sort per shuffle; Spearman's
+rho of the same ranks is linear in the shuffle, which is what makes thousands of shuffles of
+every row cheap. Both test the same hypothesis exactly: a permutation test is exact for any
+statistic.
+
+For K shuffles and an observed statistic s (oriented so that larger is better):
+
+    p_better = (1 + #{k: s_k >= s}) / (K + 1),  p_worse = (1 + #{k: s_k <= s}) / (K + 1)
+    p = min(1, 2 min(p_better, p_worse))                      (two-sided)
+
+exact under H0 (ties counted against the claim, within a tolerance of float rounding). The
+p-values of one run (every aspect of every row) are adjusted together by Holm's step-down
+method, which holds the family-wise error rate at alpha whatever their dependence; a test is
+``better`` or ``worse`` (by its smaller one-sided p) when its adjusted p <= alpha, else
+``indistinguishable``. The smallest p K shuffles give is 2 / (K + 1), so a family of m tests
+can reject anything only when 2 / (K + 1) <= alpha / m: with fewer draws every category is
+``undecided``; :func:`draws_for` gives the fewest draws that can decide (at least
+:data:`MIN_SHUFFLES`).
+
+Separation gets no category: relabelling the rows never changes the closest pair.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.spatial.distance import squareform
+from scipy.stats import rankdata
+
+from .null import ALPHA
+from .scores import tie_ranks, unit_distances
+
+#: score -> the statistic its shuffle test uses (relative separation has none: a shuffle cannot change it)
+TESTED: dict[str, str] = {
+    "scaled_stress": "scaled stress",
+    "monotonicity_violation": "rank discordance",
+    "anchored_monotonicity_violation": "anchored rank discordance",
+    "lag_violation": "lag rank discordance",
+}
+#: the fewest shuffles any test gets (a p-value resolution of 0.001)
+MIN_SHUFFLES = 999
+#: a stream of its own, so no shuffle repeats another stream of the same seed
+_SHUFFLE_STREAM = 0x73687566
+#: statistics within this of the observed one count as ties (against the claim): float rounding of
+#: a sum of n^2 terms of size <= 1 in another order stays far below it
+_TIE = 1e-9
+#: about this many float64 entries per gathered block of shuffles (4 channels of n^2 each)
+_BLOCK_ENTRIES = 1 << 22
+
+
+def draws_for(tests: int, alpha: float = ALPHA) -> int:
+    """The fewest shuffles whose smallest two-sided p, 2 / (K + 1), reaches Holm's first level alpha / tests
+    (and at least :data:`MIN_SHUFFLES`)."""
+    return max(MIN_SHUFFLES, math.ceil(2 * max(1, tests) / alpha - 1 - 1e-9))
+
+
+def can_decide(draws: int, tests: int, alpha: float = ALPHA) -> bool:
+    """Whether ``draws`` shuffles can reject any of ``tests`` tests at family-wise level ``alpha``."""
+    return 2 / (draws + 1) <= alpha / max(1, tests) + 1e-15
+
+
+def holm(pvalues: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjusted p-values: p_(i) * (m - i + 1), made monotone, capped at 1 (NaN stays NaN,
+    and does not count in m)."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    adjusted = np.full(p.shape, np.nan)
+    finite = np.flatnonzero(np.isfinite(p))
+    m = finite.size
+    if m == 0:
+        return adjusted
+    order = finite[np.argsort(p[finite], kind="stable")]
+    steps = p[order] * (m - np.arange(m))
+    adjusted[order] = np.minimum(1.0, np.maximum.accumulate(steps))
+    return adjusted
+
+
+def _centred_unit(values: np.ndarray, axis: int | None = None) -> np.ndarray:
+    """values minus their mean, divided by their norm (along ``axis``); an all-tied set becomes zeros."""
+    centred = values - values.mean(axis=axis, keepdims=axis is not None)
+    norm = np.sqrt((centred * centred).sum(axis=axis, keepdims=axis is not None))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(norm > 0, centred / np.where(norm > 0, norm, 1.0), 0.0)
+
+
+def _row_ranks(square: np.ndarray) -> np.ndarray:
+    """Per row, the centred, unit-norm average ranks of the off-diagonal entries; 0 on the diagonal."""
+    n = square.shape[0]
+    off = ~np.eye(n, dtype=bool)
+    ranks = rankdata(square[off].reshape(n, n - 1), axis=1)
+    out = np.zeros((n, n))
+    out[off] = _centred_unit(ranks, axis=1).ravel()
+    return out
+
+
+def _pair_channels(condensed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values, pair ranks, row ranks) of condensed distances as n x n matrices, each scaled so that the
+    sum over the full matrix of its product with the other side's is the statistic (cosine, rho, n * mean rho)."""
+    top = float(np.max(np.abs(condensed))) if condensed.size else 0.0
+    unit = condensed / top if top > 0 else condensed
+    norm = float(np.sqrt(2 * np.dot(unit, unit)))
+    values = squareform(unit / norm if norm > 0 else unit)
+    merged = tie_ranks(condensed)
+    ranks = squareform(_centred_unit(rankdata(merged)) / math.sqrt(2))
+    return values, ranks, _row_ranks(squareform(merged))
+
+
+@dataclass
+class _Group:
+    """The tables registered on one set of positions, and that set's target channels."""
+
+    distances: np.ndarray
+    index: np.ndarray
+    members: list[int] = field(default_factory=list)
+    tables: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+
+
+class ShuffleNull:
+    """The shuffle tests of every table of one run: register each table, then :meth:`run` them together.
+
+    Tables on the same positions share one set of shuffles and one gather of the target's channels
+    per block; the p-values of all of them form one family for :func:`holm`.
+    """
+
+    def __init__(self, distances: np.ndarray, positions: np.ndarray, draws: int | None, seed: int) -> None:
+        self.distances, self.positions, self.seed = np.asarray(distances), np.asarray(positions), seed
+        #: None: as many as the family needs (:func:`draws_for`), fixed when the tests run
+        self.requested = draws
+        self._groups: dict[tuple[int, ...] | None, _Group] = {}
+        self._count = 0
+
+    def register(self, table: np.ndarray, subset: np.ndarray | None = None) -> int:
+        """Queue ``table`` (its rows: the kept positions, or the rows ``subset`` of them); returns its handle."""
+        key = None if subset is None else tuple(int(i) for i in subset)
+        if key not in self._groups:
+            distances = self.distances if subset is None else self.distances[np.ix_(subset, subset)]
+            index = self.positions if subset is None else self.positions[subset]
+            self._groups[key] = _Group(np.asarray(distances, dtype=np.float64), np.asarray(index, dtype=np.float64))
+        group = self._groups[key]
+        values, ranks, rows = _pair_channels(unit_distances(table)[0])
+        group.members.append(self._count)
+        group.tables.append((values, ranks, rows))
+        self._count += 1
+        return self._count - 1
+
+    @property
+    def tests(self) -> int:
+        """The number of tests the registered tables make (the family Holm corrects over)."""
+        return self._count * len(TESTED)
+
+    def draws(self) -> int:
+        """The shuffles each test gets."""
+        return self.requested if self.requested is not None else draws_for(self.tests)
+
+    def run(self) -> list[dict[str, dict[str, Any]]]:
+        """Every registered table's tests, in registration order: score -> :func:`_summary` (unadjusted)."""
+        draws = self.draws()
+        results: list[dict[str, dict[str, Any]]] = [{} for _ in range(self._count)]
+        for key, group in self._groups.items():
+            rng = np.random.default_rng(np.random.SeedSequence([self.seed, _SHUFFLE_STREAM, *(key or ())]))
+            observed, null = _shuffled_statistics(group, draws, rng)
+            for column, member in enumerate(group.members):
+                results[member] = {
+                    score: _summary(name, observed[c, column], null[c][:, column], score)
+                    for c, (score, name) in enumerate(TESTED.items())
+                }
+        return results
+
+
+def _target_channels(group: _Group) -> np.ndarray:
+    """The four target matrices (D's values, D's pair ranks, D's row ranks, the lags' row ranks), (4, n^2)."""
+    d = group.distances
+    n = d.shape[0]
+    condensed = d[np.triu_indices(n, k=1)]
+    values, ranks, rows = _pair_channels(condensed)
+    lags = np.abs(group.index[:, None] - group.index[None, :])
+    lag_rows = _row_ranks(squareform(tie_ranks(squareform(lags, checks=False))))
+    return np.stack([values.ravel(), ranks.ravel(), rows.ravel(), lag_rows.ravel()])
+
+
+def _shuffled_statistics(group: _Group, draws: int, rng: np.random.Generator) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(observed (4, T), per channel the (draws, T) statistics under shuffles) of a group's T tables."""
+    targets = _target_channels(group)  # (4, n^2)
+    n = group.distances.shape[0]
+    # per channel, the tables' matrices as columns (n^2, T); the row ranks serve local order and lag
+    values = np.stack([t[0].ravel() for t in group.tables], axis=1)
+    ranks = np.stack([t[1].ravel() for t in group.tables], axis=1)
+    rows = np.stack([t[2].ravel() for t in group.tables], axis=1)
+    sides = (values, ranks, rows, rows)
+    # the row channels sum n anchors' rho: their statistic is the mean
+    weights = np.array([1.0, 1.0, 1.0 / n, 1.0 / n])
+    observed = np.stack([weights[c] * (targets[c] @ sides[c]) for c in range(4)])
+    null = [np.empty((draws, len(group.tables))) for _ in range(4)]
+    block = max(1, min(draws, _BLOCK_ENTRIES // (4 * n * n)))
+    base = np.tile(np.arange(n), (block, 1))
+    for start in range(0, draws, block):
+        size = min(block, draws - start)
+        sigma = rng.permuted(base[:size], axis=1)
+        flat = (sigma[:, :, None] * n + sigma[:, None, :]).reshape(size, n * n)
+        for c in range(4):
+            null[c][start : start + size] = weights[c] * (targets[c][flat] @ sides[c])
+    return observed, null
+
+
+def _summary(statistic: str, observed: float, null: np.ndarray, score: str) -> dict[str, Any]:
+    """One test on the score's scale (lower is better): the shuffles' mean, sd, range, z, the share beaten,
+    the rank, both one-sided p-values, the two-sided p and the effect. Larger raw statistics are better;
+    scaled stress is 1 - cos^2 and a rank discordance (1 - rho) / 2."""
+    draws = int(null.size)
+    as_good = int(np.count_nonzero(null >= observed - _TIE))
+    as_bad = int(np.count_nonzero(null <= observed + _TIE))
+    strictly_better = int(np.count_nonzero(null > observed + _TIE))
+    p_better, p_worse = (1 + as_good) / (draws + 1), (1 + as_bad) / (draws + 1)
+
+    def scale(x: Any) -> Any:
+        return 1.0 - np.square(x) if score == "scaled_stress" else (1.0 - np.asarray(x)) / 2.0
+
+    on_scale, value = scale(null), float(scale(observed))
+    mean, sd = float(on_scale.mean()), float(on_scale.std(ddof=1)) if draws > 1 else math.nan
+    return {
+        "statistic": statistic,
+        "observed": value,
+        "mean": mean,
+        "sd": sd,
+        "low": float(on_scale.min()),
+        "high": float(on_scale.max()),
+        "z": (value - mean) / sd if sd > 0 else math.nan,
+        "beats": float(np.count_nonzero(null < observed - _TIE)) / draws,
+        "rank": 1 + strictly_better,
+        "p_better": p_better,
+        "p_worse": p_worse,
+        "p": min(1.0, 2 * min(p_better, p_worse)),
+        "effect": mean - value,
+        "draws": draws,
+    }
+
+
+def decide(tests: Sequence[Mapping[str, Mapping[str, Any]]], alpha: float = ALPHA) -> list[dict[str, dict[str, Any]]]:
+    """Holm over every test of ``tests`` (one mapping score -> test per table): each test gains
+    ``p_adjusted`` and ``category`` (better / worse when the adjusted p <= alpha, by its smaller one-sided
+    p; else indistinguishable; undecided when the draws cannot reach Holm's first level)."""
+    flat = [(i, score) for i, table in enumerate(tests) for score in table]
+    raw = [float(tests[i][score]["p"]) for i, score in flat]
+    adjusted = holm(raw)
+    draws = min((int(tests[i][score]["draws"]) for i, score in flat), default=0)
+    decidable = can_decide(draws, len(flat), alpha)
+    out: list[dict[str, dict[str, Any]]] = [{} for _ in tests]
+    for (i, score), p_adj in zip(flat, adjusted, strict=True):
+        test = dict(tests[i][score])
+        test["p_adjusted"] = float(p_adj)
+        if not decidable or not math.isfinite(p_adj):
+            test["category"] = "undecided"
+        elif p_adj <= alpha + 1e-12:
+            test["category"] = "better" if test["p_better"] <= test["p_worse"] else "worse"
+        else:
+            test["category"] = "indistinguishable"
+        out[i][score] = test
+    return out
