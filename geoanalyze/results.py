@@ -957,9 +957,9 @@ def matched(result: StressResult | Mapping[str, Any], conditions: Mapping[str, s
             lines.append(f"{aspect} has no category ({why}: fails closed)")
         elif found in FAIL_IF_CATEGORIES[category]:
             lines.append(
-                f"{aspect} is {found} than random"
+                f"{aspect} is {found} than its position shuffles"
                 if found != "indistinguishable"
-                else f"{aspect} is {found} from random"
+                else f"{aspect} is {found} from its position shuffles"
             )
     return lines
 

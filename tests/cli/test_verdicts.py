@@ -1,9 +1,12 @@
 """Verdicts that say only what the data support: every score against its null, as a user types it.
 
-- `stress random:d=384` on drift-words is indistinguishable from random in every aspect, and
-  `sinusoidal:d=384` is better in shape and order (the corpus drifts steadily with position);
-- the real MiniLM on SST-2 is not better than random in shape, and the table says so in words,
-  with the line that shape cannot separate encodings on this corpus;
+The null asks the user's question, "do these vectors carry position?": each table against shuffles
+of which position each of its vectors belongs to, Holm-corrected over the run's tests.
+
+- `stress random:d=384` on drift-words is indistinguishable from its shuffles in every tested
+  aspect, and `sinusoidal:d=384` is better in shape, order and lag (the corpus drifts steadily with
+  position); separation has no category (no shuffle changes it); the JSON names the null;
+- the real MiniLM on SST-2 carries position in every tested aspect, and the table says so in words;
 - `--fail-if ASPECT=CATEGORY` gates on the categories; bad values are exit 2 naming the valid ones;
 - a layer summary ranks by scale-free scores only;
 - `report` gives a target the numbers `stress` gives it on the same inputs, at the width it states.
@@ -20,6 +23,7 @@ from helpers import invoke
 
 DRIFT_WORDS = str(helpers.DRIFT_WORDS)
 ASPECTS = ("shape", "order", "local_order", "lag", "separation")
+TESTED = ("shape", "order", "local_order", "lag")
 
 
 def run_json(*args: str, cwd: Path, code: int = 0) -> dict:
@@ -38,33 +42,51 @@ def sinusoidal_384(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return run_json("stress", "sinusoidal:d=384", "--dataset", DRIFT_WORDS, cwd=tmp_path_factory.mktemp("s"))
 
 
-def test_a_random_table_is_indistinguishable_from_random(random_384: dict) -> None:
+def test_a_random_table_is_indistinguishable_from_its_shuffles(random_384: dict) -> None:
     verdict = random_384["verdict"]
-    assert verdict["shape"] == "indistinguishable"
-    assert all(verdict[aspect] == "indistinguishable" for aspect in ASPECTS), verdict
-    assert verdict["null_draws"] == 39 and verdict["alpha"] == 0.05
+    assert all(verdict[aspect] == "indistinguishable" for aspect in TESTED), verdict
+    assert verdict["separation"] is None
+    assert random_384["null"] == {
+        "kind": "permutation",
+        "draws": 999,
+        "correction": "holm",
+        "tests": 24,
+        "alpha": 0.05,
+        "seed": 0,
+    }
+    assert verdict["null_draws"] == 999 and verdict["alpha"] == 0.05
     assert verdict["sentence"] == random_384["summary"]["verdict"]
     assert verdict["sentence"].endswith(
-        "no better than random in shape (indistinguishable), order (indistinguishable), local order "
-        "(indistinguishable), lag (indistinguishable) and separation (indistinguishable)"
+        "against 999 shuffles of its positions (Holm over 24 tests), it shows none in shape (indistinguishable), "
+        "order (indistinguishable), local order (indistinguishable) and lag (indistinguishable)"
     )
 
 
-def test_sinusoidal_is_better_in_shape_and_order_on_a_drifting_corpus(sinusoidal_384: dict) -> None:
+def test_sinusoidal_is_better_in_shape_order_and_lag_on_a_drifting_corpus(sinusoidal_384: dict) -> None:
     verdict = sinusoidal_384["verdict"]
     assert verdict["shape"] == "better" and verdict["order"] == "better" and verdict["lag"] == "better"
+    assert verdict["separation"] is None  # no better/worse from a null that cannot change it
     assert verdict["not_ranked"] == []
     target = sinusoidal_384["scores"]["sinusoidal:d=384"]
     null = target["null"]["scaled_stress"]
-    # better than every one of the 39 draws, with the rank and the effect size to say by how much
-    assert null["rank"] == 1 and null["p_better"] == pytest.approx(1 / 40) and null["effect"] > 0
+    # better than every one of the 999 shuffles: the smallest p they can give, and the test's statistic
+    # is the scaled stress itself
+    assert null["rank"] == 1 and null["p_better"] == pytest.approx(1 / 1000) and null["effect"] > 0
+    assert null["observed"] == pytest.approx(target["scaled_stress"], abs=1e-12)
     assert target["scaled_stress"] < null["low"]
+    assert null["p_adjusted"] <= 0.05 and null["category"] == "better"
+    assert set(target["null"]) == {
+        "scaled_stress",
+        "monotonicity_violation",
+        "anchored_monotonicity_violation",
+        "lag_violation",
+    }
     assert set(target["categories"]) == set(ASPECTS)
     discriminability = sinusoidal_384["discriminability"]
     assert all(entry["discriminates"] for entry in discriminability["aspects"].values())
-    # every table of the same width is held against the same 39 random tables
-    same_width = [s["null"]["scaled_stress"] for s in sinusoidal_384["scores"].values() if s["dim"] == 384]
-    assert len({(n["mean"], n["sd"]) for n in same_width}) == 1
+    # every table is tested against shuffles of its own vectors: the random table's null differs from the target's
+    random = sinusoidal_384["scores"]["random"]["null"]["scaled_stress"]
+    assert (random["mean"], random["sd"]) != (null["mean"], null["sd"])
 
 
 @pytest.fixture(scope="module")
@@ -77,29 +99,25 @@ def minilm_sst2(tmp_path_factory: pytest.TempPathFactory, minilm_path: Path, sha
 
 
 @pytest.mark.integration
-def test_minilm_on_sst2_is_not_better_than_random_in_shape_and_says_so(minilm_sst2: dict) -> None:
+def test_minilm_on_sst2_carries_position_in_every_tested_aspect(minilm_sst2: dict) -> None:
     document, table = minilm_sst2["json"], " ".join(minilm_sst2["table"].split())
-    assert document["verdict"]["shape"] != "better"
-    assert document["verdict"]["shape"] == "worse"  # 0.221 against random tables near 0.055
-    assert document["verdict"]["order"] == "better"
-    assert "no better than random in shape (worse)" in table
-    # sinusoidal is as good as random in shape on SST-2: the corpus cannot rank shapes, and says so
-    assert document["scores"]["sinusoidal"]["categories"]["shape"] == "indistinguishable"
-    shape = document["discriminability"]["aspects"]["shape"]
-    assert shape["discriminates"] is False and "sinusoidal" in shape["reason"]
-    assert document["verdict"]["not_ranked"] == ["shape"]
-    assert "cannot decide: shape (scaled) cannot separate encodings on this corpus" in table
-    assert "best standard encoding" not in table  # no ranking on a score that cannot separate encodings
-    assert document["summary"]["limits"] and document["summary"]["limits"][0].startswith("shape (scaled)")
+    assert {document["verdict"][aspect] for aspect in TESTED} == {"better"}
+    assert "it carries position in shape, order, local order and lag (better than its shuffles)" in table
+    # sinusoidal carries SST-2's position order too, so the corpus ranks every aspect
+    assert document["scores"]["sinusoidal"]["categories"]["shape"] == "better"
+    assert document["verdict"]["not_ranked"] == []
+    assert "best standard encoding" in table
+    # the random table is not told apart from its shuffles
+    assert {document["scores"]["random"]["categories"][aspect] for aspect in TESTED} == {"indistinguishable"}
 
 
 @pytest.mark.integration
 def test_fail_if_gates_on_the_category(minilm_sst2: dict) -> None:
     args, cwd = minilm_sst2["args"], minilm_sst2["cwd"]
-    failed = invoke([*args, "--fail-if", "shape=not-better"], cwd=cwd)
+    failed = invoke([*args, "--fail-if", "shape=better"], cwd=cwd)
     assert failed.code == 1, failed
-    assert failed.errors == ["error: threshold crossed: shape is worse than random"]
-    assert "gate failed: shape is worse than random" in failed.stdout
+    assert failed.errors == ["error: threshold crossed: shape is better than its position shuffles"]
+    assert "gate failed: shape is better than its position shuffles" in failed.stdout
     passed = invoke([*args, "--fail-if", "order=not-better", "-f", "json"], cwd=cwd)
     assert passed.code == 0, passed
     assert json.loads(passed.stdout)["gate"] == {
@@ -115,7 +133,7 @@ def test_fail_if_gates_on_the_category(minilm_sst2: dict) -> None:
     [
         (
             ["--fail-if", "shapes=worse"],
-            "--fail-if: unknown aspect 'shapes'; choose one of shape, order, local_order, lag, separation",
+            "--fail-if: unknown aspect 'shapes'; choose one of shape, order, local_order, lag",
         ),
         (
             ["--fail-if", "shape=bad"],
@@ -125,9 +143,10 @@ def test_fail_if_gates_on_the_category(minilm_sst2: dict) -> None:
         (["--fail-if", "shape=worse", "--fail-if", "shape=better"], "--fail-if shape is given twice"),
         (
             ["--fail-if", "order=worse", "--null-draws", "8"],
-            "--fail-if needs at least 39 null draws to decide a category (the two-sided 5% rank test), got "
-            "--null-draws 8; use --null-draws 39 or more",
+            "--fail-if needs the shuffles that can decide a category (at least 999, more for many rows), got "
+            "--null-draws 8; omit --null-draws",
         ),
+        (["--fail-if", "separation=worse"], "--fail-if: unknown aspect 'separation'; choose one of shape, order"),
     ],
 )
 def test_bad_fail_if_is_one_line_and_exit_2(tmp_path: Path, gate: list[str], message: str) -> None:
@@ -140,7 +159,7 @@ def test_bad_fail_if_is_one_line_and_exit_2(tmp_path: Path, gate: list[str], mes
 def test_fail_if_a_random_table_is_not_better(tmp_path: Path) -> None:
     run = invoke(["stress", "random:d=64", "--dataset", DRIFT_WORDS, "--fail-if", "order=not-better"], cwd=tmp_path)
     assert run.code == 1, run
-    assert run.errors == ["error: threshold crossed: order is indistinguishable from random"]
+    assert run.errors == ["error: threshold crossed: order is indistinguishable from its position shuffles"]
     fine = invoke(["stress", "rope:d=64", "--dataset", DRIFT_WORDS, "--fail-if", "order=not-better"], cwd=tmp_path)
     assert fine.code == 0, fine
     assert "gate passed: fail if order not-better" in fine.stdout
@@ -148,9 +167,9 @@ def test_fail_if_a_random_table_is_not_better(tmp_path: Path) -> None:
 
 def test_too_few_draws_decide_nothing_and_say_so(tmp_path: Path) -> None:
     document = run_json("stress", "rope:d=16", "--dataset", DRIFT_WORDS, "--null-draws", "8", cwd=tmp_path)
-    assert {document["verdict"][aspect] for aspect in ASPECTS} == {"undecided"}
+    assert {document["verdict"][aspect] for aspect in TESTED} == {"undecided"}
     assert document["verdict"]["sentence"].endswith(
-        "with 8 null draws no aspect can be told from random (the rank test needs at least 39: --null-draws 39)"
+        "8 shuffles cannot decide any of the run's 24 tests at 5% after Holm (it needs 999): omit --null-draws"
     )
 
 
@@ -167,6 +186,7 @@ def test_layer_summaries_rank_by_scale_free_scores_only(minilm_path: Path, tmp_p
     for row in document["layers"]:
         assert set(row["categories"]) == set(ASPECTS)
         assert row["null"]["scaled_stress"]["category"] == row["categories"]["shape"]
+        assert row["categories"]["separation"] is None
     assert "better_layers" in document["peaks"]["hidden"]
 
 
@@ -192,15 +212,16 @@ def test_report_gives_a_target_the_numbers_stress_gives_it(minilm_path: Path, tm
 
 
 def test_the_null_figure_draws_each_score_in_its_category(tmp_path: Path) -> None:
-    """null.png, read through matplotlib's objects: one panel per aspect, each row's null range as a bar and
-    its score as a marker whose shape names the category (distinct per category)."""
+    """null.png, read through matplotlib's objects: one panel per tested aspect, each row's shuffles' range of
+    scaled stress as a bar, and its score as a marker whose shape names the category (distinct per category)."""
     import geoanalyze as ga
     from geoanalyze.geometry.null import ASPECTS as SCORE_OF
     from geoanalyze.report.figures import CATEGORY_STYLE, null_figure
 
     result = ga.score("rope:d=32", dataset=DRIFT_WORDS, compare=("random",))
     scores = {name: table.to_dict() for name, table in result.scores.items()}  # as the JSON holds them
-    figure = null_figure(scores, SCORE_OF, tmp_path / "null.png", not_ranked={"shape": "flat"})
+    tested = {aspect: key for aspect, key in SCORE_OF.items() if aspect != "separation"}
+    figure = null_figure(scores, tested, tmp_path / "null.png", not_ranked={"shape": "flat"})
     assert (tmp_path / "null.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     axes = figure.axes
     assert [axis.get_title() for axis in axes] == [
@@ -208,17 +229,17 @@ def test_the_null_figure_draws_each_score_in_its_category(tmp_path: Path) -> Non
         "order",
         "local order",
         "lag",
-        "separation",
     ]
     assert len({marker for marker, _ in CATEGORY_STYLE.values()}) == len(CATEGORY_STYLE)
-    for axis, (aspect, key) in zip(axes, SCORE_OF.items(), strict=True):
+    for axis, (aspect, key) in zip(axes, tested.items(), strict=True):
         points = [line for line in axis.get_lines() if line.get_linestyle() == "None"]
         bars = [line for line in axis.get_lines() if line.get_linestyle() != "None"]
-        assert len(points) == len(bars) == 2  # rope:d=32 and random
+        # rope:d=32 and random; the shuffles' range only where the statistic is the score (scaled stress)
+        assert len(points) == 2 and len(bars) == (2 if key == "scaled_stress" else 0)
         for line, name in zip(points, scores, strict=True):
             entry = scores[name]
             assert line.get_xdata()[0] == entry[key]
             assert line.get_marker() == CATEGORY_STYLE[entry["categories"][aspect]][0]
-        for line, name in zip(bars, scores, strict=True):
+        for line, name in zip(bars, scores if bars else (), strict=True):
             null = scores[name]["null"][key]
             assert list(line.get_xdata()) == [null["low"], null["high"]]
