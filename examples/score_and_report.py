@@ -18,7 +18,8 @@ CORPUS = Path(__file__).resolve().parent.parent / "sample_corpora" / "drift-word
 
 
 def main(output: Path) -> None:
-    # `geoanalyze stress rope:d=64 --dataset ... --compare sinusoidal,mds,random` (39 null draws by default)
+    # `geoanalyze stress rope:d=64 --dataset ... --compare sinusoidal,mds,random` (each row against its own
+    # position shuffles, Holm-corrected over the run's tests)
     rope = ga.score("rope:d=64", dataset=str(CORPUS), compare=("sinusoidal", "mds", "random"))
     print(rope.verdict.sentence)
     scores = rope.scores["rope:d=64"].observed
@@ -31,14 +32,14 @@ def main(output: Path) -> None:
     page = ga.write_report([rope, alibi], output / "report.md")
     print(f"wrote {page}")
 
-    # Your own vectors against your own distances: every score, and the null.
+    # Your own vectors against your own distances: every score, and the shuffle test of each.
     i = np.arange(40)
     D = np.abs(i[:, None] - i[None, :]) / 40  # a target that depends on |i - j| only
     P = ga.get_encoding("rope:d=32").vectors(i)
     print({name: round(value, 4) for name, value in ga.score_vectors(P, D).items()})
-    null = ga.null_calibration(P, D, draws=39, seed=0)
-    violation = null["monotonicity_violation"]
-    print(f"violation: rank {violation['rank']} of 40, {violation['category']} than 39 random tables")
+    tests = ga.shuffle_test(P, D, seed=0)
+    order = tests["monotonicity_violation"]
+    print(f"order: rank {order['rank']} of {order['draws'] + 1}, {order['category']} than its position shuffles")
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ _EXPORTS = {
     "CheckpointInfo": "geoanalyze.results",
     "Verdict": "geoanalyze.results",
     "null_calibration": "geoanalyze.geometry.scores",
+    "shuffle_test": "geoanalyze.geometry.shuffle",
     "get_encoding": "geoanalyze.encodings",
     "write_figures": "geoanalyze.report.stress",
 }
@@ -85,6 +86,7 @@ __all__ = [
     "resolve_source",
     "score",
     "score_vectors",
+    "shuffle_test",
     "stress_curve",
     "synthetic_corpus",
     "to_json",
@@ -106,6 +108,7 @@ if TYPE_CHECKING:
     from .geometry.distances import PositionGeometry, fisher_rao_distances, hellinger_distances, position_geometry
     from .geometry.mds import LowRankEncoding, MDSResult, classical_mds, low_rank_encoding, stress_curve
     from .geometry.scores import null_calibration
+    from .geometry.shuffle import shuffle_test
     from .report.stress import write_figures
     from .results import CheckpointInfo, EncodingScores, LayerRow, StressResult, Verdict
 

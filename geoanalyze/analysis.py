@@ -6,7 +6,7 @@
  -> target_geometry    the corpus counted with the target's tokenizer -> Hellinger distances D between
                        the kept positions (N_i >= min-count)
  -> score_encodings    the target's position vectors, the standard encodings' and a random null, each
-                       scored against D, ranked among random tables of its shape, and per aspect whether
+                       scored against D, tested against shuffles of its own positions, and per aspect whether
                        this corpus can rank on it at all
  -> score_layers       checkpoints, layer by layer: the position table through each layer's W_Q and W_K,
                        and the centroids of the queries, keys and hidden states of a forward pass
@@ -330,8 +330,8 @@ def position_tables(
 def score_encodings(
     resolved: Target, compared: Mapping[str, Encoding], corpus: Corpus, options: StressOptions
 ) -> Scored:
-    """Every table's scores against D and its rank test among random tables of its shape; the
-    discriminability of each aspect; the target's bootstrap intervals under --bootstrap."""
+    """Every table's scores against D (their shuffle tests queued), the discriminability probes, and the
+    target's bootstrap intervals under --bootstrap."""
     vectors, context = position_tables(resolved, compared, corpus, options)
     distances, positions = corpus.distances, corpus.positions
     nulls = ShuffleNull(distances, positions, options.null_draws, options.seed)
@@ -646,8 +646,8 @@ def checkpoint_layers(
 ) -> tuple[list[LayerRow], dict[str, str]]:
     """Every per-layer row of a checkpoint, and what was measured or skipped (and why) per row kind.
 
-    Each row is scored like a table (every scale-free score, its rank test against random tables
-    of the row's width on the row's positions, and its categories)."""
+    Each row is scored like a table (every scale-free score, its shuffle tests queued on the row's own
+    positions; :func:`settle` fills in its categories)."""
     measured: dict[str, str] = {}
     chosen, distances, positions = resolved.layers, corpus.distances, corpus.positions
     layers, measured["projected"] = projected_layers(checkpoint, table, distances, chosen, positions, nulls)

@@ -57,10 +57,10 @@ Calibration = Mapping[str, Any]
 
 @dataclass(frozen=True)
 class EncodingScores:
-    """Every score of one table of position vectors, held against random tables of its shape.
+    """Every score of one table of position vectors, tested against shuffles of its own positions.
 
     ``observed``: score name -> value, in the order of :func:`~geoanalyze.geometry.scores.all_scores`.
-    ``null``: score name -> its rank test among ``null_draws`` random tables. ``categories``:
+    ``null``: score name -> its shuffle test (geometry/shuffle.py) over ``null_draws`` shuffles. ``categories``:
     aspect -> better / indistinguishable / worse / undecided (None: its score was not computed).
     ``bootstrap``: the target's 95% intervals under ``--bootstrap`` (score -> low, high, sd, bias).
     """

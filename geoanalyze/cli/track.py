@@ -186,7 +186,7 @@ def track(
 ) -> None:
     """Score a series of checkpoints step by step, or a checkpoint against a baseline (for CI).
 
-    The corpus is counted once and every checkpoint is held against the same random tables; each
+    The corpus is counted once and every row is tested against shuffles of its own positions; each
     checkpoint's forward pass (--layers) is cached. A checkpoint that cannot be read is a row saying
     why (exit 1); checkpoints of different models in one series are refused (exit 2).
     """

@@ -287,3 +287,21 @@ def decide(tests: Sequence[Mapping[str, Mapping[str, Any]]], alpha: float = ALPH
             test["category"] = "indistinguishable"
         out[i][score] = test
     return out
+
+
+def shuffle_test(
+    positions: Any, distances: Any, draws: int | None = None, seed: int = 0, index: Any = None, alpha: float = ALPHA
+) -> dict[str, dict[str, Any]]:
+    """The shuffle tests of one table P (n x k) against target distances D (n x n): score -> test.
+
+    Each test holds the fields of :func:`_summary`, Holm's ``p_adjusted`` over the four tests and the
+    ``category`` (better, indistinguishable, worse; undecided with too few ``draws``). ``index``: the
+    positions' indices (the lags), default 0..n-1. ``draws`` None: :func:`draws_for` the four tests (999).
+    """
+    from .scores import check_index, check_inputs
+
+    p, condensed = check_inputs(positions, distances)
+    t = check_index(index, p.shape[0])
+    nulls = ShuffleNull(squareform(condensed), t, draws, seed)
+    nulls.register(p)
+    return decide(nulls.run(), alpha)[0]

@@ -65,9 +65,9 @@ def baseline_section(comparison: Comparison) -> str:
     lines += [f"- {md_text(line)}" for line in comparison.lines()]
     lines += [
         "",
-        "change: candidate - baseline; null sd: the score's standard deviation over the random tables both are "
-        "held against; beyond null: the change exceeds it; gate: --fail-if-worse (limit: its tolerance, else the "
-        "null sd).",
+        "change: candidate - baseline; null sd: the standard deviation of the score's test statistic over "
+        "shuffles of the baseline's positions (none for rel. sep.); beyond null: the change exceeds it; gate: "
+        "--fail-if-worse (limit: its tolerance, else the null sd).",
         "",
     ]
     return "\n".join(lines)

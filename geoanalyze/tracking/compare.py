@@ -1,13 +1,14 @@
 """A checkpoint against a baseline: did a fine-tune damage the position geometry?
 
 For each scale-free score of the position row, B's value beside A's, the change B - A, and the
-null's spread: the standard deviation of that score over the random tables both are held
-against (one null for both: same shape, same positions). A change larger than the spread is
-one random tables would rarely show.
+null's spread: the standard deviation of that score's test statistic over the shuffles of A's
+own positions (docs/scores.md §5; the scaled stress itself, the rank discordance for the
+violations), the size of a change that scrambling A's positions makes. Relative separation has
+no shuffle test, and so no spread.
 
 ``--fail-if-worse SCORE[=TOL]`` fails when B is worse than A by more than TOL in the score's own
 units (worse: higher for the violations and scaled stress, lower for relative separation); TOL
-defaults to the null's spread.
+defaults to the null's spread (relative separation needs one given).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..geometry.null import ASPECTS, LOWER_IS_BETTER
+from ..geometry.shuffle import TESTED as SHUFFLE_TESTED
 from ..results import fmt
 from .track import LABELS, TRACKED, StepRecord
 
@@ -50,6 +52,11 @@ def parse_fail_if_worse(items: Sequence[str]) -> dict[str, float | None]:
                 raise InputError(f"--fail-if-worse {item!r}: the tolerance must be a finite number >= 0")
         if names[key] in rules:
             raise InputError(f"--fail-if-worse {names[key]} is given twice; give each score once")
+        if tolerance is None and names[key] not in SHUFFLE_TESTED:
+            raise InputError(
+                f"--fail-if-worse {name}: relative separation has no shuffle spread to default to; "
+                f"give a tolerance, e.g. {name}=0.05"
+            )
         rules[names[key]] = tolerance
     return rules
 
@@ -166,7 +173,7 @@ def compare(baseline: StepRecord, candidate: StepRecord, rules: Mapping[str, flo
             score,
             float(baseline.position.observed[score]),
             float(candidate.position.observed[score]),
-            float(baseline.position.null[score]["sd"]),
+            float(baseline.position.null[score]["sd"]) if score in baseline.position.null else math.nan,
             rules.get(score),
         )
         for score in TRACKED

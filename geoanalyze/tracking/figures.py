@@ -1,7 +1,7 @@
 """Scores against step: the figure of ``geoanalyze track`` and the geometry panel of training.png.
 
 One panel per scale-free score; the position row in black, each layer row in its projection's
-colour; the random tables' range of the position row shaded (one null for every step). The x axis
+colour; the range of scaled stress over the first position row's shuffles shaded. The x axis
 is logarithmic when the steps span two decades or more.
 """
 

@@ -20,14 +20,15 @@ def test_the_example_script_runs_and_writes_a_report(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith("rope:d=64: no standard encoding has a better shape")
     assert lines[0].endswith(
-        "better than random in shape, order, local order and lag, and no better than random in separation (worse)"
+        "against 999 shuffles of its positions (Holm over 16 tests), it carries position in shape, order, "
+        "local order and lag (better than its shuffles)"
     )
     assert (
         lines[2]
-        == "{'shape': 'better', 'order': 'better', 'local_order': 'better', 'lag': 'better', 'separation': 'worse'}"
+        == "{'shape': 'better', 'order': 'better', 'local_order': 'better', 'lag': 'better', 'separation': None}"
     )
     assert lines[3] == f"wrote {tmp_path / 'out' / 'report.md'}"
-    assert lines[5] == "violation: rank 1 of 40, better than 39 random tables"
+    assert lines[5] == "order: rank 1 of 1000, better than its position shuffles"
     page = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     tables = gfm_tables(page)
     assert_rectangular(tables)

@@ -126,8 +126,9 @@ def test_encoding_target_json(rope_run: dict[str, Any]) -> None:
         for key in ("stress", "scaled_stress", "monotonicity_violation", "anchored_monotonicity_violation"):
             assert math.isfinite(s[key]), (name, key)
         assert s["separation"] >= 0 and 0 <= s["relative_separation"] <= 1
-        for key in ("stress", "scaled_stress", "monotonicity_violation", "separation"):
-            assert set(s["null"][key]) >= {"mean", "sd", "z", "beats"}, (name, key)
+        for key in ("scaled_stress", "monotonicity_violation", "anchored_monotonicity_violation", "lag_violation"):
+            assert set(s["null"][key]) >= {"mean", "sd", "z", "beats", "p", "p_adjusted", "category"}, (name, key)
+        assert "stress" not in s["null"] and "relative_separation" not in s["null"]  # no shuffle test of these
     # The naive Hellinger matrix is Euclidean: its MDS reproduces it exactly.
     assert scores["mds"]["stress"] < 1e-12
     assert scores["mds"]["scaled_stress"] < 1e-12

@@ -59,8 +59,8 @@ def test_a_trainer_folder_is_scored_in_step_order(trainer_output: Path, tmp_path
     assert all(r["error"] is None for r in records)
     first = records[0]["position"]
     assert set(first["categories"]) == {"shape", "order", "local_order", "lag", "separation"}
-    assert first["categories"]["order"] == "better"  # MiniLM's table orders positions better than random
-    # the same weights at every step, the same random tables: the same scores and categories
+    assert first["categories"]["order"] == "better"  # MiniLM's table carries the corpus's position order
+    # the same weights at every step, the same shuffles: the same scores and categories
     assert all(r["position"] == first for r in records)
     assert (tmp_path / "track.png").read_bytes()[:4] == b"\x89PNG"
     assert document["figure"] == "track.png"
@@ -82,14 +82,15 @@ def test_the_figure_has_every_score_against_step_on_a_log_axis_with_the_null_ban
     (line,) = violation.get_lines()
     assert list(line.get_xdata()) == [10, 100, 1000]
     assert list(line.get_ydata()) == [r.position.observed["monotonicity_violation"] for r in result.records]
-    (band,) = violation.patches  # the random tables' range, shaded
-    low, high = result.band("monotonicity_violation")
+    assert not violation.patches  # no band where the test's statistic is not the score itself
+    (band,) = axes[0].patches  # scaled stress: the first position row's shuffles' range, shaded
+    low, high = result.band("scaled_stress")
     ys = [band.get_y(), band.get_y() + band.get_height()] if hasattr(band, "get_height") else band.get_xy()[:, 1]
     assert low < high
     assert np.allclose([min(ys), max(ys)], [low, high])
     page = result.to_markdown("f.png")
     assert "| step | checkpoint | scaled | violation | anchored | lag viol. | rel. sep. | null |" in page
-    assert page.count("| -+++- |") == 3 and "![scores against step](f.png)" in page
+    assert page.count("| ++++ |") == 3 and "![scores against step](f.png)" in page
 
 
 def test_a_checkpoint_made_worse_fails_the_baseline_and_an_identical_one_passes(

@@ -26,8 +26,8 @@ def test_every_encoding_has_it_with_its_null(result: StressResult) -> None:
         expected = lag_violation(result.vectors[name], positions)
         assert scores.observed["lag_violation"] == pytest.approx(expected, abs=1e-12), name
         assert set(scores.null["lag_violation"]) == {
-            *("mean", "sd", "low", "high", "z", "beats"),
-            *("rank", "p_better", "p_worse", "effect", "category"),
+            *("statistic", "observed", "mean", "sd", "low", "high", "z", "beats"),
+            *("rank", "p_better", "p_worse", "p", "p_adjusted", "effect", "draws", "category"),
         }
         assert scores.null["lag_violation"]["mean"] == pytest.approx(0.5, abs=0.05)
     # a drift corpus moves steadily with position: RoPE's and the MDS's vectors drift with the lag

@@ -1,8 +1,8 @@
 """verify separation and verify monotonicity score the whole trajectory, as track does (issue 24, item 5).
 
 geometry.trajectory scores a series of (step, table) against one geometry with ONE null (the random
-tables drawn once per shape); analysis.score_table (and so `geoanalyze track`) goes through the same
-calibrated_scores. Checked here against independent computations on small inputs; the figures
+tables drawn once per shape: the experiments' isotropy question); analysis.score_table (and so
+`geoanalyze stress` and `geoanalyze track`) tests each table against shuffles of its own positions. Checked here against independent computations on small inputs; the figures
 against their trajectories through matplotlib's objects and plotting.audit. The smoke runs
 themselves (seconds each, 2 of them) are in the slow job.
 """
@@ -22,7 +22,6 @@ from geoanalyze.geometry.scores import all_scores, separation
 from geoanalyze.geometry.trajectory import (
     TRACKED,
     NullCache,
-    calibrated_scores,
     shape_null,
     shape_trajectory,
     trajectory,
@@ -74,16 +73,21 @@ def test_a_trajectory_is_in_step_order_each_score_its_own_against_one_null_drawn
     }  # fmt: skip
 
 
-def test_track_and_stress_score_a_table_through_the_same_calibrated_scores() -> None:
-    from geoanalyze.analysis import score_table
+def test_track_and_stress_score_a_table_through_the_same_shuffle_tests() -> None:
+    """analysis.score_table + settle (what stress and track call) give a table the scores of all_scores and
+    the tests of the shuffle null run directly on it."""
+    from geoanalyze.analysis import score_table, settle
+    from geoanalyze.geometry.shuffle import ShuffleNull, decide
 
     distances, positions = line_geometry()
     table = drifting_tables()[2][1]
-    nulls = NullCache(distances, positions, draws=5, seed=0)
-    observed, calibrated = calibrated_scores(table, distances, positions, nulls)
-    scored = score_table(table, distances, positions, nulls)
-    assert scored.observed == observed
-    assert scored.null == calibrated
+    nulls = ShuffleNull(distances, positions, draws=999, seed=0)
+    (scored,) = settle(nulls, [score_table(table, distances, positions, nulls)])
+    assert scored.observed == all_scores(table, distances, index=positions)
+    direct = ShuffleNull(distances, positions, draws=999, seed=0)
+    direct.register(table)
+    assert scored.null == decide(direct.run())[0]
+    assert scored.categories["shape"] == scored.null["scaled_stress"]["category"]
 
 
 def test_a_shape_null_is_the_score_of_the_null_streams_gaussian_tables() -> None:
