@@ -867,7 +867,7 @@ def cached_forward(
 
 def layer_peaks(layers: Sequence[LayerRow]) -> dict[str, LayerPeak]:
     """Per projection, in table order: the layers of lowest scaled stress and lowest violation, the
-    layers whose categories are better than random per aspect, and (JSON only, not a summary: it
+    layers whose categories are better than their shuffles per aspect, and (JSON only, not a summary: it
     follows the vectors' size) the layer where raw stress peaks."""
 
     def lowest(rows: list[LayerRow], key: str) -> LayerRow:

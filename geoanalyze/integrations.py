@@ -10,7 +10,7 @@
 On every ``every``-th evaluation the model is written to a temporary folder (with the trainer's
 tokenizer) and its position table scored against the corpus as ``geoanalyze track`` scores a
 checkpoint: the scale-free scores as ``geometry/<score>`` and each category as
-``geometry/<aspect>_category`` (+1 better than random, 0 indistinguishable, -1 worse). They join the
+``geometry/<aspect>_category`` (+1 better than its position shuffles, 0 indistinguishable, -1 worse). They join the
 evaluation's metrics (what ``trainer.evaluate()`` returns) and ``state.log_history``; a bound
 callback also passes them to ``trainer.log``, so every reporter receives them. Nothing beyond
 transformers is needed.

@@ -33,7 +33,7 @@ from .io import atomic_path
 #: Okabe and Ito's colour-blind-safe palette (B. Wong, Nature Methods 8, 441, 2011): blue,
 #: vermillion, bluish green, reddish purple, orange, sky blue, black; yellow last (faint on white)
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
-GREY = "#999999"  # random tables, the null: the reference every score is read against
+GREY = "#999999"  # the null (position shuffles): the reference every score is read against
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 LINESTYLES = ("-", "--", "-.", ":")
 

@@ -107,7 +107,7 @@ class LayerRow:
 @dataclass(frozen=True)
 class LayerPeak:
     """Per projection: the layers of lowest scaled stress and violation, of peak raw stress, and the
-    layers better than random per aspect."""
+    layers better than their position shuffles per aspect."""
 
     peak_stress_layer: int
     peak_stress: float
@@ -452,7 +452,7 @@ class Summary:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The target's verdict: its category against random per aspect (better, indistinguishable, worse,
+    """The target's verdict: its category against its position shuffles per aspect (better, indistinguishable, worse,
     undecided; None without position vectors), the sentence, and the aspects this corpus cannot rank."""
 
     shape: str | None
@@ -604,7 +604,7 @@ def shape_clause(mine: SummaryRow, rows: Sequence[SummaryRow]) -> str | None:
 
 def verdict_sentence(result: StressResult, rows: Sequence[SummaryRow]) -> str:
     """One line on the target: its shape beside the standard encodings (only where this corpus can tell
-    shapes apart), the MDS floor, then in plain words which aspects are better than random and which are not."""
+    shapes apart), the MDS floor, then in plain words in which aspects it carries position and in which not."""
     target = result.target
     by_name = {row.encoding: row for row in rows}
     mine = by_name.get(target)
@@ -777,14 +777,14 @@ def peak_lines(result: StressResult) -> list[str]:
             f"({fmt(shown_score(peak.best_violation))})"
         ]
         shown = []
-        for aspect in ASPECTS:
+        for aspect in TESTED_ASPECTS:
             chosen = peak.better_layers.get(aspect, [])
             where = (
                 "no layer" if not chosen else "every layer" if chosen == peak.layers else f"layers {_ranges(chosen)}"
             )
             mark = " (not ranked here)" if aspect in not_ranked else ""
             shown.append(f"{ASPECT_WORDS[aspect]} {where}{mark}")
-        words.append("better than random: " + ", ".join(shown))
+        words.append("better than shuffled: " + ", ".join(shown))
         lines.append("; ".join(words))
     return lines
 

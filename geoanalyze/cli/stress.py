@@ -126,9 +126,9 @@ FailIf = Annotated[
     list[str] | None,
     typer.Option(
         "--fail-if",
-        help="ASPECT=CATEGORY: exit 1 when the target's category against random is CATEGORY (repeatable). "
-        "ASPECT: shape, order, local_order, lag, separation; CATEGORY: better, indistinguishable, worse, "
-        "not-better, not-worse. Needs at least 39 null draws.",
+        help="ASPECT=CATEGORY: exit 1 when the target's category against its position shuffles is CATEGORY "
+        "(repeatable). ASPECT: shape, order, local_order, lag; CATEGORY: better, indistinguishable, worse, "
+        "not-better, not-worse.",
     ),
 ]
 #: report --baseline A B (track has its own: a series' baseline)
@@ -434,7 +434,8 @@ def stress(
     """How faithfully a checkpoint or encoding reproduces the Hellinger geometry of a corpus, layer by layer.
 
     Scores the target's position vectors beside sinusoidal, RoPE, ALiBi, the optimal MDS
-    encoding and a random null (at the target's width), then (for checkpoints) every layer's
+    encoding and a random table (at the target's width), each tested against shuffles of its own
+    positions (does it carry position?), then (for checkpoints) every layer's
     query/key projections and hidden-state centroids. Scores: scaled (scaled stress), violation,
     anchored, rel. sep., stress; a verdict line and a legend follow the table. Exit code 1 when
     a --fail-above threshold is crossed.

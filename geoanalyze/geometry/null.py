@@ -1,8 +1,16 @@
-r"""Every scale-free score against random tables of the same shape: a Monte Carlo rank test.
+r"""The isotropy null: every scale-free score against random Gaussian tables of the same shape, and the
+aspects the verdicts name.
 
-The null hypothesis H0 of a table P (n x k) is "P carries no position information": its
-scores are exchangeable with those of K tables with i.i.d. N(0, 1) entries of the same shape,
-scored against the same D (the *null draws*). For a score x of P and the null values
+This null asks a question of its own: *is the table closer to D than an isotropic cloud of its
+width?* It is not the verdicts' null: ``stress``, ``report`` and ``track`` ask "do these vectors
+carry position?" and test each table against shuffles of its own positions
+(:mod:`geoanalyze.geometry.shuffle`). In high dimension Gaussian tables are nearly equidistant,
+so this null rewards isotropy and depends on the width; it stays for the experiments that ask
+whether a trained table moved away from its random initialisation, and for
+:func:`geoanalyze.null_calibration`.
+
+Its H0 for a table P (n x k): its scores are exchangeable with those of K tables with i.i.d.
+N(0, 1) entries of the same shape, scored against the same D (the *null draws*). For a score x of P and the null values
 v_1..v_K, with "at least as good" meaning <= for a lower-is-better score and >= otherwise:
 
     p_better = (1 + #{k: v_k at least as good as x}) / (K + 1)

@@ -251,7 +251,7 @@ def layer_figure(
     """Stress and scaled stress per layer, one line per projection, with reference lines.
 
     ``references``: name -> {"stress": ..., "scaled_stress": ...} drawn as dashed horizontal lines
-    (the random null's mean, the sinusoidal table's scores).
+    (the target's mean over its position shuffles, the sinusoidal table's scores).
     """
     plt = _pyplot()
     figure, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")

@@ -264,11 +264,12 @@ def write_figures(result: StressResult, directory: str | os.PathLike[str], prefi
 
 
 def references(result: StressResult) -> dict[str, dict[str, float]]:
-    """The layer figure's reference lines: the target's null mean, the sinusoidal table's scores."""
+    """The layer figure's reference lines: the mean scaled stress of the target's table over its position
+    shuffles, the sinusoidal table's scores."""
     lines: dict[str, dict[str, float]] = {}
     mine = result.target_scores
-    if mine is not None:
-        lines["null"] = {key: mine.null[key]["mean"] for key in ("stress", "scaled_stress") if key in mine.null}
+    if mine is not None and "scaled_stress" in mine.null:
+        lines["target, positions shuffled"] = {"scaled_stress": mine.null["scaled_stress"]["mean"]}
     sinusoidal = result.scores.get("sinusoidal")
     if sinusoidal is not None:
         lines["sinusoidal"] = {key: sinusoidal.observed[key] for key in ("stress", "scaled_stress")}
