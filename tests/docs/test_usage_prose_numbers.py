@@ -33,7 +33,6 @@ BLOCK_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?%?")
 ALLOWED = {
     "(0.5 = random)": "the chance level of a violation score (definition, docs/scores.md)",
     "chance 0.5": "the chance level of the lag violation (definition, docs/scores.md)",
-    "rank test at 5%": f"the null's two-sided rank test level, geoanalyze.geometry.null.ALPHA = {ALPHA}",
     "fraction above 0.5": f"the noise warning's threshold, geoanalyze.results.NOISE_WARNING = {NOISE_WARNING}",
     "adds 95% basic-bootstrap intervals": "the --bootstrap intervals' level (definition, analysis.bootstrap)",
     "0.563 for ALiBi": "the paper's reported figure (docs/claims.md compares it with ours)",
