@@ -451,12 +451,20 @@ CLAIMS: tuple[Claim, ...] = (
         "2604.05217",
         "Monotonicity holds under the [CLS] classification loss too, not only under MLM",
         "monotone",
-        "",
-        (),
-        "`verify monotonicity`, ci, the classification task",
-        "not attempted",
-        "the monotonicity experiment trains under MLM; the classification run is the command shown",
-        needs=("monotonicity-cls",),
+        "trained table (SST-2 labels): violation {0} against the corrected geometry (random null mean {1}); "
+        "under MLM {2}",
+        (
+            value("monotonicity-cls", "checks/learned beats random/value", ".3f"),
+            value("monotonicity-cls", "checks/learned beats random/statistics/values/null_mean", ".3f"),
+            value("monotonicity", "checks/learned beats random/value", ".3f"),
+        ),
+        "`verify monotonicity`, ci, `--set task=classification`",
+        "reproduced",
+        "below the random null by 4 null sds at this scale (a 2-layer, width-64 model), less clearly than under MLM",
+        {
+            ("monotonicity-cls", "learned beats random"): "pass",
+            ("monotonicity-cls", "learned beats random by lag"): "pass",
+        },
     ),
     Claim(
         "2604.05217",
@@ -1024,10 +1032,14 @@ def row(claim: Claim, records: dict[str, Any]) -> list[str]:
 
 
 def provenance(root: Path, record: Record, data: dict[str, Any]) -> str:
-    """The command line that wrote the record: a stress record's ``run``, a verify record's page's last line."""
+    """The command line that wrote the record: a stress record's ``run``, a script's ``command``, a verify
+    record's page's last line."""
     run = data.get("run")
     if isinstance(run, dict) and run.get("command"):
         return str(run["command"])
+    command = data.get("command")
+    if isinstance(command, str) and command.startswith("benchmarks/"):  # a script's record
+        return f"python {command}"
     page = (root / record.path).with_suffix(".md")
     if page.is_file():
         for line in reversed(page.read_text(encoding="utf-8").splitlines()):
