@@ -94,7 +94,7 @@ SETTINGS: dict[str, dict[str, Settings]] = {
 #: ``--set`` overrides that shrink each experiment to a seconds-long smoke run (no real corpus)
 SMOKE: dict[str, tuple[str, ...]] = {
     "sinusoidal-optimality": ("positions=32", "vocab=100", "steps=3", "bases=8", "null_draws=2", "sst2=false"),
-    "alibi-rank1": ("longest=32", "vocab=60", "step=1", "steps=3", "null_draws=2", "sst2=false", "arcs=7"),
+    "alibi-rank1": ("longest=32", "vocab=60", "step=1", "steps=3", "null_draws=2", "sst2=false", "arcs=2"),
     "mds-parameters": ("real=false",),
 }
 for _name, _overrides in SMOKE.items():  # the smoke preset: ci's settings with the smoke overrides
@@ -420,7 +420,7 @@ def alibi_rank1(options: ExperimentOptions) -> ExperimentResult:
     return ExperimentResult(
         "alibi-rank1",
         "Is ALiBi a near-optimal rank-1 encoding for near shift-equivariant (short) corpora?",
-        alibi_checks(shift, others, arcs),
+        alibi_checks(shift, others, arcs, smoke_or(options.preset, 0.1, OPTIMAL_WITHIN)),
         data={"settings": settings.to_dict(), "shift": shift, "arcs": arcs, "corpora": others},
         sections=sections,
         figures={figure: "ALiBi's line against the rank-1 MDS: by length of a shift corpus, and by shift-equivariance"},
@@ -541,7 +541,10 @@ def _alibi_row(name: str, fit: dict[str, Any]) -> list[Any]:
 
 
 def alibi_checks(
-    shift: list[dict[str, Any]], others: dict[str, dict[str, Any]], arcs: Sequence[dict[str, Any]] = ()
+    shift: list[dict[str, Any]],
+    others: dict[str, dict[str, Any]],
+    arcs: Sequence[dict[str, Any]] = (),
+    within: float = OPTIMAL_WITHIN,
 ) -> list[Any]:
     """The verdicts of alibi-rank1 from the shift corpora's fits (by length), the other corpora's and the
     short shift corpora whose arc is not near-linear (``arcs``).
@@ -551,7 +554,8 @@ def alibi_checks(
     not); the trends are one-sided Spearman tests. "Best rank 1" is the stress-optimal rank-1 fit
     (:func:`best_rank1`), not the classical one. The negative control is the rough-1 corpus (independent
     positions, where the claim's condition fails): the near-optimality bound must fail there. The
-    paper's own data point, SST-2, is a check of its own whenever SST-2 was measured.
+    paper's own data point, SST-2, is a check of its own whenever SST-2 was measured. ``within``: the
+    bound on ALiBi's own scaled stress (the smoke preset loosens it; the rank-1 margin stays 0.01).
     """
     from . import stat_tests as st
 
@@ -571,10 +575,10 @@ def alibi_checks(
     checks = [
         st.tolerance(
             worst["alibi"]["scaled_stress"],
-            OPTIMAL_WITHIN,
+            within,
             statement=f"on every shortest synthetic shift corpus ({len(short)}: 8 positions, arcs of "
             f"{degrees} degrees, true distances), ALiBi's "
-            f"scaled stress <= {OPTIMAL_WITHIN} (the exact MDS: 0)",
+            f"scaled stress <= {within:g} (the exact MDS: 0)",
         ).check(
             "near-optimal on short shift-equivariant corpora",
             paper="near-optimal (SST-2 stress 0.563)",
@@ -614,10 +618,10 @@ def alibi_checks(
                 [
                     st.tolerance(
                         control["alibi"]["scaled_stress"],
-                        OPTIMAL_WITHIN,
+                        within,
                         below=False,
                         strict=True,
-                        statement=f"ALiBi's scaled stress > {OPTIMAL_WITHIN}",
+                        statement=f"ALiBi's scaled stress > {within:g}",
                     ),
                     st.tolerance(
                         control["alibi"]["scaled_stress"] - rank1(control),
