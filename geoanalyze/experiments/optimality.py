@@ -5,7 +5,7 @@ sinusoidal-optimality  "Sinusoidal encoding is an optimal approximation for corp
 alibi-rank1            "ALiBi is a near-optimal rank-1 parametrisation for near shift-equivariant
                        corpora (short sentences)."
 mds-parameters         "Up to 88% fewer parameters": r (n + d) against n d at the smallest rank r
-                       whose MDS keeps scaled stress within 0.01 of full rank.
+                       whose MDS keeps scaled stress <= 0.01 against D (absolute), naive and corrected apart.
 
 The corpora are the synthetic kinds with their *true* Hellinger distances (no sampling noise):
 the ``rough`` family from smooth (roughness 0) to independent positions (roughness 1), ``drift``,
@@ -28,12 +28,13 @@ scaled stress alone is small for *every* encoding when the distances are nearly 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
 
-from .record import Check, ExperimentOptions, ExperimentResult, Stopwatch, fmt, markdown_table, smoke_or
+from .record import ExperimentOptions, ExperimentResult, Stopwatch, fmt, markdown_table, smoke_or
 from .registry import experiment
 from .settings import Settings
 
@@ -67,6 +68,7 @@ class AlibiSettings(Settings):
     steps: int = 6
     null_draws: int = 4
     sst2: bool = True
+    arcs: tuple[int, ...] = (9, 37)  # steps of shortest-length shift corpora whose arc is not near-linear
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ SETTINGS: dict[str, dict[str, Settings]] = {
 #: ``--set`` overrides that shrink each experiment to a seconds-long smoke run (no real corpus)
 SMOKE: dict[str, tuple[str, ...]] = {
     "sinusoidal-optimality": ("positions=32", "vocab=100", "steps=3", "bases=8", "null_draws=2", "sst2=false"),
-    "alibi-rank1": ("longest=32", "vocab=60", "step=1", "steps=3", "null_draws=2", "sst2=false"),
+    "alibi-rank1": ("longest=32", "vocab=60", "step=1", "steps=3", "null_draws=2", "sst2=false", "arcs=2"),
     "mds-parameters": ("real=false",),
 }
 for _name, _overrides in SMOKE.items():  # the smoke preset: ci's settings with the smoke overrides
@@ -397,24 +399,29 @@ def alibi_rank1(options: ExperimentOptions) -> ExperimentResult:
     watch = Stopwatch()
     settings = _settings(options, "alibi-rank1", AlibiSettings)
     shift = shift_fits(settings, options.seed)
+    arcs = arc_fits(settings, options.seed)
     others = other_fits(settings, int(shift[len(shift) // 2]["length"]), options)
     rows = [_alibi_row(f"shift, n = {fit['length']}", fit) for fit in shift]
+    rows += [_alibi_row(f"shift, n = 8, arc {fit['arc_degrees']:.0f} deg", fit) for fit in arcs]
     rows += [_alibi_row(k, v) for k, v in others.items()]
     sections = [
         f"### Shift corpora of growing length (V = {settings.vocab}, step {settings.step}, kappa {settings.kappa}), "
-        "then other corpora\n\n"
+        "short ones whose arc is not near-linear, then other corpora\n\n"
         + markdown_table(ALIBI_HEADER, rows)
         + "\n\nALiBi's implied vectors are the line p_i = m i: with the scale fitted, every slope gives the same "
-        "scaled stress. The paper's 0.563 on SST-2 is a raw stress under its unstated slope convention; ours "
-        "is scale-free."
+        "scaled stress. The best rank 1 is the least scaled stress found by SMACOF (stress-minimising, unlike the "
+        "classical rank-1 MDS) from the classical and the line starts. A shift corpus of step s moves the bump "
+        "s tokens per position: at step 2 its 8 positions cover 6 degrees of the token circle (D nearly linear "
+        "in the lag); at the larger steps a quarter or all of it (D a function of the lag, not a linear one). "
+        "The paper's 0.563 on SST-2 is a raw stress under its unstated slope convention; ours is scale-free."
     ]
     figure = "alibi-rank1.png"
     _alibi_figure(options.work_dir / figure, shift, others)
     return ExperimentResult(
         "alibi-rank1",
         "Is ALiBi a near-optimal rank-1 encoding for near shift-equivariant (short) corpora?",
-        alibi_checks(shift, others),
-        data={"settings": settings.to_dict(), "shift": shift, "corpora": others},
+        alibi_checks(shift, others, arcs, smoke_or(options.preset, 0.1, OPTIMAL_WITHIN)),
+        data={"settings": settings.to_dict(), "shift": shift, "arcs": arcs, "corpora": others},
         sections=sections,
         figures={figure: "ALiBi's line against the rank-1 MDS: by length of a shift corpus, and by shift-equivariance"},
         preset=options.preset,
@@ -422,20 +429,60 @@ def alibi_rank1(options: ExperimentOptions) -> ExperimentResult:
     )
 
 
-def shift_fits(settings: AlibiSettings, seed: int) -> list[dict[str, Any]]:
-    """:func:`corpus_fit` of the true distances of shift corpora from 8 positions to ``settings.longest``."""
+def best_rank1(distances: np.ndarray, index: np.ndarray | None = None) -> dict[str, Any]:
+    """The stress-optimal rank-1 fit found: least scaled stress over the classical rank-1 MDS, the line
+    p_i = t_i and SMACOF (scikit-learn's metric ``smacof``, 1-D) started from each of them.
+
+    Classical MDS does not minimise stress; SMACOF does, to a local minimum, hence the starts. The
+    line is a start too, so ALiBi's line is never better than this optimum.
+    """
+    from scipy.spatial.distance import pdist
+    from sklearn.manifold import smacof
+
+    from ..geometry.mds import classical_mds
+    from ..geometry.scores import condensed_scaled_stress
+
+    n = distances.shape[0]
+    t = (np.arange(n) if index is None else np.asarray(index)).astype(np.float64)
+    d = distances[np.triu_indices(n, k=1)]
+    line = (t - t.mean())[:, None]
+    line *= float(np.dot(pdist(line), d) / max(np.dot(pdist(line), pdist(line)), 1e-300))
+    starts = {"classical": classical_mds(distances).embedding_[:, :1], "line": line}
+    best: dict[str, Any] = {"scaled_stress": np.inf}
+    for name, start in starts.items():
+        fitted, _ = smacof(
+            distances, metric=True, n_components=1, init=start, n_init=1, max_iter=500, eps=1e-9,
+            normalized_stress=False,
+        )  # fmt: skip
+        for how, table in ((name, start), (f"SMACOF from {name}", fitted)):
+            value = condensed_scaled_stress(pdist(table), d)
+            if value < best["scaled_stress"]:
+                best = {"scaled_stress": value, "method": how}
+    return best
+
+
+def shift_fit(settings: AlibiSettings, length: int, step: int, seed: int) -> dict[str, Any]:
+    """:func:`corpus_fit` of a shift corpus's true distances, with the stress-optimal rank 1 (:func:`best_rank1`)."""
     from ..corpus.synthetic import shift_marginals
     from ..geometry.distances import hellinger_distances
 
+    marginals = shift_marginals(length, settings.vocab, np.random.default_rng(seed), step=step, kappa=settings.kappa)
+    distances = hellinger_distances(marginals)
+    fit = corpus_fit(distances, null_draws=settings.null_draws, seed=seed)
+    arc = 360.0 * min(step * (length - 1), settings.vocab) / settings.vocab
+    return {"length": length, "step": step, "arc_degrees": arc, **fit, "best rank 1": best_rank1(distances)}
+
+
+def shift_fits(settings: AlibiSettings, seed: int) -> list[dict[str, Any]]:
+    """:func:`shift_fit` of shift corpora from 8 positions to ``settings.longest`` (the near-linear arc)."""
     lengths = np.unique(np.geomspace(8, settings.longest, settings.steps).round().astype(int))
-    fits = []
-    for length in lengths:
-        marginals = shift_marginals(
-            int(length), settings.vocab, np.random.default_rng(seed), step=settings.step, kappa=settings.kappa
-        )
-        fit = corpus_fit(hellinger_distances(marginals), null_draws=settings.null_draws, seed=seed)
-        fits.append({"length": int(length), **fit})
-    return fits
+    return [shift_fit(settings, int(length), settings.step, seed) for length in lengths]
+
+
+def arc_fits(settings: AlibiSettings, seed: int) -> list[dict[str, Any]]:
+    """:func:`shift_fit` of the shortest shift corpora (8 positions) at each step of ``settings.arcs``: the bump
+    travels a quarter or the whole of the token circle, so D is a function of the lag, but not a linear one."""
+    return [shift_fit(settings, 8, step, seed) for step in settings.arcs]
 
 
 def other_fits(settings: AlibiSettings, n: int, options: ExperimentOptions) -> dict[str, dict[str, Any]]:
@@ -448,16 +495,20 @@ def other_fits(settings: AlibiSettings, n: int, options: ExperimentOptions) -> d
     def rng() -> np.random.Generator:
         return np.random.default_rng(seed)
 
-    others = {
-        "drift": corpus_fit(hellinger_distances(drift_marginals(n, vocab, rng())), None, None, draws),
-        "rough 0": corpus_fit(hellinger_distances(rough_marginals(n, vocab, rng(), roughness=0.0)), None, None, draws),
-        "rough 1": corpus_fit(hellinger_distances(rough_marginals(n, vocab, rng(), roughness=1.0)), None, None, draws),
-        "stationary (sampled)": corpus_fit(sampled_stationary(n, vocab, 2000, seed), None, None, draws),
+    matrices: dict[str, tuple[np.ndarray, np.ndarray | None]] = {
+        "drift": (hellinger_distances(drift_marginals(n, vocab, rng())), None),
+        "rough 0": (hellinger_distances(rough_marginals(n, vocab, rng(), roughness=0.0)), None),
+        "rough 1": (hellinger_distances(rough_marginals(n, vocab, rng(), roughness=1.0)), None),
+        "stationary (sampled)": (sampled_stationary(n, vocab, 2000, seed), None),
     }
     if settings.sst2:
         sst2 = sst2_geometry(options)
         for which in ("naive", "corrected"):
-            others[f"SST-2 ({which})"] = corpus_fit(sst2[which], sst2["positions"], None, draws, seed)
+            matrices[f"SST-2 ({which})"] = (sst2[which], sst2["positions"])
+    others = {}
+    for name, (distances, index) in matrices.items():
+        fit = corpus_fit(distances, index, None, draws, seed)
+        others[name] = {**fit, "best rank 1": best_rank1(distances, index)}
     return others
 
 
@@ -467,10 +518,10 @@ ALIBI_HEADER = [
     "shift-equivariance",
     "ALiBi scaled",
     "relative to null",
+    "best rank 1 scaled",
     "MDS rank 1 scaled",
     "MDS rank 2 scaled",
     "null scaled",
-    "MDS lag viol.",
 ]
 
 
@@ -482,38 +533,68 @@ def _alibi_row(name: str, fit: dict[str, Any]) -> list[Any]:
         fit["shift_equivariance"],
         fit["alibi"]["scaled_stress"],
         fit["alibi"]["relative"],
+        fit["best rank 1"]["scaled_stress"],
         fit["mds rank 1"]["scaled_stress"],
         fit["mds rank 2"]["scaled_stress"],
         fit["null"],
-        fit["mds"]["lag_violation"],
     ]
 
 
-def alibi_checks(shift: list[dict[str, Any]], others: dict[str, dict[str, Any]]) -> list[Any]:
-    """The verdicts of alibi-rank1 from the shift corpora's fits (by length) and the other corpora's.
+def alibi_checks(
+    shift: list[dict[str, Any]],
+    others: dict[str, dict[str, Any]],
+    arcs: Sequence[dict[str, Any]] = (),
+    within: float = OPTIMAL_WITHIN,
+) -> list[Any]:
+    """The verdicts of alibi-rank1 from the shift corpora's fits (by length), the other corpora's and the
+    short shift corpora whose arc is not near-linear (``arcs``).
 
-    True distances (no sampling): the optimality bounds are tolerances; the trends are one-sided
-    Spearman tests. The paper's own data point, SST-2, is a check of its own whenever SST-2 was
-    measured (``others`` has "SST-2 (...)" entries): near-optimal there too, read as on the shift corpora.
+    True distances (no sampling): the optimality bounds are tolerances, over every short shift corpus
+    (the near-linear arc and the others: shift-equivariance is the claim's condition, linearity is
+    not); the trends are one-sided Spearman tests. "Best rank 1" is the stress-optimal rank-1 fit
+    (:func:`best_rank1`), not the classical one. The negative control is the rough-1 corpus (independent
+    positions, where the claim's condition fails): the near-optimality bound must fail there. The
+    paper's own data point, SST-2, is a check of its own whenever SST-2 was measured. ``within``: the
+    bound on ALiBi's own scaled stress (the smoke preset loosens it; the rank-1 margin stays 0.01).
     """
     from . import stat_tests as st
 
-    shortest = shift[0]
-    gap = shortest["alibi"]["scaled_stress"] - shortest["mds rank 1"]["scaled_stress"]
+    short = [shift[0], *arcs]
+
+    def label(fit: dict[str, Any]) -> str:
+        return f"n = {fit['length']}, step {fit.get('step', '?')}"
+
+    def rank1(fit: dict[str, Any]) -> float:
+        return float(fit.get("best rank 1", fit["mds rank 1"])["scaled_stress"])
+
+    worst = max(short, key=lambda fit: fit["alibi"]["scaled_stress"])
+    degrees = ", ".join(f"{fit.get('arc_degrees', 0):.0f}" for fit in short)
+    gaps = {label(fit): fit["alibi"]["scaled_stress"] - rank1(fit) for fit in short}
+    widest = max(gaps, key=lambda name: gaps[name])
     everything = [*shift, *others.values()]
     checks = [
         st.tolerance(
-            shortest["alibi"]["scaled_stress"],
-            OPTIMAL_WITHIN,
-            statement=f"on the shortest synthetic shift corpus (n = {shortest['length']}, true distances), "
-            f"ALiBi's scaled stress <= {OPTIMAL_WITHIN} (the exact MDS: 0)",
-        ).check("near-optimal on short shift-equivariant corpora", paper="near-optimal (SST-2 stress 0.563)"),
+            worst["alibi"]["scaled_stress"],
+            within,
+            statement=f"on every shortest synthetic shift corpus ({len(short)}: 8 positions, arcs of "
+            f"{degrees} degrees, true distances), ALiBi's "
+            f"scaled stress <= {within:g} (the exact MDS: 0)",
+        ).check(
+            "near-optimal on short shift-equivariant corpora",
+            paper="near-optimal (SST-2 stress 0.563)",
+            detail=f"worst: {label(worst)}; "
+            + ", ".join(f"{label(fit)} {fmt(fit['alibi']['scaled_stress'])}" for fit in short),
+        ),
         st.tolerance(
-            gap,
+            gaps[widest],
             OPTIMAL_WITHIN,
-            statement=f"on the same corpus, ALiBi's scaled stress - the rank-1 MDS's <= {OPTIMAL_WITHIN} "
-            "(not worse than the best rank 1 by more than the margin)",
-        ).check("as good as the best rank 1", paper="near-optimal rank-1 parametrisation"),
+            statement=f"on the same corpora, ALiBi's scaled stress - the stress-optimal rank 1's (SMACOF) <= "
+            f"{OPTIMAL_WITHIN} (not worse than the best rank 1 by more than the margin)",
+        ).check(
+            "as good as the best rank 1",
+            paper="near-optimal rank-1 parametrisation",
+            detail="; ".join(f"{name} {fmt(gap)}" for name, gap in gaps.items()),
+        ),
         st.trend(
             [row["length"] for row in shift],
             [row["alibi"]["scaled_stress"] for row in shift],
@@ -529,28 +610,64 @@ def alibi_checks(shift: list[dict[str, Any]], others: dict[str, dict[str, Any]])
             f"(Spearman over {len(everything)} corpora, one-sided p < 0.05)",
         ).check("shift-equivariance is what matters", paper="near shift-equivariant corpora"),
     ]
+    if "rough 1" in others:
+        control = others["rough 1"]
+        checks.append(
+            st.all_of(
+                "control: fails without shift-equivariance",
+                [
+                    st.tolerance(
+                        control["alibi"]["scaled_stress"],
+                        within,
+                        below=False,
+                        strict=True,
+                        statement=f"ALiBi's scaled stress > {within:g}",
+                    ),
+                    st.tolerance(
+                        control["alibi"]["scaled_stress"] - rank1(control),
+                        OPTIMAL_WITHIN,
+                        below=False,
+                        strict=True,
+                        statement=f"ALiBi's scaled stress - the best rank 1's > {OPTIMAL_WITHIN}",
+                    ),
+                ],
+                "negative control: on rough 1 (independent positions: not shift-equivariant) both optimality "
+                "bounds fail, i.e. they fail where the claim's condition does",
+            )
+        )
     sst2 = {name: fit for name, fit in others.items() if name.startswith("SST-2")}
     if sst2:
-        tests = [
-            st.tolerance(
-                fit["alibi"]["scaled_stress"],
-                OPTIMAL_WITHIN,
-                statement=f"{name}: scaled stress {fmt(fit['alibi']['scaled_stress'])} (rank-1 MDS "
-                f"{fmt(fit['mds rank 1']['scaled_stress'])}, null {fmt(fit['null'])})",
-            )
-            for name, fit in sst2.items()
-        ]
-        worst = max(fit["alibi"]["scaled_stress"] for fit in sst2.values())
         checks.append(
-            Check(
+            st.all_of(
                 "near-optimal on SST-2 (the paper's data point)",
-                f"tolerance: on SST-2 (bert-base-uncased, N_i >= 100; naive and corrected Hellinger), ALiBi's "
-                f"scaled stress <= {OPTIMAL_WITHIN} (the exact MDS: 0), the reading that passes on the shift corpora",
-                worst,
-                all(t.passed for t in tests),
-                "0.563 (raw stress; the paper calls it near-optimal)",
-                "; ".join(t.statement for t in tests),
-                test="tolerance",
+                [
+                    st.tolerance(
+                        fit["alibi"]["scaled_stress"],
+                        OPTIMAL_WITHIN,
+                        statement=f"{name}: scaled stress {fmt(fit['alibi']['scaled_stress'])} (best rank 1 "
+                        f"{fmt(rank1(fit))}, null {fmt(fit['null'])})",
+                    )
+                    for name, fit in sst2.items()
+                ],
+                f"on SST-2 (bert-base-uncased, N_i >= 100; naive and corrected Hellinger), ALiBi's scaled stress "
+                f"<= {OPTIMAL_WITHIN} (the exact MDS: 0), the reading that passes on the shift corpora",
+                paper="0.563 (raw stress; the paper calls it near-optimal)",
+            )
+        )
+        checks.append(
+            st.all_of(
+                "as good as the best rank 1 on SST-2",
+                [
+                    st.tolerance(
+                        fit["alibi"]["scaled_stress"] - rank1(fit),
+                        OPTIMAL_WITHIN,
+                        statement=f"{name}: ALiBi {fmt(fit['alibi']['scaled_stress'])} - best rank 1 {fmt(rank1(fit))}",
+                    )
+                    for name, fit in sst2.items()
+                ],
+                f"on SST-2 (real short sentences), ALiBi's scaled stress - the stress-optimal rank 1's (SMACOF) "
+                f"<= {OPTIMAL_WITHIN}",
+                paper="near-optimal rank-1 parametrisation",
             )
         )
     return checks
@@ -560,7 +677,12 @@ def alibi_checks(shift: list[dict[str, Any]], others: dict[str, dict[str, Any]])
 
 
 def rank_within(distances: np.ndarray, tolerance: float = OPTIMAL_WITHIN) -> dict[str, Any]:
-    """The smallest rank r whose MDS scaled stress is within ``tolerance`` of full rank's."""
+    """The smallest rank r whose MDS keeps scaled stress against D itself within ``tolerance`` (absolute).
+
+    An absolute criterion: not "within ``tolerance`` of full rank's stress", which any rank passes
+    when full rank fits badly (a non-Euclidean, bias-corrected D). ``reached`` is False when no rank
+    does (then ``rank`` is the full rank and no factorisation keeps the fit).
+    """
     from scipy.spatial.distance import pdist
 
     from ..geometry.mds import classical_mds
@@ -569,11 +691,12 @@ def rank_within(distances: np.ndarray, tolerance: float = OPTIMAL_WITHIN) -> dic
     d = distances[np.triu_indices(distances.shape[0], k=1)]
     mds = classical_mds(distances).embedding_
     full = condensed_scaled_stress(pdist(mds), d)
+    found = {"full_rank": mds.shape[1], "full_scaled_stress": full}
     for rank in range(1, mds.shape[1] + 1):
         value = condensed_scaled_stress(pdist(mds[:, :rank]), d)
-        if value <= full + tolerance:
-            return {"rank": rank, "scaled_stress": value, "full_rank": mds.shape[1], "full_scaled_stress": full}
-    return {"rank": mds.shape[1], "scaled_stress": full, "full_rank": mds.shape[1], "full_scaled_stress": full}
+        if value <= tolerance:
+            return {"rank": rank, "scaled_stress": value, "reached": True, **found}
+    return {"rank": mds.shape[1], "scaled_stress": full, "reached": False, **found}
 
 
 def parameter_saving(n: int, rank: int, width: int) -> dict[str, Any]:
@@ -582,42 +705,80 @@ def parameter_saving(n: int, rank: int, width: int) -> dict[str, Any]:
     return {"factored": factored, "dense": dense, "saving": 1.0 - factored / dense}
 
 
-def parameter_check(results: dict[str, dict[str, Any]], tolerance: float = OPTIMAL_WITHIN) -> Any:
-    """The paper's "up to 88% fewer parameters" at BERT-base width: a tolerance over the paper's own corpora
-    (SST-2 and IMDB, when measured), else over the sample corpora (the smoke preset, said so)."""
+#: the estimators of the real corpora's distances, each a check of its own: (suffix of the corpus name, label)
+ESTIMATORS = (("(naive)", "naive Hellinger, the paper's estimator"), ("(corrected)", "bias-corrected Hellinger"))
+CONTROL_CORPUS = "rough 1 (control, true)"
+
+
+def _saving(entry: dict[str, Any]) -> float:
+    """The BERT-base saving of a corpus, 0 when no rank keeps the fit (only the dense table does)."""
+    return float(entry["widths"]["BERT-base"]["saving"]) if entry.get("reached", True) else 0.0
+
+
+def parameter_checks(results: dict[str, dict[str, Any]], tolerance: float = OPTIMAL_WITHIN) -> list[Any]:
+    """The paper's "up to 88% fewer parameters" at BERT-base width, one check per estimator of the paper's
+    corpora (SST-2 and IMDB, when measured), else one over the sample corpora (the smoke preset, said so);
+    and the negative control (independent positions) when measured: the saving must fall short there."""
     from . import stat_tests as st
 
+    control = results.get(CONTROL_CORPUS)
+    results = {name: entry for name, entry in results.items() if name != CONTROL_CORPUS}
     real = {name: entry for name, entry in results.items() if "(sample" not in name}
-    corpora = real or results
-    best_name = max(corpora, key=lambda name: corpora[name]["widths"]["BERT-base"]["saving"])
-    best = corpora[best_name]["widths"]["BERT-base"]["saving"]
-    which = (
-        "the paper's corpora (SST-2, IMDB)" if real else "the sample corpora (not the paper's: no SST-2 or IMDB read)"
-    )
-    return st.tolerance(
-        best,
-        0.88,
-        below=False,
-        statement=f"max over {which} of 1 - r (n + 768) / (n 768) at the rank within {tolerance} of full rank "
-        ">= 0.88 (deterministic: MDS of the measured distances)",
-    ).check(
-        "saving at BERT-base width",
-        paper=PAPER_SAVING,
-        detail=f"largest: {best_name}; "
-        + ", ".join(f"{name} {100 * entry['widths']['BERT-base']['saving']:.1f}%" for name, entry in corpora.items()),
-    )
+    groups = (
+        [(f"saving at BERT-base width, {label.split(',')[0]}", label, {n: e for n, e in real.items() if n.endswith(end)})
+         for end, label in ESTIMATORS]
+        if real
+        else [("saving at BERT-base width", "the sample corpora (not the paper's: no SST-2 or IMDB read)", results)]
+    )  # fmt: skip
+    checks = []
+    for name, which, corpora in groups:
+        if not corpora:
+            continue
+        best_name = max(corpora, key=lambda corpus: _saving(corpora[corpus]))
+        checks.append(
+            st.tolerance(
+                _saving(corpora[best_name]),
+                0.88,
+                below=False,
+                statement=f"max over {which} ({', '.join(corpora)}) of 1 - r (n + 768) / (n 768) at the smallest "
+                f"rank r whose MDS has scaled stress <= {tolerance} against D (absolute; deterministic)",
+            ).check(
+                name,
+                paper=PAPER_SAVING,
+                detail=f"largest: {best_name}; "
+                + ", ".join(
+                    f"{corpus} {100 * _saving(entry):.1f}% (rank {entry['rank']}"
+                    + ("" if entry.get("reached", True) else ", no rank reaches the bound")
+                    + ")"
+                    for corpus, entry in corpora.items()
+                ),
+            )
+        )
+    if control is not None:
+        checks.append(
+            st.tolerance(
+                _saving(control),
+                0.88,
+                below=True,
+                strict=True,
+                statement=f"negative control: on {CONTROL_CORPUS} (independent positions, n = {control['positions']}: "
+                "no low-rank structure) the same saving < 0.88",
+            ).check("control: no saving without structure", detail=f"rank {control['rank']}")
+        )
+    return checks
 
 
 @experiment(
     "mds-parameters",
-    summary="r (n + d) vs n d at the MDS rank within 0.01 scaled stress of full rank: samples, SST-2, IMDB",
+    summary="r (n + d) vs n d at the smallest MDS rank with scaled stress <= 0.01: samples, SST-2, IMDB",
     paper="arXiv 2604.05217",
     minutes_ci=1.0,
 )
 def mds_parameters(options: ExperimentOptions) -> ExperimentResult:
-    """r (n + d) vs n d at the rank within 0.01 scaled stress of full rank: sample corpora, SST-2, IMDB."""
+    """r (n + d) vs n d at the smallest rank with scaled stress <= 0.01 against D: samples, SST-2, IMDB."""
     from ..corpus.marginals import compute_counts
     from ..corpus.sources import resolve_source
+    from ..corpus.synthetic import rough_marginals
     from ..geometry.distances import hellinger_distances, position_geometry
 
     watch = Stopwatch()
@@ -631,6 +792,8 @@ def mds_parameters(options: ExperimentOptions) -> ExperimentResult:
         marginals = samples / f"{name}.marginals.npy"
         if marginals.is_file():
             corpora[f"{name} (sample, true)"] = hellinger_distances(np.load(marginals))
+    control = rough_marginals(64, 300, np.random.default_rng(options.seed), roughness=1.0)
+    corpora[CONTROL_CORPUS] = hellinger_distances(control)
     if settings.real:
         for dataset in ("sst2", "imdb"):
             counts, _ = compute_counts(
@@ -655,16 +818,23 @@ def mds_parameters(options: ExperimentOptions) -> ExperimentResult:
                 found["rank"],
                 found["full_rank"],
                 found["scaled_stress"],
-                *[f"{100 * entry['widths'][m]['saving']:.1f}%" for m in MODEL_WIDTHS],
+                *[
+                    f"{100 * entry['widths'][m]['saving']:.1f}%" if found["reached"] else "none (bound not reached)"
+                    for m in MODEL_WIDTHS
+                ],
             ]
         )
-    checks = [parameter_check(results, tolerance)]
+    checks = parameter_checks(results, tolerance)
     sections = [
-        f"### Rank within {tolerance} scaled stress of full rank, and the parameter saving\n\n"
+        f"### The smallest rank whose scaled stress against D is <= {tolerance}, and the parameter saving\n\n"
         + markdown_table(
             ["corpus", "n", "rank r", "full rank", "scaled stress at r", "saving, d = 768", "saving, d = 384"], rows
         )
-        + "\n\nThe saving counts the factored table P = A W (A: n x r, W: r x d) against a dense n x d table."
+        + "\n\nThe saving counts the factored table P = A W (A: n x r, W: r x d) against a dense n x d table. "
+        "The bound is absolute (scaled stress of the rank-r fit against D), not relative to full rank: a "
+        "bias-corrected D is not Euclidean, so its full-rank fit is itself off and any rank is 'within 0.01' "
+        "of it. Naive (the paper's estimator) and corrected are separate checks. The control, independent "
+        "positions, has no low-rank structure."
     ]
     return ExperimentResult(
         "mds-parameters",

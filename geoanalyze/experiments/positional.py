@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .record import (
+    Check,
     ExperimentOptions,
     ExperimentResult,
     Stopwatch,
@@ -227,6 +228,8 @@ def necessity_checks(
 )
 def separation(options: ExperimentOptions) -> ExperimentResult:
     """Theorem 4: a learned table's min and relative pairwise distances stay > 0 through training."""
+    from ..geometry.scores import separation as separation_score
+
     watch = Stopwatch()
     runs: dict[str, list[dict[str, Any]]] = {}
     tables: dict[str, list[tuple[int, np.ndarray]]] = {}
@@ -240,7 +243,12 @@ def separation(options: ExperimentOptions) -> ExperimentResult:
         tables[task] = observed_tables(runs[task], snapshots, "separation")
     minimum = min(line["separation"] for lines in runs.values() for line in lines)
     relative = min(line["relative_separation"] for lines in runs.values() for line in lines)
-    checks = separation_checks(minimum, relative)
+    kept = min(
+        min(x["relative_separation"] for x in lines) / lines[0]["relative_separation"] for lines in runs.values()
+    )
+    merged = tables["mlm"][-1][1].copy()
+    merged[1] = merged[0]
+    checks = separation_checks(minimum, relative, kept, separation_score(merged, relative=True))
     trajectories = separation_trajectories(tables, options.seed)
     mlm = _resolved(options, "separation", ["task=mlm"])
     corpus = corpus_geometry(mlm, options, limit=mlm.limit)
@@ -284,12 +292,24 @@ def separation(options: ExperimentOptions) -> ExperimentResult:
     )
 
 
-def separation_checks(minimum: float, relative: float) -> list[Any]:
-    """Theorem 4's verdicts: the smallest min and relative pairwise distances seen, strictly positive
-    (a bound on measured distances, no sampling: tolerance)."""
+#: separation's margin: no two positions closer than this share of the median pairwise distance
+SEPARATION_MARGIN = 0.1
+
+
+def separation_checks(minimum: float, relative: float, kept: float = math.nan, control: float = math.nan) -> list[Any]:
+    """Theorem 4's verdicts: the smallest min and relative pairwise distances seen (a bound on measured
+    distances, no sampling: tolerance), the relative one above :data:`SEPARATION_MARGIN`, and ``kept``
+    (the least over runs of a run's min relative separation / its value at the run's first
+    evaluation) at least 0.5 (training does not collapse positions).
+
+    ``control``: the relative separation of the final table with two positions merged (the theorem's
+    condition, distinct positions, fails): the margin must fail there. An untrained N(0, 1) table
+    passes the margin too, so these checks say that training keeps positions apart, not that it
+    separates them.
+    """
     from . import stat_tests as st
 
-    return [
+    checks = [
         st.tolerance(
             minimum,
             0.0,
@@ -299,12 +319,35 @@ def separation_checks(minimum: float, relative: float) -> list[Any]:
         ).check("min distance > 0", paper="strictly positive"),
         st.tolerance(
             relative,
-            0.0,
+            SEPARATION_MARGIN,
             below=False,
             strict=True,
-            statement="min over runs and evaluations of min / median pairwise distance > 0",
-        ).check("relative separation > 0", paper="strictly positive"),
+            statement=f"min over runs and evaluations of min / median pairwise distance > {SEPARATION_MARGIN:g} "
+            "(a margin, not merely > 0)",
+        ).check("relative separation above the margin", paper="strictly positive"),
     ]
+    if math.isfinite(kept):
+        checks.append(
+            st.tolerance(
+                kept,
+                0.5,
+                below=False,
+                statement="min over runs of the run's min relative separation / its value at the run's first "
+                "evaluation >= 0.5 (training does not collapse positions)",
+            ).check("kept through training", paper="throughout training")
+        )
+    if math.isfinite(control):
+        checks.append(
+            st.tolerance(
+                control,
+                SEPARATION_MARGIN,
+                below=True,
+                strict=True,
+                statement=f"negative control: the final MLM table with positions 0 and 1 merged (not distinct: the "
+                f"theorem's condition fails) has relative separation < {SEPARATION_MARGIN:g}",
+            ).check("control: merged positions fail")
+        )
+    return checks
 
 
 #: random Gaussian tables each trajectory's null holds (the fewest that can call a category at alpha 0.05)
@@ -695,47 +738,71 @@ def mds_training_checks(
     """
     from . import stat_tests as st
 
-    mds, learned = results[MDS_FROZEN], results["learned"]
-    ratios = [a / b for a, b in zip(mds["mlm_loss_per_seed"], learned["mlm_loss_per_seed"], strict=True)]
+    learned = results["learned"]
     finite = all(
         math.isfinite(v) for r in results.values() for v in [*r["mlm_loss_per_seed"], *r["sst2_accuracy_per_seed"]]
     )
-    tests = [
-        st.non_inferiority(
-            ratios,
-            1.0,
-            loss_margin,
-            higher_is_better=False,
-            seeds=seeds,
-            unit="x",
-            statement=f"MLM loss of mds (frozen) / learned's <= 1 + {loss_margin:g}",
-        ),
-        st.non_inferiority(
-            [100 * a for a in mds["sst2_accuracy_per_seed"]],
-            [100 * a for a in learned["sst2_accuracy_per_seed"]],
-            accuracy_margin,
-            seeds=seeds,
-            unit="points",
-            statement=f"{task_name} accuracy of mds (frozen) >= learned's - {accuracy_margin:g} points",
-        ),
-    ]
-    return [
+
+    def tests(arm: str) -> list[Any]:
+        """The two non-inferiority tests of ``arm`` against learned."""
+        a = results[arm]
+        ratios = [x / y for x, y in zip(a["mlm_loss_per_seed"], learned["mlm_loss_per_seed"], strict=True)]
+        return [
+            st.non_inferiority(
+                ratios,
+                1.0,
+                loss_margin,
+                higher_is_better=False,
+                seeds=seeds,
+                unit="x",
+                statement=f"MLM loss of {arm} / learned's <= 1 + {loss_margin:g}",
+            ),
+            st.non_inferiority(
+                [100 * x for x in a["sst2_accuracy_per_seed"]],
+                [100 * x for x in learned["sst2_accuracy_per_seed"]],
+                accuracy_margin,
+                seeds=seeds,
+                unit="points",
+                statement=f"{task_name} accuracy of {arm} >= learned's - {accuracy_margin:g} points",
+            ),
+        ]
+
+    checks = [
         st.tolerance_check("all runs finite", "every run ends with a finite loss and accuracy", float(finite), finite),
         st.all_of(
             "MDS as good as learned",
-            tests,
+            tests(MDS_FROZEN),
             f"mds (frozen, 0 trained PE parameters) vs learned at equal steps, paired over {len(seeds)} seeds: "
             f"MLM loss not above learned's by more than {100 * loss_margin:g}%, {task_name} accuracy not below "
             f"learned's by more than {accuracy_margin:g} points",
         ),
+    ]
+    if "none" in results:
+        control = st.all_of("none", tests("none"), "")
+        checks.append(
+            Check(
+                "control: no PE fails the same test",
+                "negative control: the same two non-inferiority tests with no PE in place of mds (frozen) fail; "
+                "when no PE passes them too, the comparison cannot tell an encoding from none at this scale "
+                "(inconclusive)",
+                control.value,
+                not control.passed and control.decided,
+                detail=control.detail,
+                test="control",
+                decided=control.decided,
+                statistics=control.statistics,
+            )
+        )
+    checks.append(
         st.tolerance(
             saving,
             0.0,
             below=False,
             strict=True,
             statement=f"1 - r (n + d) / (n d) > 0 at r = {rank}, n = {n}, d = {width} (arithmetic)",
-        ).check("low-rank saving", paper="up to 88% fewer parameters"),
-    ]
+        ).check("low-rank saving", paper="up to 88% fewer parameters")
+    )
+    return checks
 
 
 # --- pieces the experiments share ------------------------------------------------------------------

@@ -53,19 +53,29 @@ def cpu_threads() -> int:
 
 @contextlib.contextmanager
 def fixed_threads(threads: int | None = None) -> Iterator[None]:
-    """Run torch's CPU ops on ``threads`` intra-op threads, restoring the count after.
+    """Run torch's CPU ops on ``threads`` intra-op threads, and the BLAS and OpenMP pools numpy and scipy
+    call (OpenBLAS, MKL: threadpoolctl) on as many, restoring both after.
 
     ``None``: the count an enclosing scope fixed, else :func:`cpu_threads`. 0: leave it as it is.
+    BLAS splits a matrix product's sums by thread as torch does, so an MDS (an eigendecomposition, a
+    SMACOF product) differs in its last bits between 1 and 2 BLAS threads unless they are fixed too.
+    The limits reach the libraries loaded when the scope is entered: numpy's and scipy's BLAS (scipy
+    ships its own) and torch's OpenMP are loaded first.
     """
+    import scipy.linalg  # noqa: F401  (loads scipy's own BLAS, so that the limits below reach it too)
+    from threadpoolctl import threadpool_limits
+
     global _fixed
     if threads is None:
         threads = 0 if _fixed else cpu_threads()
     before = torch.get_num_threads()
     if threads > 0 and threads != before:
         torch.set_num_threads(threads)
+    pools = threadpool_limits(limits=threads) if threads > 0 else contextlib.nullcontext()
     _fixed += 1
     try:
-        yield
+        with pools:
+            yield
     finally:
         _fixed -= 1
         if torch.get_num_threads() != before:

@@ -157,7 +157,9 @@ def test_verify_separation_writes_its_record_and_figure(tmp_path: Path, shared_d
     document = json.loads((tmp_path / "out" / "separation.json").read_text())
     assert document["passed"] and {c["name"] for c in document["checks"]} == {
         "min distance > 0",
-        "relative separation > 0",
+        "relative separation above the margin",
+        "kept through training",
+        "control: merged positions fail",
     }
     assert len(document["data"]["runs"]["mlm"]) == 4  # an evaluation every 5 of 20 steps
     assert (tmp_path / "out" / "separation.png").stat().st_size > 1000

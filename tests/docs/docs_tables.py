@@ -197,3 +197,43 @@ class RecordNumbers:
             if low < len(self.values) and self.values[low] <= value + slack:
                 return True
         return False
+
+
+def named_cells(table: Table) -> dict[int, list[tuple[int, list[str]]]]:
+    """The record path of every cell a marker names: ``{row index: [(column, [path, ...])]}``.
+
+    Marker fields (optional): ``keys: ROW -> PATH | ROW -> PATH & PATH`` maps a row (its first cell
+    starts with ROW) to one or more paths in the record (``&``: a row of two corpora, as "23 / 14"
+    prints); ``cells: HEADER -> TEMPLATE | ...`` maps a column (its header starts with HEADER) to a
+    path template, ``{}`` standing for the row's path. A cell's numbers must be values at its paths.
+    """
+    header = [cell.strip().lower() for cell in table.rows[0]]
+    keys = [part.split("->") for part in table.marker.get("keys", "").split("|") if part.strip()]
+    cells = [part.split("->") for part in table.marker.get("cells", "").split("|") if part.strip()]
+    assert all(len(k) == 2 for k in keys + cells), f"{table.where}: keys and cells are 'NAME -> PATH' pairs"
+    columns: dict[int, str] = {}
+    for name, template in cells:
+        matched = [i for i, h in enumerate(header) if h.startswith(name.strip().lower())]
+        assert len(matched) == 1, f"{table.where}: cells column {name.strip()!r} matches {len(matched)} headers"
+        columns[matched[0]] = template.strip()
+    named: dict[int, list[tuple[int, list[str]]]] = {}
+    for index, row in enumerate(table.rows[1:], start=1):
+        found = [paths for label, paths in keys if row[0].strip().startswith(label.strip())]
+        assert len(found) == 1, f"{table.where}: row {row[0]!r} matches {len(found)} keys"
+        bases = [p.strip() for p in found[0].split("&")]
+        named[index] = [(c, [t.replace("{}", base) for base in bases]) for c, t in columns.items()]
+    return named
+
+
+def value_at(document: Any, path: str) -> float:
+    """The number at ``path`` ("a/b/c"; geoanalyze.experiments.claims.lookup's rules)."""
+    from geoanalyze.experiments.claims import lookup
+
+    value = lookup(document, path)
+    assert isinstance(value, (int, float)) and not isinstance(value, bool), f"{path}: not a number: {value!r}"
+    return float(value)
+
+
+def matches(number: Number, value: float) -> bool:
+    """Whether ``number`` prints ``value`` (a percent also as a fraction), to its last printed digit."""
+    return any(abs(value - v) <= t * (1 + 1e-9) + 1e-300 for v, t in number.candidates())

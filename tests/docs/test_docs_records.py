@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from docs_tables import RecordNumbers, Table, numbers_in, page_tables
+from docs_tables import RecordNumbers, Table, matches, named_cells, numbers_in, page_tables, value_at
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PAGES = [REPO_ROOT / "docs" / name for name in ("results.md", "edelta.md", "joformer.md", "training.md")]
@@ -86,6 +86,59 @@ def test_every_number_is_in_its_record(table: Table) -> None:
                 if n not in numbers
             ]
     assert not missing, f"{table.where}: numbers in none of {table.marker['record']}:\n  " + "\n  ".join(missing)
+
+
+#: tables whose every measured cell names its path in the record (``keys`` and ``cells`` fields): a wrong
+#: number in the right range fails there. The others are still read against all of their records'
+#: numbers; a table converted joins this list, and the count of the rest may only fall.
+NAMED = {("results.md", "corpus | arc (degrees)"), ("results.md", "corpus | n | rank r")}
+UNNAMED_AT_MOST = 24
+
+
+def table_key(table: Table) -> tuple[str, str]:
+    return table.page.name, " | ".join(cell.strip() for cell in table.rows[0])
+
+
+@pytest.mark.parametrize("table", [t for t in TABLES if "cells" in t.marker], ids=lambda t: t.where)
+def test_every_named_cell_is_the_value_at_its_path(table: Table) -> None:
+    paths = record_paths(table)
+    assert len(paths) == 1, f"{table.where}: cells name paths in one record"
+    document = json.loads(paths[0].read_text(encoding="utf-8"))
+    wrong = []
+    for index, named in named_cells(table).items():
+        row = table.rows[index]
+        for column, cell_paths in named:
+            if not numbers_in(row[column]):
+                continue  # "—" or "none": nothing printed, nothing to read
+            values = [value_at(document, path) for path in cell_paths]
+            wrong += [
+                f"row {index} ({row[0][:30]!r}), column {table.rows[0][column][:30]!r}: {n.text} is not the value "
+                f"at {' or '.join(cell_paths)} ({', '.join(f'{v:.6g}' for v in values)})"
+                for n in numbers_in(row[column])
+                if not any(matches(n, v) for v in values)
+            ]
+    assert not wrong, f"{table.where}:\n  " + "\n  ".join(wrong)
+
+
+def test_the_named_tables_name_their_cells() -> None:
+    measured = [t for t in TABLES if "record" in t.marker and has_numbers(t)]
+    keys = {table_key(t) for t in measured if "cells" in t.marker}
+    missing = {k for k in NAMED if not any(k[0] == p and h.startswith(k[1]) for p, h in keys)}
+    assert not missing, f"tables that must name their cells' paths: {missing}"
+    unnamed = [t.where for t in measured if "cells" not in t.marker]
+    assert len(unnamed) <= UNNAMED_AT_MOST, f"a new table names no cells: {unnamed}"
+
+
+def test_a_wrong_number_in_the_right_range_fails_a_named_cell() -> None:
+    """The old check passed a cell when any number of the record rounded to it; a named cell does not."""
+    table = next(t for t in TABLES if table_key(t)[1].startswith("corpus | arc (degrees)"))
+    document = json.loads(record_paths(table)[0].read_text(encoding="utf-8"))
+    index = next(i for i, row in enumerate(table.rows) if row[0].startswith("SST-2, naive"))
+    (column, paths), *_ = [(c, p) for c, p in named_cells(table)[index] if "alibi" in p[0]]
+    right = numbers_in(table.rows[index][column])[0]
+    assert matches(right, value_at(document, paths[0]))
+    elsewhere = next(n for n in numbers_in(table.rows[index + 1][column]))  # corrected's ALiBi, 0.1700
+    assert elsewhere in RecordNumbers(record_paths(table)) and not matches(elsewhere, value_at(document, paths[0]))
 
 
 def named_records() -> list[str]:

@@ -233,7 +233,7 @@ def test_alibi_checks_flip_and_sst2_has_its_own_verdict() -> None:
     from geoanalyze.experiments.optimality import alibi_checks
 
     shift = [_fit(1e-4 * 4**k, 1e-4 * 4**k, 0.2, 0.999 - 0.1 * k, 8 * 2**k) for k in range(5)]
-    others = {"rough 1": _fit(0.3, 0.3, 0.01, 0.02)}
+    others = {"rough 1": {**_fit(0.3, 0.3, 0.01, 0.02), "best rank 1": {"scaled_stress": 0.25}}}
     good = _by_name(alibi_checks(shift, others))
     _labelled(list(good.values()))
     assert all(c.passed for c in good.values()) and "near-optimal on SST-2 (the paper's data point)" not in good
@@ -273,15 +273,20 @@ def test_sinusoidal_checks_flip() -> None:
 
 
 def test_parameter_check_reads_the_papers_corpora() -> None:
-    from geoanalyze.experiments.optimality import parameter_check
+    from geoanalyze.experiments.optimality import parameter_checks
 
     def entry(saving: float) -> dict:
-        return {"widths": {"BERT-base": {"saving": saving}}}
+        return {"widths": {"BERT-base": {"saving": saving}}, "reached": True, "rank": 2}
 
-    assert parameter_check({"imdb (corrected)": entry(0.99), "sst2 (naive)": entry(0.25)}).passed
+    checks = _by_name(parameter_checks({"imdb (corrected)": entry(0.99), "sst2 (naive)": entry(0.25)}))
+    assert checks["saving at BERT-base width, bias-corrected Hellinger"].passed
+    assert not checks["saving at BERT-base width, naive Hellinger"].passed  # each estimator on its own
     flipped = {"imdb (corrected)": entry(0.25), "sst2 (naive)": entry(0.5), "drift (sample, true)": entry(0.97)}
-    check = parameter_check(flipped)
-    assert not check.passed and "paper's corpora" in check.claim  # a sample corpus does not stand in for them
+    flipped_checks = parameter_checks(flipped)
+    assert not any(c.passed for c in flipped_checks)  # a sample corpus does not stand in for the paper's corpora
+    assert all("drift" not in c.claim for c in flipped_checks)
+    samples = parameter_checks({"drift (sample, true)": entry(0.97)})
+    assert samples[0].passed and "not the paper's" in samples[0].claim
 
 
 def test_necessity_checks_flip() -> None:
@@ -387,3 +392,117 @@ def test_edelta_other_checks_flip() -> None:
     bad = _by_name(negation_checks([0.5, 0.45, 0.55], [-0.3, -0.31, -0.29], 500, SEEDS, ci))
     assert not bad["negation-gate"].passed and not bad["negation-cosine"].passed
     assert "non-inferiority, margin 0.06" in good["negation-cosine"].claim
+
+
+# --- issue 30: every PASS fails on the opposite data and on a negative control ------------------------------
+
+
+def test_alibi_near_optimality_fails_on_a_curved_arc_and_its_control_fails_without_shift() -> None:
+    """Near-optimality is read on every short shift corpus, the curved arcs too, against the best rank 1;
+    the negative control (rough 1) must fail both bounds, so a control that passes them fails the check."""
+    from geoanalyze.experiments.optimality import alibi_checks
+
+    shift = [_fit(1e-4 * 4**k, 1e-4 * 4**k, 0.2, 0.999 - 0.1 * k, 8 * 2**k) for k in range(5)]
+    rough = {"rough 1": {**_fit(0.3, 0.3, 0.01, 0.02), "best rank 1": {"scaled_stress": 0.25}}}
+    linear_arc = dict(_fit(2e-4, 1e-4, 0.2, 0.999, 8), step=9, arc_degrees=76.0)
+    good = _by_name(alibi_checks(shift, rough, [linear_arc]))
+    assert good["near-optimal on short shift-equivariant corpora"].passed
+    assert good["control: fails without shift-equivariance"].passed
+    curved = dict(_fit(0.197, 0.196, 0.2, 0.999, 8), step=37, arc_degrees=311.0)
+    bad = _by_name(alibi_checks(shift, rough, [curved]))
+    assert not bad["near-optimal on short shift-equivariant corpora"].passed  # shift-equivariant, not linear
+    assert bad["as good as the best rank 1"].passed  # rank 1 itself is what falls short
+    behind = dict(curved, **{"best rank 1": {"scaled_stress": 0.1}})
+    assert not _by_name(alibi_checks(shift, rough, [behind]))["as good as the best rank 1"].passed
+    # the control passes the claim's bounds (ALiBi equals the best rank 1 on independent positions): it fails
+    flat = {"rough 1": {**_fit(0.005, 0.005, 0.01, 0.02), "best rank 1": {"scaled_stress": 0.005}}}
+    assert not _by_name(alibi_checks(shift, flat))["control: fails without shift-equivariance"].passed
+    # SST-2 against the best rank 1 (the measured 0.239 vs 0.210, 0.170 vs 0.102) fails
+    sst2 = {
+        "SST-2 (naive)": {**_fit(0.239, 0.227, 0.054, 0.3), "best rank 1": {"scaled_stress": 0.210}},
+        "SST-2 (corrected)": {**_fit(0.170, 0.191, 0.146, 0.49), "best rank 1": {"scaled_stress": 0.102}},
+    }
+    assert not _by_name(alibi_checks(shift, {**rough, **sst2}))["as good as the best rank 1 on SST-2"].passed
+
+
+def test_best_rank1_is_at_least_as_good_as_the_classical_rank1_and_exact_on_a_line() -> None:
+    from scipy.spatial.distance import pdist, squareform
+
+    from geoanalyze.experiments.optimality import best_rank1, corpus_fit
+
+    i = np.arange(12.0)
+    assert best_rank1(np.abs(i[:, None] - i[None, :]))["scaled_stress"] < 1e-12
+    angle = np.linspace(0, 1.8 * np.pi, 12)  # a curved arc: shift-equivariant, not linear in the lag
+    arc = squareform(pdist(np.c_[np.cos(angle), np.sin(angle)]))
+    best = best_rank1(arc)
+    fit = corpus_fit(arc, null_draws=2)
+    assert best["scaled_stress"] <= fit["mds rank 1"]["scaled_stress"] and best["scaled_stress"] > 0.01
+
+
+def test_parameter_checks_are_absolute_per_estimator_and_the_control_fails() -> None:
+    from geoanalyze.experiments.optimality import CONTROL_CORPUS, parameter_checks
+
+    def entry(saving: float, reached: bool = True, n: int = 54) -> dict:
+        return {"widths": {"BERT-base": {"saving": saving}}, "reached": reached, "rank": 2, "positions": n}
+
+    results = {
+        "sst2 (naive)": entry(0.25),
+        "imdb (naive)": entry(0.90),
+        "sst2 (corrected)": entry(0.68),
+        "imdb (corrected)": entry(0.99, reached=False),  # rank 2 "within 0.01 of full rank", never absolute
+        CONTROL_CORPUS: entry(0.71),
+    }
+    checks = _by_name(parameter_checks(results))
+    assert checks["saving at BERT-base width, naive Hellinger"].passed
+    assert not checks["saving at BERT-base width, bias-corrected Hellinger"].passed  # a bound not reached saves 0
+    assert checks["control: no saving without structure"].passed
+    swapped = {**results, "imdb (naive)": entry(0.25), "sst2 (naive)": entry(0.90)}
+    assert _by_name(parameter_checks(swapped))["saving at BERT-base width, naive Hellinger"].passed
+    noise = {**results, CONTROL_CORPUS: entry(0.95)}  # independent positions saving as much: the control fails
+    assert not _by_name(parameter_checks(noise))["control: no saving without structure"].passed
+
+
+def test_rank_within_is_an_absolute_bound() -> None:
+    from scipy.spatial.distance import pdist, squareform
+
+    from geoanalyze.experiments.optimality import rank_within
+
+    points = np.random.default_rng(0).standard_normal((30, 2)) * [3.0, 1.0]
+    d = squareform(pdist(points))
+    d[0, 1] = d[1, 0] = d[0, 1] + 5.0  # not Euclidean: even full rank is off
+    found = rank_within(d, tolerance=1e-6)
+    assert not found["reached"] and found["rank"] == found["full_rank"]
+
+
+def test_separation_needs_a_margin_and_its_control_fails() -> None:
+    from geoanalyze.experiments.positional import separation_checks
+
+    good = _by_name(separation_checks(0.13, 0.5, 0.7, 0.0))  # kept: 70% of the first value
+    assert all(c.passed for c in good.values()), [(c.name, c.detail) for c in good.values()]
+    assert not _by_name(separation_checks(0.01, 0.05, 0.7, 0.0))["relative separation above the margin"].passed
+    assert not _by_name(separation_checks(0.13, 0.2, 0.3, 0.0))["kept through training"].passed  # collapsed
+    assert not _by_name(separation_checks(0.13, 0.5, 0.7, 0.5))["control: merged positions fail"].passed
+
+
+def test_mds_training_control_no_pe_passing_the_same_test_fails_the_control() -> None:
+    from geoanalyze.experiments.positional import MDS_FROZEN, mds_training_checks
+
+    def variant(loss: list[float], accuracy: list[float]) -> dict:
+        return {"mlm_loss_per_seed": loss, "sst2_accuracy_per_seed": accuracy}
+
+    learned = variant([3.00, 3.02, 3.00], [0.80, 0.80, 0.81])
+    mds = variant([3.00, 3.01, 2.99], [0.80, 0.81, 0.80])
+    blind = variant([3.6, 3.62, 3.61], [0.60, 0.61, 0.60])
+    good = _by_name(
+        mds_training_checks(
+            {MDS_FROZEN: mds, "learned": learned, "none": blind}, SEEDS, "SST-2", 0.01, 3.0, 4, 48, 64, 0.85
+        )
+    )
+    assert good["MDS as good as learned"].passed and good["control: no PE fails the same test"].passed
+    # the committed ci record's shape: no PE as good as learned (7.176 < 7.186): the control fails
+    same = _by_name(
+        mds_training_checks(
+            {MDS_FROZEN: mds, "learned": learned, "none": mds}, SEEDS, "SST-2", 0.01, 3.0, 4, 48, 64, 0.85
+        )
+    )
+    assert same["MDS as good as learned"].passed and not same["control: no PE fails the same test"].passed

@@ -153,3 +153,43 @@ def test_experiment_is_bit_identical_across_thread_counts(
         for threads, seed in ENVIRONMENTS
     )
     assert one == two
+
+
+def _alibi_ci(tmp_path: Path, data: Path, threads: str, hash_seed: str, **extra: str) -> Any:
+    """`verify alibi-rank1 --preset ci` (MDS, SMACOF, SST-2: numpy's and scipy's BLAS) in a fresh process:
+    its JSON without the wall time and the environment."""
+    out = tmp_path / f"alibi-{threads}-{extra.get('GEOANALYZE_CPU_THREADS', '')}"
+    env: dict[str, str | None] = {
+        "OMP_NUM_THREADS": threads,
+        "OPENBLAS_NUM_THREADS": threads,
+        "MKL_NUM_THREADS": threads,
+        "PYTHONHASHSEED": hash_seed,
+        "GEOANALYZE_CPU_THREADS": None,
+        **extra,
+    }
+    command = ["verify", "alibi-rank1", "--preset", "ci", "--data-dir", str(data), "-o", str(out)]
+    done = run_process([sys.executable, "-m", "geoanalyze", *command], env=env)
+    assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: a check fails (the claim's verdict)
+    record = json.loads((out / "alibi-rank1.json").read_text(encoding="utf-8"))
+    return {k: v for k, v in record.items() if k not in ("seconds", "environment")}
+
+
+@pytest.mark.integration
+def test_alibi_rank1_ci_json_is_bit_identical_at_1_and_2_threads(tmp_path: Path, shared_data: Path) -> None:
+    """fixed_threads pins the BLAS pools too (threadpoolctl): before, the MDS of the longest shift corpus
+    and SST-2 moved in the last bits between 1 and 2 OpenBLAS threads."""
+    one, two = (_alibi_ci(tmp_path, shared_data, threads, seed) for threads, seed in ENVIRONMENTS)
+    assert one == two
+    assert one["data"]["shift"][-1]["length"] == 256  # the n = 256 corpus, where 2 threads split the sums
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_alibi_rank1_differs_in_the_last_bits_without_fixed_threads(tmp_path: Path, shared_data: Path) -> None:
+    """The control: GEOANALYZE_CPU_THREADS=0 leaves every pool as the environment set it."""
+    one, two = (
+        _alibi_ci(tmp_path, shared_data, threads, seed, GEOANALYZE_CPU_THREADS="0") for threads, seed in ENVIRONMENTS
+    )
+    if one == two:
+        pytest.skip("this BLAS build sums these products the same way at 1 and 2 threads")
+    assert one["data"] != two["data"]
