@@ -540,6 +540,15 @@ def _alibi_row(name: str, fit: dict[str, Any]) -> list[Any]:
     ]
 
 
+def _rank1(fit: dict[str, Any]) -> float:
+    """The scaled stress of a corpus's stress-optimal rank-1 fit (the classical one in records before it)."""
+    return float(fit.get("best rank 1", fit["mds rank 1"])["scaled_stress"])
+
+
+def _fit_label(fit: dict[str, Any]) -> str:
+    return f"n = {fit['length']}, step {fit.get('step', '?')}"
+
+
 def alibi_checks(
     shift: list[dict[str, Any]],
     others: dict[str, dict[str, Any]],
@@ -557,22 +566,27 @@ def alibi_checks(
     paper's own data point, SST-2, is a check of its own whenever SST-2 was measured. ``within``: the
     bound on ALiBi's own scaled stress (the smoke preset loosens it; the rank-1 margin stays 0.01).
     """
+    checks = _alibi_short_checks(shift, others, [shift[0], *arcs], within)
+    if "rough 1" in others:
+        checks.append(_alibi_control(others["rough 1"], within))
+    sst2 = {name: fit for name, fit in others.items() if name.startswith("SST-2")}
+    if sst2:
+        checks += _alibi_sst2_checks(sst2)
+    return checks
+
+
+def _alibi_short_checks(
+    shift: list[dict[str, Any]], others: dict[str, dict[str, Any]], short: list[dict[str, Any]], within: float
+) -> list[Any]:
+    """Near-optimality and the best-rank-1 margin on the short shift corpora, and the two trends."""
     from . import stat_tests as st
-
-    short = [shift[0], *arcs]
-
-    def label(fit: dict[str, Any]) -> str:
-        return f"n = {fit['length']}, step {fit.get('step', '?')}"
-
-    def rank1(fit: dict[str, Any]) -> float:
-        return float(fit.get("best rank 1", fit["mds rank 1"])["scaled_stress"])
 
     worst = max(short, key=lambda fit: fit["alibi"]["scaled_stress"])
     degrees = ", ".join(f"{fit.get('arc_degrees', 0):.0f}" for fit in short)
-    gaps = {label(fit): fit["alibi"]["scaled_stress"] - rank1(fit) for fit in short}
+    gaps = {_fit_label(fit): fit["alibi"]["scaled_stress"] - _rank1(fit) for fit in short}
     widest = max(gaps, key=lambda name: gaps[name])
     everything = [*shift, *others.values()]
-    checks = [
+    return [
         st.tolerance(
             worst["alibi"]["scaled_stress"],
             within,
@@ -582,8 +596,8 @@ def alibi_checks(
         ).check(
             "near-optimal on short shift-equivariant corpora",
             paper="near-optimal (SST-2 stress 0.563)",
-            detail=f"worst: {label(worst)}; "
-            + ", ".join(f"{label(fit)} {fmt(fit['alibi']['scaled_stress'])}" for fit in short),
+            detail=f"worst: {_fit_label(worst)}; "
+            + ", ".join(f"{_fit_label(fit)} {fmt(fit['alibi']['scaled_stress'])}" for fit in short),
         ),
         st.tolerance(
             gaps[widest],
@@ -610,67 +624,70 @@ def alibi_checks(
             f"(Spearman over {len(everything)} corpora, one-sided p < 0.05)",
         ).check("shift-equivariance is what matters", paper="near shift-equivariant corpora"),
     ]
-    if "rough 1" in others:
-        control = others["rough 1"]
-        checks.append(
-            st.all_of(
-                "control: fails without shift-equivariance",
-                [
-                    st.tolerance(
-                        control["alibi"]["scaled_stress"],
-                        within,
-                        below=False,
-                        strict=True,
-                        statement=f"ALiBi's scaled stress > {within:g}",
-                    ),
-                    st.tolerance(
-                        control["alibi"]["scaled_stress"] - rank1(control),
-                        OPTIMAL_WITHIN,
-                        below=False,
-                        strict=True,
-                        statement=f"ALiBi's scaled stress - the best rank 1's > {OPTIMAL_WITHIN}",
-                    ),
-                ],
-                "negative control: on rough 1 (independent positions: not shift-equivariant) both optimality "
-                "bounds fail, i.e. they fail where the claim's condition does",
-            )
-        )
-    sst2 = {name: fit for name, fit in others.items() if name.startswith("SST-2")}
-    if sst2:
-        checks.append(
-            st.all_of(
-                "near-optimal on SST-2 (the paper's data point)",
-                [
-                    st.tolerance(
-                        fit["alibi"]["scaled_stress"],
-                        OPTIMAL_WITHIN,
-                        statement=f"{name}: scaled stress {fmt(fit['alibi']['scaled_stress'])} (best rank 1 "
-                        f"{fmt(rank1(fit))}, null {fmt(fit['null'])})",
-                    )
-                    for name, fit in sst2.items()
-                ],
-                f"on SST-2 (bert-base-uncased, N_i >= 100; naive and corrected Hellinger), ALiBi's scaled stress "
-                f"<= {OPTIMAL_WITHIN} (the exact MDS: 0), the reading that passes on the shift corpora",
-                paper="0.563 (raw stress; the paper calls it near-optimal)",
-            )
-        )
-        checks.append(
-            st.all_of(
-                "as good as the best rank 1 on SST-2",
-                [
-                    st.tolerance(
-                        fit["alibi"]["scaled_stress"] - rank1(fit),
-                        OPTIMAL_WITHIN,
-                        statement=f"{name}: ALiBi {fmt(fit['alibi']['scaled_stress'])} - best rank 1 {fmt(rank1(fit))}",
-                    )
-                    for name, fit in sst2.items()
-                ],
-                f"on SST-2 (real short sentences), ALiBi's scaled stress - the stress-optimal rank 1's (SMACOF) "
-                f"<= {OPTIMAL_WITHIN}",
-                paper="near-optimal rank-1 parametrisation",
-            )
-        )
-    return checks
+
+
+def _alibi_control(control: dict[str, Any], within: float) -> Any:
+    """The negative control: on rough 1 (independent positions) both optimality bounds must fail."""
+    from . import stat_tests as st
+
+    return st.all_of(
+        "control: fails without shift-equivariance",
+        [
+            st.tolerance(
+                control["alibi"]["scaled_stress"],
+                within,
+                below=False,
+                strict=True,
+                statement=f"ALiBi's scaled stress > {within:g}",
+            ),
+            st.tolerance(
+                control["alibi"]["scaled_stress"] - _rank1(control),
+                OPTIMAL_WITHIN,
+                below=False,
+                strict=True,
+                statement=f"ALiBi's scaled stress - the best rank 1's > {OPTIMAL_WITHIN}",
+            ),
+        ],
+        "negative control: on rough 1 (independent positions: not shift-equivariant) both optimality "
+        "bounds fail, i.e. they fail where the claim's condition does",
+    )
+
+
+def _alibi_sst2_checks(sst2: dict[str, dict[str, Any]]) -> list[Any]:
+    """The paper's own data point: near-optimal on SST-2, and as good as the best rank 1 there."""
+    from . import stat_tests as st
+
+    return [
+        st.all_of(
+            "near-optimal on SST-2 (the paper's data point)",
+            [
+                st.tolerance(
+                    fit["alibi"]["scaled_stress"],
+                    OPTIMAL_WITHIN,
+                    statement=f"{name}: scaled stress {fmt(fit['alibi']['scaled_stress'])} (best rank 1 "
+                    f"{fmt(_rank1(fit))}, null {fmt(fit['null'])})",
+                )
+                for name, fit in sst2.items()
+            ],
+            f"on SST-2 (bert-base-uncased, N_i >= 100; naive and corrected Hellinger), ALiBi's scaled stress "
+            f"<= {OPTIMAL_WITHIN} (the exact MDS: 0), the reading that passes on the shift corpora",
+            paper="0.563 (raw stress; the paper calls it near-optimal)",
+        ),
+        st.all_of(
+            "as good as the best rank 1 on SST-2",
+            [
+                st.tolerance(
+                    fit["alibi"]["scaled_stress"] - _rank1(fit),
+                    OPTIMAL_WITHIN,
+                    statement=f"{name}: ALiBi {fmt(fit['alibi']['scaled_stress'])} - best rank 1 {fmt(_rank1(fit))}",
+                )
+                for name, fit in sst2.items()
+            ],
+            f"on SST-2 (real short sentences), ALiBi's scaled stress - the stress-optimal rank 1's (SMACOF) "
+            f"<= {OPTIMAL_WITHIN}",
+            paper="near-optimal rank-1 parametrisation",
+        ),
+    ]
 
 
 # --- mds-parameters ----------------------------------------------------------------------------------

@@ -738,61 +738,22 @@ def mds_training_checks(
     """
     from . import stat_tests as st
 
-    learned = results["learned"]
     finite = all(
         math.isfinite(v) for r in results.values() for v in [*r["mlm_loss_per_seed"], *r["sst2_accuracy_per_seed"]]
     )
-
-    def tests(arm: str) -> list[Any]:
-        """The two non-inferiority tests of ``arm`` against learned."""
-        a = results[arm]
-        ratios = [x / y for x, y in zip(a["mlm_loss_per_seed"], learned["mlm_loss_per_seed"], strict=True)]
-        return [
-            st.non_inferiority(
-                ratios,
-                1.0,
-                loss_margin,
-                higher_is_better=False,
-                seeds=seeds,
-                unit="x",
-                statement=f"MLM loss of {arm} / learned's <= 1 + {loss_margin:g}",
-            ),
-            st.non_inferiority(
-                [100 * x for x in a["sst2_accuracy_per_seed"]],
-                [100 * x for x in learned["sst2_accuracy_per_seed"]],
-                accuracy_margin,
-                seeds=seeds,
-                unit="points",
-                statement=f"{task_name} accuracy of {arm} >= learned's - {accuracy_margin:g} points",
-            ),
-        ]
-
+    margins = (seeds, task_name, loss_margin, accuracy_margin)
     checks = [
         st.tolerance_check("all runs finite", "every run ends with a finite loss and accuracy", float(finite), finite),
         st.all_of(
             "MDS as good as learned",
-            tests(MDS_FROZEN),
+            _against_learned(results, MDS_FROZEN, *margins),
             f"mds (frozen, 0 trained PE parameters) vs learned at equal steps, paired over {len(seeds)} seeds: "
             f"MLM loss not above learned's by more than {100 * loss_margin:g}%, {task_name} accuracy not below "
             f"learned's by more than {accuracy_margin:g} points",
         ),
     ]
     if "none" in results:
-        control = st.all_of("none", tests("none"), "")
-        checks.append(
-            Check(
-                "control: no PE fails the same test",
-                "negative control: the same two non-inferiority tests with no PE in place of mds (frozen) fail; "
-                "when no PE passes them too, the comparison cannot tell an encoding from none at this scale "
-                "(inconclusive)",
-                control.value,
-                not control.passed and control.decided,
-                detail=control.detail,
-                test="control",
-                decided=control.decided,
-                statistics=control.statistics,
-            )
-        )
+        checks.append(_no_pe_control(st.all_of("none", _against_learned(results, "none", *margins), "")))
     checks.append(
         st.tolerance(
             saving,
@@ -803,6 +764,56 @@ def mds_training_checks(
         ).check("low-rank saving", paper="up to 88% fewer parameters")
     )
     return checks
+
+
+def _against_learned(
+    results: dict[str, dict[str, Any]],
+    arm: str,
+    seeds: list[int],
+    task_name: str,
+    loss_margin: float,
+    accuracy_margin: float,
+) -> list[Any]:
+    """The two non-inferiority tests of ``arm`` against learned: MLM loss ratio and task accuracy."""
+    from . import stat_tests as st
+
+    a, learned = results[arm], results["learned"]
+    ratios = [x / y for x, y in zip(a["mlm_loss_per_seed"], learned["mlm_loss_per_seed"], strict=True)]
+    return [
+        st.non_inferiority(
+            ratios,
+            1.0,
+            loss_margin,
+            higher_is_better=False,
+            seeds=seeds,
+            unit="x",
+            statement=f"MLM loss of {arm} / learned's <= 1 + {loss_margin:g}",
+        ),
+        st.non_inferiority(
+            [100 * x for x in a["sst2_accuracy_per_seed"]],
+            [100 * x for x in learned["sst2_accuracy_per_seed"]],
+            accuracy_margin,
+            seeds=seeds,
+            unit="points",
+            statement=f"{task_name} accuracy of {arm} >= learned's - {accuracy_margin:g} points",
+        ),
+    ]
+
+
+def _no_pe_control(control: Any) -> Check:
+    """The negative control: the same tests with no PE must fail (``control``: their all_of)."""
+    return Check(
+        "control: no PE fails the same test",
+        "negative control: the same two non-inferiority tests with no PE in place of mds (frozen) fail; "
+        "when no PE passes them too, the comparison cannot tell an encoding from none at this scale "
+        "(inconclusive)",
+        control.value,
+        not control.passed and control.decided,
+        detail=control.detail,
+        test="control",
+        decided=control.decided,
+        statistics=control.statistics,
+    )
 
 
 # --- pieces the experiments share ------------------------------------------------------------------
