@@ -753,6 +753,21 @@ PROJECTION_LEGEND = {
     "if any), over the sampled sequences",
     "hidden": "hidden: per position, the mean hidden state layer l outputs (layer 0 = the embedding output)",
 }
+#: the caveat of every centroid row (query, key, hidden), said wherever those rows are shown
+CENTROID_CAVEAT = (
+    "query, key and hidden rows are centroids: each averages the tokens seen at its position, so it follows "
+    "the corpus's per-position token distributions (what D is made of) even in a model with no position "
+    "encoding; a + there says what the layer receives, not that the model encodes position (the position "
+    "table's rows and the P·W rows say that)"
+)
+
+
+def projection_legend(projections: set[str]) -> list[str]:
+    """The lines saying what each shown row kind is, and the centroid caveat when centroid rows are shown."""
+    lines = [line for key, line in PROJECTION_LEGEND.items() if key in projections]
+    if projections & {"query", "key", "hidden"}:
+        lines.append(CENTROID_CAVEAT)
+    return lines
 
 
 def _ranges(layers: list[int]) -> str:
@@ -853,9 +868,7 @@ def layer_markdown(result: StressResult, show_legend: bool = True) -> list[str]:
     parts += [f"- {md_text(line)}" for line in peak_lines(result)]
     if show_legend:
         shown = {row.projection for row in result.layers}
-        parts += [
-            f"- {md_text(line)}" for line in [LAYER_LEGEND, *(v for k, v in PROJECTION_LEGEND.items() if k in shown)]
-        ]
+        parts += [f"- {md_text(line)}" for line in [LAYER_LEGEND, *projection_legend(shown)]]
     return parts
 
 

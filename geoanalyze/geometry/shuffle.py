@@ -248,6 +248,9 @@ def _summary(statistic: str, observed: float, null: np.ndarray, score: str) -> d
 
     on_scale, value = scale(null), float(scale(observed))
     mean, sd = float(on_scale.mean()), float(on_scale.std(ddof=1)) if draws > 1 else math.nan
+    if np.all(np.abs(null - observed) <= _TIE):
+        # no shuffle moves the statistic (a flat table: every distance tied): no evidence either way
+        p_better = p_worse = math.nan
     return {
         "statistic": statistic,
         "observed": value,
@@ -260,7 +263,7 @@ def _summary(statistic: str, observed: float, null: np.ndarray, score: str) -> d
         "rank": 1 + strictly_better,
         "p_better": p_better,
         "p_worse": p_worse,
-        "p": min(1.0, 2 * min(p_better, p_worse)),
+        "p": min(1.0, 2 * min(p_better, p_worse)) if math.isfinite(p_better) else math.nan,
         "effect": mean - value,
         "draws": draws,
     }
@@ -269,12 +272,13 @@ def _summary(statistic: str, observed: float, null: np.ndarray, score: str) -> d
 def decide(tests: Sequence[Mapping[str, Mapping[str, Any]]], alpha: float = ALPHA) -> list[dict[str, dict[str, Any]]]:
     """Holm over every test of ``tests`` (one mapping score -> test per table): each test gains
     ``p_adjusted`` and ``category`` (better / worse when the adjusted p <= alpha, by its smaller one-sided
-    p; else indistinguishable; undecided when the draws cannot reach Holm's first level)."""
+    p; else indistinguishable; undecided when the draws cannot reach Holm's first level, or for a test no
+    shuffle moves, whose p is undefined and which is left out of the family)."""
     flat = [(i, score) for i, table in enumerate(tests) for score in table]
     raw = [float(tests[i][score]["p"]) for i, score in flat]
     adjusted = holm(raw)
     draws = min((int(tests[i][score]["draws"]) for i, score in flat), default=0)
-    decidable = can_decide(draws, len(flat), alpha)
+    decidable = can_decide(draws, int(np.isfinite(raw).sum()), alpha)
     out: list[dict[str, dict[str, Any]]] = [{} for _ in tests]
     for (i, score), p_adj in zip(flat, adjusted, strict=True):
         test = dict(tests[i][score])

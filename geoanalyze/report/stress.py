@@ -17,7 +17,6 @@ from rich.text import Text
 from ..geometry.null import ASPECTS, TESTED_ASPECTS
 from ..results import (
     LAYER_LEGEND,
-    PROJECTION_LEGEND,
     SCORE_COLUMNS,
     StressResult,
     category_code,
@@ -27,6 +26,7 @@ from ..results import (
     interval_rows,
     layer_rows,
     peak_lines,
+    projection_legend,
     score_rows,
     shown_score,
 )
@@ -107,8 +107,7 @@ def layer_report(result: StressResult, show_legend: bool, width: int) -> list[An
     parts += [escape(line) for summary in peak_lines(result) for line in wrapped(summary, width=width)]
     if show_legend:
         projections = {row.projection for row in result.layers}
-        rows = [line for key, line in PROJECTION_LEGEND.items() if key in projections]
-        parts += legend_lines([LAYER_LEGEND, *rows], width)
+        parts += legend_lines([LAYER_LEGEND, *projection_legend(projections)], width)
     return parts
 
 

@@ -197,10 +197,16 @@ def test_a_table_with_position_is_told_apart_at_the_family_level() -> None:
         nulls.register(table)
     decided = decide(nulls.run())
     assert {test["category"] for row in decided for test in row.values()} == {"better"}
-    # the negative control: the same table reversed in lag order still carries position; a constant one does not
+    # a constant table: no shuffle moves it, so there is no evidence either way (p undefined, undecided),
+    # and it does not enter the family
     flat = ShuffleNull(d, np.arange(24), None, seed=0)
     flat.register(np.ones((24, 3)))
-    assert {t["category"] for t in decide(flat.run())[0].values()} == {"indistinguishable"}
+    flat.register(table)
+    decided = decide(flat.run())
+    assert {t["category"] for t in decided[0].values()} == {"undecided"}
+    assert all(math.isnan(t["p"]) for t in decided[0].values())
+    assert {t["category"] for t in decided[1].values()} == {"better"}
+    assert decided[1]["scaled_stress"]["p_adjusted"] == pytest.approx(4 * decided[1]["scaled_stress"]["p"])
 
 
 def test_too_few_draws_leave_every_category_undecided() -> None:
