@@ -440,6 +440,8 @@ class Summary:
     warnings: tuple[str, ...]
     limits: tuple[str, ...]
     legend: tuple[str, ...]
+    #: what the verdict is about, said beside it (a synthetic corpus)
+    caveats: tuple[str, ...] = ()
 
     def row(self, name: str) -> SummaryRow | None:
         return next((row for row in self.rows if row.encoding == name), None)
@@ -447,6 +449,7 @@ class Summary:
     def to_dict(self) -> dict[str, Any]:
         rows = [row.to_dict() for row in self.rows]
         lists = {"warnings": list(self.warnings), "limits": list(self.limits), "legend": list(self.legend)}
+        lists["caveats"] = list(self.caveats)
         return {"rows": rows, "verdict": self.verdict, **lists}
 
 
@@ -537,7 +540,18 @@ def summarize(result: StressResult) -> Summary:
     """What the table, the JSON and the Markdown all say: rows, verdict, warnings, limits, legend."""
     rows = summary_rows(result)
     sentence = verdict_sentence(result, rows)
-    return Summary(rows, sentence, warnings(result), limits(result), legend(result, rows))
+    return Summary(rows, sentence, warnings(result), limits(result), legend(result, rows), caveats(result))
+
+
+def caveats(result: StressResult) -> tuple[str, ...]:
+    """What the verdict is about, where a reader could take it for more: a synthetic corpus."""
+    if result.truth is None:
+        return ()
+    return (
+        f"{result.dataset.name} is a synthetic corpus whose true geometry is known (sample_corpora/README.md): "
+        "this verdict is about that corpus, not about natural text; pass --dataset sst2 --data-dir DIR, or a "
+        "corpus of your own, for that",
+    )
 
 
 def limits(result: StressResult) -> tuple[str, ...]:
@@ -841,6 +855,7 @@ def markdown(
     header, rows = score_rows(result)
     rows = [[display_path(str(row[0])), *row[1:]] for row in rows]
     parts += [markdown_table(header, rows), "", f"**Verdict:** {md_text(summary.verdict)}"]
+    parts += [f"\n**About the corpus:** {md_text(line)}" for line in summary.caveats]
     parts += [f"\n**Cannot decide:** {md_text(line)}" for line in summary.limits]
     intervals = interval_rows(result)
     if intervals:

@@ -80,6 +80,8 @@ def terminal_report(
     rows = [[alias if row[0] == result.target else short_name(display_path(str(row[0]))), *row[1:]] for row in rows]
     parts += fitted_tables("scores against D (lower is better except rel. sep.)", header, rows, width)
     parts += labelled("verdict:", summary.verdict, "bold", width)
+    for line in summary.caveats:
+        parts += labelled("about:", line, "bold", width)
     for line in summary.limits:
         parts += labelled("cannot decide:", line, "bold", width)
     intervals = interval_rows(result)

@@ -243,3 +243,22 @@ def test_the_null_figure_draws_each_score_in_its_category(tmp_path: Path) -> Non
         for line, name in zip(bars, scores if bars else (), strict=True):
             null = scores[name]["null"][key]
             assert list(line.get_xdata()) == [null["low"], null["high"]]
+
+
+def test_a_verdict_on_a_synthetic_corpus_says_so_beside_it(sinusoidal_384: dict, tmp_path: Path) -> None:
+    """The first run scores a synthetic sample: the line after the verdict says the verdict is about it."""
+    (caveat,) = sinusoidal_384["summary"]["caveats"]
+    assert caveat.startswith("drift-words.txt is a synthetic corpus whose true geometry is known")
+    table = invoke(["stress", "rope:d=16", "--dataset", DRIFT_WORDS], cwd=tmp_path)
+    lines = table.stdout.splitlines()
+    verdict = next(i for i, line in enumerate(lines) if line.startswith("verdict:"))
+    after = next(i for i, line in enumerate(lines) if line.startswith("about:"))
+    assert after > verdict and all(line.startswith("  ") for line in lines[verdict + 1 : after])
+    markdown = invoke(["stress", "rope:d=16", "--dataset", DRIFT_WORDS, "-f", "markdown"], cwd=tmp_path).stdout
+    assert "**About the corpus:** drift-words.txt is a synthetic corpus" in markdown
+
+
+@pytest.mark.integration
+def test_a_verdict_on_a_real_corpus_has_no_synthetic_caveat(minilm_sst2: dict) -> None:
+    assert minilm_sst2["json"]["summary"]["caveats"] == []
+    assert "about:" not in minilm_sst2["table"]
