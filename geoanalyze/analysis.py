@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .cache import cache_entry, cache_holds, write_cache
+from .cache import KEY_FIELD, cache_entry, cache_holds, cache_key, caching, key_matches, write_cache
 from .corpus.marginals import DEFAULT_MIN_COUNT, compute_counts
 from .corpus.sources import default_tokenizer, resolve_source
 from .encodings import Encoding, EncodingContext, get_encoding, is_encoding_spec, takes_model_width
@@ -804,6 +804,8 @@ def cached_forward(
     if options.cache and cache_holds(path):
         try:
             arrays, metadata = load_arrays(path, kind="centroids")
+            if not key_matches(metadata, key_parts):  # an entry of another input, copied over this one's
+                raise FormatError(f"{path} records another key")
             return ForwardResult(
                 arrays["centroids"],
                 arrays["reach"],
@@ -839,9 +841,17 @@ def cached_forward(
         arrays["layer_reach"] = forward.layer_reach
     arrays.update({f"q_{k}": v for k, v in forward.queries.items()})
     arrays.update({f"k_{k}": v for k, v in forward.keys.items()})
-    # --no-cache recomputes and refreshes the entry (as for counts); an unwritable cache never fails the job.
-    written = {**key_parts, "capture": forward.capture, "notes": forward.notes, "hidden_notes": forward.hidden_notes}
-    write_cache(lambda: save_arrays(path, arrays, kind="centroids", metadata=written))
+    # The entry records its key (served only under it); an unwritable cache never fails the job;
+    # --no-cache writes nothing.
+    written = {
+        **key_parts,
+        KEY_FIELD: cache_key(key_parts),
+        "capture": forward.capture,
+        "notes": forward.notes,
+        "hidden_notes": forward.hidden_notes,
+    }
+    with caching(options.cache):
+        write_cache(lambda: save_arrays(path, arrays, kind="centroids", metadata=written))
     return forward
 
 

@@ -48,9 +48,12 @@ def score(
     ``null_draws``, ``seed``, ``bootstrap``, ``max_sequences``, ``device``, ``dtype``,
     ``batch_size``, ``cache``. Returns the typed result (``result.to_json()``, ``result.to_markdown()``).
     """
+    from .cache import caching
+
     if isinstance(options.get("compare"), str):
         options["compare"] = split_specs(options["compare"])
-    return analyze(target, StressOptions(dataset=dataset, max_positions=max_length, **options), progress=progress)
+    with caching(bool(options.get("cache", True))):  # cache=False neither reads nor writes any cache
+        return analyze(target, StressOptions(dataset=dataset, max_positions=max_length, **options), progress=progress)
 
 
 def verdict(result: StressResult) -> str:

@@ -211,8 +211,11 @@ def main() -> None:
 
 def _run() -> int:
     """Run the command; return its exit code, printing the one ``error:`` line of a failure."""
+    from ..cache import caching
+
     try:
-        code = app(standalone_mode=False)
+        with caching():  # --no-cache turns caches off inside (common.cache_option), for this command only
+            code = app(standalone_mode=False)
     except typer.TyperException as exc:
         if exc.exit_code != USAGE_EXIT:
             return _internal_error(exc)  # typer's own failures that are not usage errors (none today)

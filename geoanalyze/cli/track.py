@@ -13,7 +13,7 @@ from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import InputError, ThresholdError
 from ..report.render import grid_table, stdout_console
 from . import options as opt
-from .common import Output, all_or_none, check_output_place, check_output_suffix, guard, handles_errors
+from .common import Output, all_or_none, cache_option, check_output_place, check_output_suffix, guard, handles_errors
 from .stress import (
     BatchSize,
     Dataset,
@@ -54,7 +54,7 @@ def track_options(params: Mapping[str, Any]) -> StressOptions:
     """The analysis options of `track` from its parsed parameters (nothing compared beside the checkpoints)."""
     from ..analysis import StressOptions
 
-    values = {**params, "compare": (), "cache": not params["no_cache"]}
+    values = {**params, "compare": (), "cache": cache_option(params["no_cache"])}
     values["data_dir"] = str(params["data_dir"]) if params["data_dir"] is not None else None
     names = {field.name for field in fields(StressOptions)}
     return StressOptions(**{name: value for name, value in values.items() if name in names})

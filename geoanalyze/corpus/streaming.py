@@ -751,7 +751,12 @@ def _open_work_folder(
 ) -> tuple[WorkFolder, bool]:
     """The job's work folder and whether it is kept after success: ``work_dir``, else a job
     folder in the cache, else (the cache cannot hold it) a temporary folder, removed after:
-    a cache never fails a job, and a killed job then starts over."""
+    a cache never fails a job, and a killed job then starts over. With caches off (``--no-cache``)
+    the folder is a temporary one: the cache is neither read nor written."""
+    from ..cache import cache_enabled
+
+    if work_dir is None and not cache_enabled():
+        return WorkFolder.open(Path(tempfile.mkdtemp(prefix="geoanalyze-count-")), job, fingerprints), False
     in_cache = work_dir is None
     if work_dir is None:
         key = hashlib.sha256(json.dumps(job, sort_keys=True, default=str).encode()).hexdigest()[:24]
