@@ -52,7 +52,9 @@ from ..results import (
     NullSettings,
     category_code,
     fmt,
+    link_target,
     markdown_table,
+    md_text,
 )
 from .series import Member
 
@@ -153,17 +155,17 @@ class TrackResult:
 
     def to_markdown(self, figure: str | None = None) -> str:
         """The section ``track -f markdown`` prints: the position table, the layer table, the comparison."""
-        parts = [f"## Geometry over training: {len(self.records)} checkpoints on {self.dataset.name}"]
+        parts = [f"## Geometry over training: {len(self.records)} checkpoints on {md_text(self.dataset.name)}"]
         parts.append(markdown_table(*position_rows(self)))
         header, rows = layer_rows(self)
         if rows:
             parts.append("### Layers\n\n" + markdown_table(header, rows))
         if self.comparison is not None:
             parts.append("### Against the baseline\n\n" + markdown_table(*self.comparison.rows()))
-            parts.extend(f"- {line}" for line in self.comparison.lines())
+            parts.extend(f"- {md_text(line)}" for line in self.comparison.lines())
         parts.append(legend(self.null.draws))
         if figure:
-            parts.append(f"![scores against step]({figure})")
+            parts.append(f"![scores against step]({link_target(figure)})")
         return "\n\n".join(parts) + "\n"
 
 
