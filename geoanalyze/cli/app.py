@@ -161,8 +161,12 @@ def _os_error_message(exc: OSError) -> str:
 
 
 def _terminated(signum: int, frame: object) -> None:
-    # As Ctrl-C: a KeyboardInterrupt is no Exception, so no ``except Exception`` on the way (a reader
-    # mapping library errors to ours) turns the termination into another error.
+    # Every staged folder goes first (io.staged_folder), whatever the code it interrupts does with the
+    # interrupt; then as Ctrl-C: a KeyboardInterrupt is no Exception, so no ``except Exception`` on the
+    # way (a reader mapping library errors to ours) turns the termination into another error.
+    from ..io import remove_staged
+
+    remove_staged()
     raise KeyboardInterrupt
 
 
