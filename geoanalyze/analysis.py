@@ -824,7 +824,7 @@ def cached_forward(
         "limit": options.limit,
         "seed": options.seed,
         "dtype": options.dtype,
-        "version": 6,  # 6: unpadded batches (CPM-Ant, Funnel), own-code q/k; 5: stream-axis rows, flat rows
+        "version": 7,  # 7: blocks counted as they run (HRM); 6: unpadded batches (CPM-Ant, Funnel), own-code q/k
     }
     path = cache_entry("centroids", key_parts)
     if options.cache and cache_holds(path):

@@ -344,7 +344,7 @@ def config_attr(config: Any, key: str, default: Any = None, layer: int | None = 
     read of an attribute its layers set apart. Such an attribute is read from layer ``layer``
     (0-based) when one is named, else from every layer: their one value where they all agree,
     ``default`` where they differ (the caller has no single value to use). Any other attribute is
-    ``config_attr(config, key, default)``.
+    ``getattr(config, key, default)``.
     """
     try:
         per_layer = getattr(config, "per_layer_attributes", None)
@@ -386,6 +386,20 @@ def layer_list(model: Any, config: Any) -> list[Any]:
     text = _text_depth(model)
     chosen = min(exact or lists, key=lambda item: (item[0], item[1], -text(item[2])))
     return list(chosen[3])
+
+
+def blocks_run(config: Any, blocks: Sequence[Any]) -> int:
+    """The blocks a forward runs, in the order they run: the config's layer count, which exceeds the
+    listed blocks where modules are reused (ALBERT shares one block among num_hidden_layers; HRM runs
+    two stacks of two layers over H and L cycles, 16 blocks), else the listed blocks."""
+    n_blocks = config_attr(config, "num_hidden_layers", None)
+    if not isinstance(n_blocks, int) or isinstance(n_blocks, bool):
+        return len(blocks)
+    if n_blocks != len(blocks) and len(blocks) in (config_attr(config, "num_layers", None), _decoder_layers(config)):
+        # LongCat-Flash: num_hidden_layers counts its 2 attention calls per layer; a seq2seq decoder alone
+        # (BlenderbotForCausalLM): num_hidden_layers is its config's encoder_layers
+        return len(blocks)
+    return n_blocks
 
 
 def _decoder_layers(config: Any) -> Any:
@@ -445,13 +459,7 @@ def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
     the skeleton's place in the checkpoint's tensor names ('encoder.' for an encoder-decoder).
     The kinds are tried in order: ALiBi, rotary, an absolute table, relative only, none."""
     blocks = layer_list(model, config)
-    n_blocks = config_attr(config, "num_hidden_layers", None)
-    if not isinstance(n_blocks, int) or isinstance(n_blocks, bool):
-        n_blocks = len(blocks)  # ALBERT shares one block among num_hidden_layers: the config counts
-    elif n_blocks != len(blocks) and len(blocks) in (config_attr(config, "num_layers", None), _decoder_layers(config)):
-        # LongCat-Flash: num_hidden_layers counts its 2 attention calls per layer; a seq2seq decoder alone
-        # (BlenderbotForCausalLM): num_hidden_layers is its config's encoder_layers
-        n_blocks = len(blocks)
+    n_blocks = blocks_run(config, blocks)
     attention = _attention_layers(blocks)
     common: dict[str, Any] = {
         "architecture": str((list(config_attr(config, "architectures", None) or []) or [type(model).__name__])[0]),
@@ -708,7 +716,14 @@ def _rope_layers(
     forward hands it no rotary tables (:func:`caller_rope`)."""
     layer_types = config_attr(config, "layer_types", None)
     out: list[str | None] = []
+    listed = max(attention, default=0)
     for block in range(1, n_blocks + 1):
+        if block > listed and out and n_blocks > listed:
+            # a block run by a reused module (ALBERT, HRM's stacks over cycles): it runs one of the listed
+            # blocks' attention modules, so it rotates as they all do; blocks that differ leave it unknown
+            run = {name for index, name in enumerate(out) if index + 1 in attention}
+            out.append(run.pop() if len(run) == 1 else None)
+            continue
         if block not in attention:
             out.append(None)
             continue

@@ -76,3 +76,38 @@ def test_a_config_with_per_layer_heads_is_analysed(sandbox: Sandbox, dots3: Path
     rows = {(row["layer"], row["projection"]) for row in document["layers"]}
     for layer in (1, 2, 3, 4):  # layers 2 and 3 have their own head count
         assert {(layer, "query"), (layer, "key"), (layer, "hidden")} <= rows, sorted(rows)
+
+
+@pytest.fixture(scope="module")
+def hrm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny HRM: two stacks (L and H) of two layers, run over H_cycles 2 and L_cycles 3: 16 blocks."""
+    import torch
+    from transformers import CONFIG_MAPPING, AutoModel
+    from unit.checkpoints.model_zoo.zoo import SPECIAL, corpus_tokenizer, tiny_values
+
+    config_class = CONFIG_MAPPING["hrm_text"]
+    values = tiny_values(config_class().to_dict(), 900)
+    for key in ("model_type", "transformers_version", "architectures"):
+        values.pop(key, None)
+    values.update(SPECIAL, num_layers_per_stack=2, H_cycles=2, L_cycles=3, L_bp_cycles=[1], num_hidden_layers=16)
+    folder = tmp_path_factory.mktemp("hrm") / "hrm"
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        AutoModel.from_config(config_class(**values)).eval().save_pretrained(str(folder))
+    corpus_tokenizer(SAMPLES / "drift-words.txt").save_pretrained(str(folder))
+    return folder
+
+
+def test_blocks_reused_over_cycles_are_counted_as_they_run(sandbox: Sandbox, hrm: Path) -> None:
+    """HRM (num_hidden_layers 16) was NoPE at layers 3-16, though every attention call applies RoPE, and
+    its query/key rows of blocks 7-8 (the H stack's first run) were missing."""
+    sandbox.copy_sample("drift-words.txt")
+    run = sandbox.accepted("stress", hrm, "--dataset", "drift-words.txt", *QUICK, "-f", "json")
+    document = json.loads(run.stdout)
+    mechanism = document["checkpoint"]["position_mechanism"]
+    assert mechanism["rope_layers"] == ["rotary"] * 16 and "nope_layers" not in mechanism
+    rows = {(row["layer"], row["projection"]) for row in document["layers"]}
+    assert {(block, kind) for block in range(1, 17) for kind in ("query", "key", "hidden")} <= rows
+    by_block = {(row["layer"], row["projection"]): row["scaled_stress"] for row in document["layers"]}
+    assert by_block[7, "query"] != by_block[1, "query"]  # the H stack's own, not a copy of the L stack's
