@@ -117,3 +117,22 @@ def test_no_cache_writes_no_centroids(sandbox: Sandbox, cache: Path, minilm_path
         args = [a for a in args if a != "--compare" and a != ""] + ["--order", "given"]
     sandbox.accepted(*args)
     assert files_under(cache) == []
+
+
+@pytest.mark.parametrize("corpus", ["blank", "counted"])
+def test_no_cache_leaves_no_temporary_job_folder(
+    sandbox: Sandbox, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, corpus: str
+) -> None:
+    """Our own adversary: --no-cache counts in a temporary folder, which a refused run left behind."""
+    import tempfile
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    if corpus == "blank":
+        sandbox.write("blank.txt", "\n\n\n")
+        sandbox.refused("marginals", "blank.txt", "-t", "whitespace", "--no-cache", words=("holds no text",))
+    else:
+        two_corpora(sandbox)
+        sandbox.accepted("marginals", "a.txt", *WS, "--no-cache")
+    assert list(temporary.iterdir()) == [] and files_under(cache) == []
