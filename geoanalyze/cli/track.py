@@ -82,20 +82,24 @@ def series_sources(checkpoints: list[str], baseline: str | None, rules: Mapping[
 
 
 def print_result(result: TrackResult) -> None:
-    """The terminal tables: the position rows, the layer rows, the comparison."""
+    """The terminal tables: the position rows, the layer rows, the comparison. A name is text, never
+    Rich markup (a folder named ``[/b]`` was an internal error), as in stress's tables."""
+    from rich.markup import escape
+
     from ..tracking.track import layer_rows, legend, position_rows
 
-    stdout_console.print(
-        grid_table(f"geometry over training on {result.dataset.name}", *position_rows(result), whole=("checkpoint",))
-    )
+    header, rows = position_rows(result)
+    rows = [[row[0], escape(str(row[1])), *(escape(c) if isinstance(c, str) else c for c in row[2:])] for row in rows]
+    title = f"geometry over training on {escape(result.dataset.name)}"
+    stdout_console.print(grid_table(title, header, rows, whole=("checkpoint",)))
     header, rows = layer_rows(result)
     if rows:
         stdout_console.print(grid_table("layers", header, rows))
     if result.comparison is not None:
         stdout_console.print(grid_table("against the baseline", *result.comparison.rows()))
         for line in result.comparison.lines():
-            stdout_console.print(line, highlight=False, soft_wrap=True)
-    stdout_console.print(legend(result.null.draws), highlight=False, soft_wrap=True)
+            stdout_console.print(line, highlight=False, soft_wrap=True, markup=False)
+    stdout_console.print(legend(result.null.draws), highlight=False, soft_wrap=True, markup=False)
 
 
 def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path | None, seed: int) -> None:

@@ -102,3 +102,14 @@ def test_a_member_replaced_while_the_series_is_scored_is_a_row_saying_why(sandbo
     if change == "another model":
         assert "d_model" in last.error
     assert [r.error for r in result.records[:-1]] == [None] * 3
+
+
+@pytest.mark.parametrize("name", ["[/b]", "[bold]x[/bold]"])
+def test_a_member_named_like_rich_markup_is_text_in_the_table(sandbox: Sandbox, name: str) -> None:
+    """Our own adversary: `track`'s terminal table read a member's name as Rich markup (``[/b]``: exit 3)."""
+    sandbox.copy_sample("drift.txt")
+    run = trained(sandbox, "run")
+    shutil.copytree(run / "checkpoints" / "step-12", sandbox.path(name))
+    args = ["--dataset", "drift.txt", "--null-draws", "2", "--max-length", "12"]
+    done = sandbox.accepted("track", "--baseline", "run/checkpoints/step-3", name, *args)
+    assert f"candidate {name}" in done.stdout and name in done.stdout.split("against the baseline")[0]
