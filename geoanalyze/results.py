@@ -874,24 +874,42 @@ def md_code(text: str) -> str:
 
 
 #: what starts Markdown inside a line: an HTML tag or autolink (``<`` before a letter, ``/``, ``!``
-#: or ``?``), emphasis, a heading, a table cell's end, a code span, a link, an entity
-_MD_SPECIAL = re.compile(r"(?<!\\)(<(?=[A-Za-z/!?])|[*#|`\[\]&])")
+#: or ``?``), emphasis, a heading, a link, an entity (a ``|`` matters in a table cell only, where
+#: :func:`geoanalyze.io.markdown_cell` escapes it; backticks are :func:`_md_backticks`')
+_MD_SPECIAL = re.compile(r"(?<!\\)(<(?=[A-Za-z/!?])|[*#\[\]&])")
 #: characters no page should carry raw: C0 and C1 controls (an ANSI escape's ESC), DEL, and the
 #: bidirectional overrides and isolates (text that reads otherwise than it is)
 _MD_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def md_text(text: str) -> str:
-    """Text from outside the page (a path, a name, a sentence) as Markdown shows it literally, on one line.
+    """Text from outside the page (a path, a name, a sentence) as Markdown shows it, on one line and
+    contained: nothing in it starts a block, a tag or a span that reaches past it.
 
     The one escaping function of every name that reaches Markdown: a line break (``\\n``, ``\\r``)
     becomes a space (it would start a heading, a list or a quote); a control character (an ANSI
     escape's ESC) or a bidirectional override is written as its escape (``\\x1b``, ``\\u202e``);
     a ``<`` that would open an HTML tag or an autolink (``<site-packages>`` would vanish as a tag),
-    ``*`` (emphasis), ``#`` (a heading), ``|`` (a table cell's end), a backtick (a code span),
-    ``[`` and ``]`` (a link) and ``&`` (an entity) are backslash-escaped. Escaping twice changes nothing.
+    ``*`` (emphasis), ``#`` (a heading), ``[`` and ``]`` (a link) and ``&`` (an entity) are
+    backslash-escaped, and so is every backtick of a text whose backticks do not pair up into code
+    spans within it (one would open a span running into the rest of the line); a cell's ``|`` is
+    :func:`geoanalyze.io.markdown_cell`'s. Escaping twice changes nothing.
     """
-    return _MD_SPECIAL.sub(r"\\\1", _md_flat(text))
+    return _md_backticks(_MD_SPECIAL.sub(r"\\\1", _md_flat(text)))
+
+
+def _md_backticks(text: str) -> str:
+    """``text`` with its backticks escaped unless every backtick run closes within it (CommonMark pairs
+    a run with the next run of the same length): a caller's code span stays one, a lone backtick of a
+    name is shown as itself."""
+    runs = [m for m in re.finditer(r"(?<!\\)`+", text)]
+    index = 0
+    while index < len(runs):
+        closer = next((j for j in range(index + 1, len(runs)) if len(runs[j][0]) == len(runs[index][0])), None)
+        if closer is None:
+            return re.sub(r"(?<!\\)`", r"\\`", text)
+        index = closer + 1
+    return text
 
 
 def _md_flat(text: str) -> str:

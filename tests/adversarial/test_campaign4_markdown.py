@@ -3,8 +3,9 @@
 A newline in a target, folder or corpus name became a ``#`` heading, and `track --baseline -f
 markdown` wrote its "baseline ...; candidate ..." line unescaped (a folder named ``<b>c<b>`` was raw
 HTML): only ``<`` and ``*`` were escaped. Every name that reaches Markdown now goes through one
-function (:func:`geoanalyze.results.md_text`: newlines, ``#``, ``|``, backticks, HTML, ANSI escapes,
-links, entities); code spans and link targets through its two neighbours. Each page is rendered by
+function (:func:`geoanalyze.results.md_text`: newlines, ``#``, backticks that would open a span
+reaching past the name, HTML, ANSI escapes, links, entities; a table cell's ``|`` through
+:func:`geoanalyze.io.markdown_cell`); code spans and link targets through its two neighbours. Each page is rendered by
 a GFM parser (markdown-it-py's gfm-like preset) and read back as a browser shows it.
 """
 
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
+from geoanalyze.io import markdown_cell
 from geoanalyze.results import link_target, md_text
 
 from .harness import Sandbox
@@ -30,7 +32,7 @@ HOSTILE = {
     "newline": "a\n# heading",
     "html": "<b>c<b>",
     "pipe": "x|y",
-    "backtick": "t`i`ck",
+    "backtick": "it`s",
     "ansi": "\x1b[31mred",
     "link": "[x](http://e)",
     "entity": "&lt;i&gt;",
@@ -91,10 +93,12 @@ def test_md_text_shows_every_hostile_name_literally_on_one_line(name: str) -> No
 
     once = md_text(name)
     assert md_text(once) == once and "\n" not in once
-    page = Page(f"## {once}\n\n| a |\n|---|\n| {once} |\n")
+    cell = markdown_cell(name, md_text)  # a table cell, as every table writes one
+    page = Page(f"## {once}\n\n| a |\n|---|\n| {cell} |\n")
     assert page.tags.count("td") == 1 and len(page.headings) == 1
     assert not {"b", "a", "code", "i"} & set(page.tags)
     assert page.headings[0] == shown(name)
+    assert [t.strip() for t in Page(f"| a |\n|---|\n| {cell} |\n").text if t.strip()] == ["a", shown(name).strip()]
     assert "".join(Page(md_code(name)).text).strip("\n") == shown(name)
     assert "\n" not in link_target(name) and "<b>" not in link_target(name)
 
