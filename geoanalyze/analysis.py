@@ -227,10 +227,11 @@ def encoding_target(spec: str | Callable[..., Any], options: StressOptions) -> T
     sets its own); the corpus is read with --tokenizer or the dataset's default, up to --max-length (512
     positions by default)."""
     encoding = get_encoding(spec)
+    name = spec if isinstance(spec, str) else encoding.name
     if options.layers.strip().lower() not in ("all", "none"):
-        raise InputError(f"--layers {options.layers!r} needs a checkpoint target; {encoding.name} is an encoding")
+        raise InputError(f"--layers {options.layers!r} needs a checkpoint target; {name} is an encoding")
     return Target(
-        encoding.name if callable(spec) else spec,
+        name,
         tokenizer=options.tokenizer or default_tokenizer(options.dataset),
         width=options.width or (spec_width(spec) if isinstance(spec, str) else None) or options.default_width,
         max_length=options.max_positions or DEFAULT_MAX_POSITIONS,

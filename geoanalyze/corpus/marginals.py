@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..cache import KEY_FIELD, cache_entry, cache_holds, cache_key, caching, file_digests, write_cache
+from ..cache import KEY_FIELD, cache_entry, cache_holds, cache_key, caching, file_digests, key_matches, write_cache
 from ..errors import FormatError, IncompatibleError, InputError
 from ..geometry.distances import normalise_rows
 from ..hub import packaged_minilm_path
@@ -627,8 +627,6 @@ def _job_description(
 def _cached_counts(path: Path, key: dict[str, Any]) -> PositionalCounts | None:
     """The counts of a cache entry, or None for a damaged one or one whose recorded key is not
     ``key`` (removed: it is recomputed, never trusted)."""
-    from ..cache import key_matches
-
     try:
         counts = PositionalCounts.load(path)
         if not key_matches(counts.metadata, key):
