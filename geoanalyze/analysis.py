@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .cache import cache_entry, cache_holds, write_cache
+from .cache import KEY_FIELD, cache_entry, cache_holds, cache_key, caching, key_matches, write_cache
 from .corpus.marginals import DEFAULT_MIN_COUNT, compute_counts
 from .corpus.sources import default_tokenizer, resolve_source
 from .encodings import Encoding, EncodingContext, get_encoding, is_encoding_spec, takes_model_width
@@ -97,7 +97,8 @@ class StressOptions:
     min_count: int = DEFAULT_MIN_COUNT
     distance: str = "naive"
     layers: str = "all"
-    compare: Sequence[str] = DEFAULT_COMPARE
+    #: specs, or callables ``f(positions) -> (n, k)`` (from Python), named by their ``__name__``
+    compare: Sequence[str | Callable[..., Any]] = DEFAULT_COMPARE
     #: shuffles per test (None: as many as the run's tests need, at least 999; see geometry/shuffle.py)
     null_draws: int | None = None
     seed: int = 0
@@ -199,25 +200,33 @@ class Target:
     layers: tuple[int, ...] = ()
 
 
-def resolve_target(target: str, options: StressOptions, compared: Mapping[str, Encoding]) -> Target:
-    """``target`` as an encoding spec or a checkpoint, and every compared encoding checked at its width."""
-    check_not_a_typo(target)
-    resolved = encoding_target(target, options) if is_encoding_spec(target) else checkpoint_target(target, options)
+def resolve_target(
+    target: str | Callable[..., Any], options: StressOptions, compared: Mapping[str, Encoding]
+) -> Target:
+    """``target`` as an encoding spec, a callable ``f(positions) -> (n, k)`` or a checkpoint, and every
+    compared encoding checked at its width."""
+    if callable(target):
+        resolved = encoding_target(target, options)
+    else:
+        check_not_a_typo(target)
+        resolved = encoding_target(target, options) if is_encoding_spec(target) else checkpoint_target(target, options)
     for candidate in [*compared.values(), *([resolved.encoding] if resolved.encoding is not None else [])]:
         candidate.check(resolved.width)
     return resolved
 
 
-def encoding_target(spec: str, options: StressOptions) -> Target:
-    """A spec is drawn at --width, else the width it names, else ``default_width``; the corpus is read with
-    --tokenizer or the dataset's default, up to --max-length (512 positions by default)."""
+def encoding_target(spec: str | Callable[..., Any], options: StressOptions) -> Target:
+    """A spec is drawn at --width, else the width it names, else ``default_width`` (a callable's table
+    sets its own); the corpus is read with --tokenizer or the dataset's default, up to --max-length (512
+    positions by default)."""
     encoding = get_encoding(spec)
+    name = spec if isinstance(spec, str) else encoding.name
     if options.layers.strip().lower() not in ("all", "none"):
-        raise InputError(f"--layers {options.layers!r} needs a checkpoint target; {spec} is an encoding")
+        raise InputError(f"--layers {options.layers!r} needs a checkpoint target; {name} is an encoding")
     return Target(
-        spec,
+        name,
         tokenizer=options.tokenizer or default_tokenizer(options.dataset),
-        width=options.width or spec_width(spec) or options.default_width,
+        width=options.width or (spec_width(spec) if isinstance(spec, str) else None) or options.default_width,
         max_length=options.max_positions or DEFAULT_MAX_POSITIONS,
         encoding=encoding,
     )
@@ -386,13 +395,16 @@ def score_layers(
     return info, tuple(layers)
 
 
-def analyze(target: str, options: StressOptions, progress: ProgressFactory | None = None) -> StressResult:
-    """Run the stress analysis of ``target`` (a checkpoint name/path or an encoding spec).
+def analyze(
+    target: str | Callable[..., Any], options: StressOptions, progress: ProgressFactory | None = None
+) -> StressResult:
+    """Run the stress analysis of ``target`` (a checkpoint name/path, an encoding spec, or a callable
+    ``f(positions) -> (n, k)``, named by its ``__name__``).
 
     ``progress(label, total)`` returns the callback a long step (counting, the forward pass) reports to.
     """
     check_options(options)
-    compared = {spec: get_encoding(spec) for spec in options.compare if spec}
+    compared = compared_encodings(options.compare)
     resolved = resolve_target(target, options, compared)
     corpus = target_geometry(resolved, options, progress)
     scored = score_encodings(resolved, compared, corpus, options)
@@ -409,7 +421,7 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
     peaks = layer_peaks(layers) if layers else {}
     geometry = corpus.geometry
     return StressResult(
-        target=target,
+        target=resolved.name,
         kind="encoding" if checkpoint is None else "checkpoint",
         dataset=CorpusInfo(corpus.source.describe(), resolved.tokenizer, resolved.max_length, options.limit),
         distance=options.distance,
@@ -427,6 +439,21 @@ def analyze(target: str, options: StressOptions, progress: ProgressFactory | Non
         vectors=scored.vectors,
         exact_distances=partial(known_distances, geometry),
     )
+
+
+def compared_encodings(specs: Sequence[str | Callable[..., Any]]) -> dict[str, Encoding]:
+    """The compared encodings by name: a spec's name is the spec, a callable's its ``__name__``; two
+    callables of one name are refused (their rows would be one)."""
+    compared: dict[str, Encoding] = {}
+    for spec in specs:
+        if isinstance(spec, str) and not spec:
+            continue
+        encoding = get_encoding(spec)
+        name = encoding.name if callable(spec) else spec
+        if callable(spec) and name in compared:
+            raise InputError(f"two compared encodings are named {name!r}; give each function its own name")
+        compared[name] = encoding
+    return compared
 
 
 def score_table(
@@ -818,12 +845,14 @@ def cached_forward(
         "limit": options.limit,
         "seed": options.seed,
         "dtype": options.dtype,
-        "version": 6,  # 6: unpadded batches (CPM-Ant, Funnel), own-code q/k; 5: stream-axis rows, flat rows
+        "version": 7,  # 7: blocks counted as they run (HRM); 6: unpadded batches (CPM-Ant, Funnel), own-code q/k
     }
     path = cache_entry("centroids", key_parts)
     if options.cache and cache_holds(path):
         try:
             arrays, metadata = load_arrays(path, kind="centroids")
+            if not key_matches(metadata, key_parts):  # an entry of another input, copied over this one's
+                raise FormatError(f"{path} records another key")
             return ForwardResult(
                 arrays["centroids"],
                 arrays["reach"],
@@ -859,9 +888,17 @@ def cached_forward(
         arrays["layer_reach"] = forward.layer_reach
     arrays.update({f"q_{k}": v for k, v in forward.queries.items()})
     arrays.update({f"k_{k}": v for k, v in forward.keys.items()})
-    # --no-cache recomputes and refreshes the entry (as for counts); an unwritable cache never fails the job.
-    written = {**key_parts, "capture": forward.capture, "notes": forward.notes, "hidden_notes": forward.hidden_notes}
-    write_cache(lambda: save_arrays(path, arrays, kind="centroids", metadata=written))
+    # The entry records its key (served only under it); an unwritable cache never fails the job;
+    # --no-cache writes nothing.
+    written = {
+        **key_parts,
+        KEY_FIELD: cache_key(key_parts),
+        "capture": forward.capture,
+        "notes": forward.notes,
+        "hidden_notes": forward.hidden_notes,
+    }
+    with caching(options.cache):
+        write_cache(lambda: save_arrays(path, arrays, kind="centroids", metadata=written))
     return forward
 
 

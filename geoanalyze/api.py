@@ -32,25 +32,34 @@ __all__ = ["score", "score_vectors", "to_json", "to_markdown", "verdict", "write
 
 
 def score(
-    target: str,
-    dataset: str = "sst2",
+    target: str | os.PathLike[str] | Callable[..., Any],
+    dataset: str | os.PathLike[str] = "sst2",
     *,
     max_length: int | None = None,
     progress: Callable[[str, int], Callable[[int], None]] | None = None,
     **options: Any,
 ) -> StressResult:
-    """Score a checkpoint (hub name or folder) or an encoding spec (``rope:d=64``) against a corpus.
+    """Score a checkpoint (hub name or folder), an encoding spec (``rope:d=64``) or a callable
+    ``f(positions) -> (n, k)`` (named by its ``__name__``) against a corpus.
 
     ``dataset`` is what ``--dataset`` takes (a name, a file or folder, ``synthetic:...``); the
     other keywords are the options of ``geoanalyze stress`` with underscores: ``split``,
     ``data_dir``, ``limit``, ``tokenizer``, ``max_length``, ``min_count``, ``distance``,
-    ``layers``, ``compare`` (a sequence of specs, or one comma-separated string), ``width``,
+    ``layers``, ``compare`` (a sequence of specs or callables, or one comma-separated string), ``width``,
     ``null_draws``, ``seed``, ``bootstrap``, ``max_sequences``, ``device``, ``dtype``,
     ``batch_size``, ``cache``. Returns the typed result (``result.to_json()``, ``result.to_markdown()``).
     """
+    from .cache import caching
+
     if isinstance(options.get("compare"), str):
         options["compare"] = split_specs(options["compare"])
-    return analyze(target, StressOptions(dataset=dataset, max_positions=max_length, **options), progress=progress)
+    if options.get("data_dir") is not None:
+        options["data_dir"] = os.fspath(options["data_dir"])
+    if isinstance(target, os.PathLike):  # a checkpoint folder given as a Path
+        target = os.fspath(target)
+    dataset = os.fspath(dataset)
+    with caching(bool(options.get("cache", True))):  # cache=False neither reads nor writes any cache
+        return analyze(target, StressOptions(dataset=dataset, max_positions=max_length, **options), progress=progress)
 
 
 def verdict(result: StressResult) -> str:
@@ -71,14 +80,22 @@ def to_markdown(result: StressResult, legend: bool = True, figures: dict[str, st
 def write_report(results: Sequence[StressResult], output: str | os.PathLike[str], title: str | None = None) -> Path:
     """Write the page ``geoanalyze report`` writes for ``results``, with their figures in ``<name>_files/``;
     return its path. ``title``: the page's heading (default: "Positional geometry report: <corpus>")."""
-    from .io import write_text
+    import shutil
+
+    from .io import staged_folder, write_text
     from .report.page import build_report
 
     page_path = Path(output)
     name = results[0].dataset.name if results else "-"
-    page = build_report(
-        results, page_path.parent / f"{page_path.stem}_files", title or f"Positional geometry report: {name}"
-    )
+    figures = page_path.parent / f"{page_path.stem}_files"
+    # The figures folder is replaced whole, as the CLI's is: an earlier page's figures never stay.
+    with staged_folder(figures.with_name(f".{figures.name}.{os.getpid()}.partial")) as staging:
+        page = build_report(
+            results, staging, title or f"Positional geometry report: {name}", link_dir=figures.name
+        )
+        if figures.is_dir() and not figures.is_symlink():
+            shutil.rmtree(figures)
+        staging.rename(figures)
     write_text(page_path, page.text)
     return page_path
 

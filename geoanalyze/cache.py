@@ -11,15 +11,26 @@ replaced by another of the same size and mtime (``cp -p``, ``tar x``, a containe
 fixed mtimes) is never served the old counts. Hashing reads each file once per version: the
 digest is remembered under the file's device, inode, size, mtime and ctime, and the ctime
 changes with every write and every ``touch``/``cp -p``/``tar`` of the file (no tool can set it).
+
+Two rules hold for every kind of entry:
+
+* an entry is served only if the key recorded in it (:data:`KEY_FIELD` of its header) equals
+  the key asked for: an entry of another input copied over this one's is recomputed, never served;
+* ``--no-cache`` (``cache=False``) neither reads nor writes: inside :func:`caching` ``(False)``
+  no entry is looked at (:func:`cache_holds` is False), none is written (:func:`write_cache`
+  does nothing), file digests are neither remembered nor recalled, and a count's job folder
+  is a temporary one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +40,47 @@ from .errors import first_line
 CACHE_ENV = "GEOANALYZE_CACHE_DIR"
 DIGEST_CHARS = 32  # of the hex SHA-256: 128 bits
 _READ_BLOCK = 1 << 20
+#: the header field of an entry that records the key it was written under
+KEY_FIELD = "cache_key"
+
+_disabled: contextvars.ContextVar[bool] = contextvars.ContextVar("geoanalyze_cache_disabled", default=False)
+
+
+def cache_key(key_parts: Mapping[str, Any]) -> str:
+    """The key of a job: the first 32 hex digits of the SHA-256 of the JSON of its key parts."""
+    return hashlib.sha256(json.dumps(dict(key_parts), sort_keys=True).encode()).hexdigest()[:32]
 
 
 def cache_entry(folder: str, key_parts: dict[str, Any]) -> Path:
     """The cache file of a job: a hash of everything that determines its result, in one folder per kind."""
-    key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()[:32]
-    return cache_dir() / folder / f"{key}.safetensors"
+    return cache_dir() / folder / f"{cache_key(key_parts)}.safetensors"
+
+
+def key_matches(header: Mapping[str, Any], key_parts: Mapping[str, Any]) -> bool:
+    """Whether an entry's header records the key asked for (an entry without one, or of another
+    key, copied or renamed over this one's, is not this job's result)."""
+    return header.get(KEY_FIELD) == cache_key(key_parts)
+
+
+def cache_enabled() -> bool:
+    """Whether caches are read and written here (False inside :func:`caching` ``(False)``)."""
+    return not _disabled.get()
+
+
+@contextlib.contextmanager
+def caching(enabled: bool = True) -> Iterator[None]:
+    """Within the block, caches are used (``enabled``) or neither read nor written (``--no-cache``);
+    a block inside one that turned them off keeps them off. Per thread (a context variable)."""
+    token = _disabled.set(_disabled.get() or not enabled)
+    try:
+        yield
+    finally:
+        _disabled.reset(token)
+
+
+def turn_off() -> None:
+    """Turn caches off for the rest of the current :func:`caching` block (a command's --no-cache)."""
+    _disabled.set(True)
 
 
 def cache_dir() -> Path:
@@ -49,7 +95,9 @@ def cache_dir() -> Path:
 
 def cache_holds(path: Path) -> bool:
     """Whether a cache entry exists; a cache that cannot even be looked at (a name too long, no
-    permission) holds nothing, and its write will say why in a note."""
+    permission) holds nothing, and its write will say why in a note. Nothing is held with caches off."""
+    if not cache_enabled():
+        return False
     try:
         return path.is_file()
     except OSError:
@@ -58,7 +106,10 @@ def cache_holds(path: Path) -> bool:
 
 def write_cache(write: Callable[[], None]) -> bool:
     """Run ``write`` (a cache write); a cache that cannot be written (read-only, a file, a full disk)
-    never fails the job: a note says the cache was not written and why. Returns whether it was."""
+    never fails the job: a note says the cache was not written and why. Returns whether it was.
+    With caches off (``--no-cache``) nothing is written."""
+    if not cache_enabled():
+        return False
     try:
         write()
     except Exception as exc:  # any failure: the result is correct, only the cache is missing
@@ -100,8 +151,10 @@ def file_digests(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
     files' (path, device, inode, size, mtime_ns, ctime_ns): an unchanged file is hashed once,
     a file written, replaced or re-stamped since (its ctime moved) is hashed again. A file that
     cannot be looked at or read raises OSError (the caller keys it otherwise, and reading it
-    reports the problem).
+    reports the problem). With caches off the files are hashed and nothing is remembered.
     """
+    if not cache_enabled():
+        return [_sha256_of(os.path.realpath(path)) for path in paths]
     stats = [(os.path.realpath(path), os.stat(path)) for path in paths]
     key = hashlib.sha256(
         "\n".join(

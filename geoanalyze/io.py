@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -26,6 +27,36 @@ from .errors import FormatError, InputError, first_line
 
 METADATA_KEY = "geoanalyze"
 FORMAT_VERSION = 1
+
+#: the staged folders of this process (:func:`staged_folder`), removed by :func:`remove_staged`
+_STAGED: dict[Path, None] = {}
+
+
+@contextlib.contextmanager
+def staged_folder(path: str | os.PathLike[str], create: bool = True) -> Iterator[Path]:
+    """A folder written aside and renamed into place by the block: an earlier one at ``path`` is
+    removed, a new one made (unless ``create``: the block makes it); on any failure, an interrupt
+    or a terminating signal (the CLI's handler calls :func:`remove_staged`) it is removed, so no
+    staged folder outlives its run. A block that renames it into place leaves nothing to remove."""
+    folder = Path(path)
+    shutil.rmtree(folder, ignore_errors=True)
+    if create:
+        folder.mkdir(parents=True)
+    _STAGED[folder] = None
+    try:
+        yield folder
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    finally:
+        _STAGED.pop(folder, None)
+
+
+def remove_staged() -> None:
+    """Remove every staged folder of this process (the signal handler of a terminated run)."""
+    for folder in list(_STAGED):
+        shutil.rmtree(folder, ignore_errors=True)
+        _STAGED.pop(folder, None)
 
 
 @contextlib.contextmanager

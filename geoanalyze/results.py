@@ -894,29 +894,78 @@ def figures_markdown(figures: Mapping[str, str]) -> list[str]:
         return []
     shown = {title: display_path(link) for title, link in figures.items()}
     folders = sorted({str(Path(link).parent.as_posix()) for link in shown.values()})
-    where = ", ".join(f"`{folder}/`" for folder in folders)
+    where = ", ".join(md_code(f"{folder}/") for folder in folders)
     parts = [
         "",
         f"**Figures** (PNG files in {where}; a page that cannot show them inline, such as a GitHub job summary, "
         "shows their names: upload the folder with the page, e.g. as a workflow artifact):",
         "",
     ]
-    parts += [f"- {md_text(title)}: `{link}`" for title, link in shown.items()]
+    parts += [f"- {md_text(title)}: {md_code(link)}" for title, link in shown.items()]
     for title, link in shown.items():
         parts += ["", f"![{md_text(title)}]({link_target(link)})"]
     return parts
 
 
 def link_target(path: str) -> str:
-    """A path as a Markdown link target: in angle brackets when it holds a space or parenthesis."""
-    return f"<{path}>" if any(ch in path for ch in " ()<>") else path
+    """A path as a Markdown link target: in angle brackets when it holds a space or parenthesis; a
+    line break, a control character, ``<`` and ``>`` (which no target may hold) percent-encoded."""
+    path = re.sub(r"[\x00-\x1f\x7f<>]", lambda m: f"%{ord(m[0]):02X}", path)
+    return f"<{path}>" if any(ch in path for ch in " ()") else path
+
+
+def md_code(text: str) -> str:
+    """Text from outside the page as an inline code span, shown literally on one line: flattened and
+    its controls escaped as by :func:`md_text`, fenced by more backticks than any run inside it."""
+    shown = _md_flat(text)
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", shown)), default=0) + 1)
+    pad = " " if shown.startswith("`") or shown.endswith("`") else ""
+    return f"{fence}{pad}{shown}{pad}{fence}"
+
+
+#: what starts Markdown inside a line: an HTML tag or autolink (``<`` before a letter, ``/``, ``!``
+#: or ``?``), emphasis, a heading, a link, an entity (a ``|`` matters in a table cell only, where
+#: :func:`geoanalyze.io.markdown_cell` escapes it; backticks are :func:`_md_backticks`')
+_MD_SPECIAL = re.compile(r"(?<!\\)(<(?=[A-Za-z/!?])|[*#\[\]&])")
+#: characters no page should carry raw: C0 and C1 controls (an ANSI escape's ESC), DEL, and the
+#: bidirectional overrides and isolates (text that reads otherwise than it is)
+_MD_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def md_text(text: str) -> str:
-    """Text from outside the page (a path, a name, a sentence) as Markdown shows it literally:
-    a ``<`` that would open an HTML tag or an autolink escaped (``<site-packages>`` would vanish as a
-    tag), and ``*`` (emphasis). Escaping twice changes nothing."""
-    return re.sub(r"(?<!\\)(<(?=[A-Za-z/!?])|\*)", r"\\\1", text)
+    """Text from outside the page (a path, a name, a sentence) as Markdown shows it, on one line and
+    contained: nothing in it starts a block, a tag or a span that reaches past it.
+
+    The one escaping function of every name that reaches Markdown: a line break (``\\n``, ``\\r``)
+    becomes a space (it would start a heading, a list or a quote); a control character (an ANSI
+    escape's ESC) or a bidirectional override is written as its escape (``\\x1b``, ``\\u202e``);
+    a ``<`` that would open an HTML tag or an autolink (``<site-packages>`` would vanish as a tag),
+    ``*`` (emphasis), ``#`` (a heading), ``[`` and ``]`` (a link) and ``&`` (an entity) are
+    backslash-escaped, and so is every backtick of a text whose backticks do not pair up into code
+    spans within it (one would open a span running into the rest of the line); a cell's ``|`` is
+    :func:`geoanalyze.io.markdown_cell`'s. Escaping twice changes nothing.
+    """
+    return _md_backticks(_MD_SPECIAL.sub(r"\\\1", _md_flat(text)))
+
+
+def _md_backticks(text: str) -> str:
+    """``text`` with its backticks escaped unless every backtick run closes within it (CommonMark pairs
+    a run with the next run of the same length): a caller's code span stays one, a lone backtick of a
+    name is shown as itself."""
+    runs = [m for m in re.finditer(r"(?<!\\)`+", text)]
+    index = 0
+    while index < len(runs):
+        closer = next((j for j in range(index + 1, len(runs)) if len(runs[j][0]) == len(runs[index][0])), None)
+        if closer is None:
+            return re.sub(r"(?<!\\)`", r"\\`", text)
+        index = closer + 1
+    return text
+
+
+def _md_flat(text: str) -> str:
+    """Text on one line (line breaks and tabs as spaces) with its controls written as escapes."""
+    flat = re.sub(r"\r\n|[\r\n]", " ", text).replace("\t", " ")
+    return _MD_CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", flat)
 
 
 # --- the gate: --fail-above thresholds and --fail-if conditions ---------------------------------------
@@ -1029,8 +1078,8 @@ def gate_line(gate: Mapping[str, Any]) -> str:
     """The --fail-above / --fail-if gate as one Markdown line."""
     what = gate_rules(gate)
     if gate["crossed"]:
-        return f"**Gate FAILED** ({what}): " + "; ".join(gate["crossed"])
-    return f"**Gate passed** ({what})"
+        return f"**Gate FAILED** ({md_text(what)}): " + "; ".join(md_text(line) for line in gate["crossed"])
+    return f"**Gate passed** ({md_text(what)})"
 
 
 # --- how every output writes numbers and paths ----------------------------------------------------------

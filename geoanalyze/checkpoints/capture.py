@@ -93,8 +93,9 @@ _ACTIVE: ContextVar[Attention | None] = ContextVar("geoanalyze_capture", default
 class QueryKeySums:
     """Per-position sums of queries and keys per block, for the padding mask of the current batch."""
 
-    def __init__(self, block_of: dict[int, int], length: int) -> None:
+    def __init__(self, block_of: dict[int, int], length: int, by_call: bool = False) -> None:
         self.block_of = block_of  # id of every module inside block l -> l (1-based)
+        self.by_call = by_call  # blocks counted as they run: a call's block is its rank (modules reused)
         self.length = length  # the longest sequence: the sums' rows
         self.mask: Any = None  # (B, T) of the batch under way; None between batches
         self.weights: dict[Any, Any] = {}  # the mask as float32, per device
@@ -151,10 +152,11 @@ class QueryKeySums:
         self.padded = 0
 
     def block(self, module: Any) -> int | None:
-        """The block of an attention call: its module's, or the call's rank when a module is shared (ALBERT)."""
+        """The block of an attention call: its module's, or the call's rank when a module is shared (ALBERT)
+        or the model runs more blocks than it lists (``by_call``: HRM's stacks reused over cycles)."""
         self.ordinal += 1
         self.seen[id(module)] = self.seen.get(id(module), 0) + 1
-        if self.seen[id(module)] > 1:
+        if self.seen[id(module)] > 1 or self.by_call:
             return self.ordinal
         return self.block_of.get(id(module))
 

@@ -51,7 +51,7 @@ import numpy as np
 from ..errors import InputError
 from .capture import QueryKeySums, capture_attention, hook_projections
 from .load import Checkpoint
-from .mechanism import layer_list
+from .mechanism import blocks_run, layer_list
 from .placement import DEVICES, DTYPES, available_memory, resolve_device, resolve_dtype
 
 __all__ = [
@@ -340,7 +340,9 @@ class _Run:
         self.device = next(model.parameters()).device
         self.blocks = layer_list(model, config)
         block_of = {id(module): index + 1 for index, block in enumerate(self.blocks) for module in block.modules()}
-        self.recorder = QueryKeySums(block_of, max(n, 4))
+        # blocks counted as they run where the forward runs more than it lists (modules reused over cycles)
+        by_call = bool(self.blocks) and blocks_run(config, self.blocks) > len(self.blocks)
+        self.recorder = QueryKeySums(block_of, max(n, 4), by_call=by_call)
         self.sums: list[Any] = []  # per layer (n, hidden)
         self.layer_counts: list[Any] = []  # per layer (n,)
         self.counts = torch.zeros(n, dtype=torch.float64)

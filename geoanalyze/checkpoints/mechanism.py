@@ -337,6 +337,28 @@ def implied_base(inv_freq: Sequence[float]) -> float | None:
 # --- detection on a skeleton ------------------------------------------------------------------------
 
 
+def config_attr(config: Any, key: str, default: Any = None, layer: int | None = None) -> Any:
+    """``config.<key>``, reading a per-layer attribute per layer.
+
+    A heterogeneous config (``per_layer_config``: DOTS.3's heads differ by layer) refuses a global
+    read of an attribute its layers set apart. Such an attribute is read from layer ``layer``
+    (0-based) when one is named, else from every layer: their one value where they all agree,
+    ``default`` where they differ (the caller has no single value to use). Any other attribute is
+    ``getattr(config, key, default)``.
+    """
+    try:
+        per_layer = getattr(config, "per_layer_attributes", None)
+    except Exception:  # a config object of another kind
+        per_layer = None
+    if not per_layer or key not in per_layer:
+        return getattr(config, key, default)
+    layers = config.per_layer_config
+    if layer is not None:
+        return getattr(layers[layer], key, default)
+    values = [getattr(layers[index], key, default) for index in range(len(layers))]
+    return values[0] if values and all(value == values[0] for value in values) else default
+
+
 def layer_list(model: Any, config: Any) -> list[Any]:
     """The model's blocks: the shallowest ModuleList as long as the config's layer count (else the longest);
     of lists alike, the one beside the token embeddings (:func:`_text_depth`)."""
@@ -354,7 +376,7 @@ def layer_list(model: Any, config: Any) -> list[Any]:
     # LongCat-Flash's num_hidden_layers counts two attention calls per layer (its num_layers the layers):
     # a list of num_layers blocks shallower than every list of num_hidden_layers is the blocks (with one
     # layer, each layer's self_attn pair is the only list of 2).
-    layers = getattr(config, "num_layers", None)
+    layers = config_attr(config, "num_layers", None)
     if isinstance(layers, int) and not isinstance(layers, bool) and layers != wanted:
         top = min((item[0] for item in exact), default=None)
         shallower = [item for item in lists if len(item[3]) == layers and (top is None or item[0] < top)]
@@ -366,17 +388,31 @@ def layer_list(model: Any, config: Any) -> list[Any]:
     return list(chosen[3])
 
 
+def blocks_run(config: Any, blocks: Sequence[Any]) -> int:
+    """The blocks a forward runs, in the order they run: the config's layer count, which exceeds the
+    listed blocks where modules are reused (ALBERT shares one block among num_hidden_layers; HRM runs
+    two stacks of two layers over H and L cycles, 16 blocks), else the listed blocks."""
+    n_blocks = config_attr(config, "num_hidden_layers", None)
+    if not isinstance(n_blocks, int) or isinstance(n_blocks, bool):
+        return len(blocks)
+    if n_blocks != len(blocks) and len(blocks) in (config_attr(config, "num_layers", None), _decoder_layers(config)):
+        # LongCat-Flash: num_hidden_layers counts its 2 attention calls per layer; a seq2seq decoder alone
+        # (BlenderbotForCausalLM): num_hidden_layers is its config's encoder_layers
+        return len(blocks)
+    return n_blocks
+
+
 def _decoder_layers(config: Any) -> Any:
     """The decoder's layer count of a seq2seq config read as a decoder alone (is_decoder, not an encoder-decoder)."""
-    alone = getattr(config, "is_decoder", False) and not getattr(config, "is_encoder_decoder", False)
-    return getattr(config, "decoder_layers", None) if alone else None
+    alone = config_attr(config, "is_decoder", False) and not config_attr(config, "is_encoder_decoder", False)
+    return config_attr(config, "decoder_layers", None) if alone else None
 
 
 def _config_layers(config: Any) -> Any:
     """The config's layer count; a composite config without one, its text config's (MusicFlamingo,
     AudioFlamingo 3: their audio encoder has as many or more layers than their language model)."""
-    wanted = getattr(config, "num_hidden_layers", None)
-    if wanted is None and callable(getattr(config, "get_text_config", None)):
+    wanted = config_attr(config, "num_hidden_layers", None)
+    if wanted is None and callable(config_attr(config, "get_text_config", None)):
         try:
             wanted = getattr(config.get_text_config(), "num_hidden_layers", None)
         except ValueError:  # several text configs: ambiguous, as transformers says
@@ -423,17 +459,11 @@ def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
     the skeleton's place in the checkpoint's tensor names ('encoder.' for an encoder-decoder).
     The kinds are tried in order: ALiBi, rotary, an absolute table, relative only, none."""
     blocks = layer_list(model, config)
-    n_blocks = getattr(config, "num_hidden_layers", None)
-    if not isinstance(n_blocks, int) or isinstance(n_blocks, bool):
-        n_blocks = len(blocks)  # ALBERT shares one block among num_hidden_layers: the config counts
-    elif n_blocks != len(blocks) and len(blocks) in (getattr(config, "num_layers", None), _decoder_layers(config)):
-        # LongCat-Flash: num_hidden_layers counts its 2 attention calls per layer; a seq2seq decoder alone
-        # (BlenderbotForCausalLM): num_hidden_layers is its config's encoder_layers
-        n_blocks = len(blocks)
+    n_blocks = blocks_run(config, blocks)
     attention = _attention_layers(blocks)
     common: dict[str, Any] = {
-        "architecture": str((list(getattr(config, "architectures", None) or []) or [type(model).__name__])[0]),
-        "model_type": str(getattr(config, "model_type", "")),
+        "architecture": str((list(config_attr(config, "architectures", None) or []) or [type(model).__name__])[0]),
+        "model_type": str(config_attr(config, "model_type", "")),
         "layers": n_blocks,
         "hidden_size": _hidden_size(config) or _input_width(model),
         "relative": _relative_scheme(model, config),
@@ -470,7 +500,7 @@ def _relative_scheme(model: Any, config: Any) -> str:
     relative = [r for r in relative if r]
     classes = {type(module).__name__ for module in model.modules()}
     relative += sorted({text for pattern, text in _RELATIVE_CLASSES if any(pattern.search(name) for name in classes)})
-    pet = getattr(config, "position_embedding_type", None)
+    pet = config_attr(config, "position_embedding_type", None)
     if isinstance(pet, str) and pet.startswith("relative"):
         relative.append(f"{pet} distance embeddings")
     return ", ".join(relative)
@@ -501,13 +531,13 @@ def _hidden_size(config: Any, depth: int = 0) -> int:
     """The width of the hidden states: the config's own, else its text config's (``get_text_config()``),
     else its encoder's (T5Gemma keeps its sizes in encoder and decoder sub-configs)."""
     for key in ("hidden_size", "d_model", "n_embd", "dim"):
-        value = getattr(config, key, None)
+        value = config_attr(config, key, None)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
     if depth > 2:
         return 0
-    text = config.get_text_config() if callable(getattr(config, "get_text_config", None)) else None
-    for sub in (text, getattr(config, "text_config", None), getattr(config, "encoder", None)):
+    text = config.get_text_config() if callable(config_attr(config, "get_text_config", None)) else None
+    for sub in (text, config_attr(config, "text_config", None), config_attr(config, "encoder", None)):
         if sub is not None and sub is not config:
             width = _hidden_size(sub, depth + 1)
             if width:
@@ -594,14 +624,14 @@ def _alibi_slopes(model: Any, config: Any) -> list[float] | None:
 
     import torch
 
-    flag = getattr(config, "alibi", None)
-    attn_config = getattr(config, "attn_config", None)
+    flag = config_attr(config, "alibi", None)
+    attn_config = config_attr(config, "attn_config", None)
     if attn_config is not None:
         flag = attn_config.get("alibi") if isinstance(attn_config, dict) else getattr(attn_config, "alibi", flag)
     if flag is False:
         return None
     namespace = vars(sys.modules[type(model).__module__])
-    heads = getattr(config, "num_attention_heads", None) or getattr(config, "n_head", None)
+    heads = config_attr(config, "num_attention_heads", None) or config_attr(config, "n_head", None)
     if not isinstance(heads, int):
         return None
     for name, function in namespace.items():
@@ -684,9 +714,16 @@ def _rope_layers(
     """The RoPE set of each block; None for a block without attention or a NoPE one: the config gives it
     none, its attention module says or decides so (``use_rope``, :func:`rope_applied`), or the model's
     forward hands it no rotary tables (:func:`caller_rope`)."""
-    layer_types = getattr(config, "layer_types", None)
+    layer_types = config_attr(config, "layer_types", None)
     out: list[str | None] = []
+    listed = max(attention, default=0)
     for block in range(1, n_blocks + 1):
+        if block > listed and out and n_blocks > listed:
+            # a block run by a reused module (ALBERT, HRM's stacks over cycles): it runs one of the listed
+            # blocks' attention modules, so it rotates as they all do; blocks that differ leave it unknown
+            run = {name for index, name in enumerate(out) if index + 1 in attention}
+            out.append(run.pop() if len(run) == 1 else None)
+            continue
         if block not in attention:
             out.append(None)
             continue
@@ -707,11 +744,11 @@ def _rope_layers(
 def _config_nope(config: Any, layer: int) -> bool:
     """Whether the config gives layer ``layer`` no RoPE: a per-layer RoPE base of 0 (Granite SWA's
     ``layer_rope_theta``), or no RoPE parameters for its layer type (Beam's NoPE full attention)."""
-    thetas = getattr(config, "layer_rope_theta", None)
+    thetas = config_attr(config, "layer_rope_theta", None)
     if isinstance(thetas, list | tuple) and layer < len(thetas) and not thetas[layer]:
         return True
-    layer_types = getattr(config, "layer_types", None)
-    parameters = getattr(config, "rope_parameters", None)
+    layer_types = config_attr(config, "layer_types", None)
+    parameters = config_attr(config, "rope_parameters", None)
     if isinstance(layer_types, list | tuple) and layer < len(layer_types) and isinstance(parameters, dict):
         kind = layer_types[layer]
         return kind in parameters and parameters[kind] is None
@@ -1024,7 +1061,7 @@ def _axial_factors(module: Any) -> list[tuple[str, Any]]:
 
 def _config_int(config: Any, keys: Sequence[str]) -> int | None:
     for key in keys:
-        value = getattr(config, key, None)
+        value = config_attr(config, key, None)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
     return None

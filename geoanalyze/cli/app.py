@@ -161,8 +161,12 @@ def _os_error_message(exc: OSError) -> str:
 
 
 def _terminated(signum: int, frame: object) -> None:
-    # As Ctrl-C: a KeyboardInterrupt is no Exception, so no ``except Exception`` on the way (a reader
-    # mapping library errors to ours) turns the termination into another error.
+    # Every staged folder goes first (io.staged_folder), whatever the code it interrupts does with the
+    # interrupt; then as Ctrl-C: a KeyboardInterrupt is no Exception, so no ``except Exception`` on the
+    # way (a reader mapping library errors to ours) turns the termination into another error.
+    from ..io import remove_staged
+
+    remove_staged()
     raise KeyboardInterrupt
 
 
@@ -211,8 +215,11 @@ def main() -> None:
 
 def _run() -> int:
     """Run the command; return its exit code, printing the one ``error:`` line of a failure."""
+    from ..cache import caching
+
     try:
-        code = app(standalone_mode=False)
+        with caching():  # --no-cache turns caches off inside (common.cache_option), for this command only
+            code = app(standalone_mode=False)
     except typer.TyperException as exc:
         if exc.exit_code != USAGE_EXIT:
             return _internal_error(exc)  # typer's own failures that are not usage errors (none today)

@@ -207,11 +207,21 @@ def corpus_options(params: Mapping[str, Any], given: frozenset[str] = frozenset(
     if "no_special_tokens" in values:
         values["add_special_tokens"] = not values.pop("no_special_tokens")
     if "no_cache" in values:
-        values["cache"] = not values.pop("no_cache")
+        values["cache"] = cache_option(values.pop("no_cache"))
     if "sample_fraction" in values:
         values["sample"] = values.pop("sample_fraction")
     names = {field.name for field in fields(CorpusOptions)}
     return CorpusOptions(**{name: value for name, value in values.items() if name in names})
+
+
+def cache_option(no_cache: bool) -> bool:
+    """What --no-cache turns off: every cache, read and write, for the rest of the command (the
+    command runs inside :func:`geoanalyze.cache.caching`); returns whether caches are used."""
+    if no_cache:
+        from ..cache import turn_off
+
+        turn_off()
+    return not no_cache
 
 
 def load_counts(

@@ -300,7 +300,7 @@ NoSpecialTokens = Annotated[
 SplitSeed = Annotated[int, seed_option("--split-seed", help="Seed of the split-half assignment of sequences.")]
 NoCache = Annotated[
     bool,
-    typer.Option("--no-cache", help="Recompute instead of reading the caches (counts; for stress also centroids)."),
+    typer.Option("--no-cache", help="Neither read nor write the caches (counts, centroids): recompute."),
 ]
 Workers = Annotated[
     int | None,

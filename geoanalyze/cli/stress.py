@@ -18,6 +18,7 @@ from .common import (
     Folder,
     Output,
     all_or_none,
+    cache_option,
     check_dataset_options,
     check_output_place,
     check_output_suffix,
@@ -251,7 +252,7 @@ def stress_options(params: Mapping[str, Any], **overrides: Any) -> StressOptions
     values = {**params, **overrides}
     values["compare"] = split_compare(values["compare"])  # a comma inside quotes or after \\ is a file name's
     values["data_dir"] = str(values["data_dir"]) if values["data_dir"] is not None else None
-    values["cache"] = not values.pop("no_cache")
+    values["cache"] = cache_option(values.pop("no_cache"))
     names = {field.name for field in fields(StressOptions)}
     return StressOptions(**{name: value for name, value in values.items() if name in names})
 

@@ -13,7 +13,7 @@ from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import InputError, ThresholdError
 from ..report.render import grid_table, stdout_console
 from . import options as opt
-from .common import Output, all_or_none, check_output_place, check_output_suffix, guard, handles_errors
+from .common import Output, all_or_none, cache_option, check_output_place, check_output_suffix, guard, handles_errors
 from .stress import (
     BatchSize,
     Dataset,
@@ -54,7 +54,7 @@ def track_options(params: Mapping[str, Any]) -> StressOptions:
     """The analysis options of `track` from its parsed parameters (nothing compared beside the checkpoints)."""
     from ..analysis import StressOptions
 
-    values = {**params, "compare": (), "cache": not params["no_cache"]}
+    values = {**params, "compare": (), "cache": cache_option(params["no_cache"])}
     values["data_dir"] = str(params["data_dir"]) if params["data_dir"] is not None else None
     names = {field.name for field in fields(StressOptions)}
     return StressOptions(**{name: value for name, value in values.items() if name in names})
@@ -82,20 +82,24 @@ def series_sources(checkpoints: list[str], baseline: str | None, rules: Mapping[
 
 
 def print_result(result: TrackResult) -> None:
-    """The terminal tables: the position rows, the layer rows, the comparison."""
+    """The terminal tables: the position rows, the layer rows, the comparison. A name is text, never
+    Rich markup (a folder named ``[/b]`` was an internal error), as in stress's tables."""
+    from rich.markup import escape
+
     from ..tracking.track import layer_rows, legend, position_rows
 
-    stdout_console.print(
-        grid_table(f"geometry over training on {result.dataset.name}", *position_rows(result), whole=("checkpoint",))
-    )
+    header, rows = position_rows(result)
+    rows = [[row[0], escape(str(row[1])), *(escape(c) if isinstance(c, str) else c for c in row[2:])] for row in rows]
+    title = f"geometry over training on {escape(result.dataset.name)}"
+    stdout_console.print(grid_table(title, header, rows, whole=("checkpoint",)))
     header, rows = layer_rows(result)
     if rows:
         stdout_console.print(grid_table("layers", header, rows))
     if result.comparison is not None:
         stdout_console.print(grid_table("against the baseline", *result.comparison.rows()))
         for line in result.comparison.lines():
-            stdout_console.print(line, highlight=False, soft_wrap=True)
-    stdout_console.print(legend(result.null), highlight=False, soft_wrap=True)
+            stdout_console.print(line, highlight=False, soft_wrap=True, markup=False)
+    stdout_console.print(legend(result.null), highlight=False, soft_wrap=True, markup=False)
 
 
 def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path | None, seed: int) -> None:

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import InputError
+from ..io import staged_folder
 from ..report.render import grid_table, key_value_table, print_json, print_paragraph, print_table
 from . import options as opt
 from .common import Folder, Output, check_format, check_output_place, guard, handles_errors
@@ -381,18 +382,13 @@ def _check_verify_target(target: Path, force: bool, data_dir: Path | None) -> No
 
 def _run_staged(request: VerifyRun, target: Path) -> list[Any]:
     """Run the experiments into a staging folder beside ``target``, moved onto it only when every one finished."""
-    staging = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    try:
+    with staged_folder(target.with_name(f".{target.name}.{os.getpid()}.partial")) as staging:
         results = _run_each(request, staging)
         if request.every:
             _write_summary(results, staging, request.run)
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return results
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..cache import cache_entry, cache_holds, file_digests, write_cache
+from ..cache import KEY_FIELD, cache_entry, cache_holds, cache_key, caching, file_digests, key_matches, write_cache
 from ..errors import FormatError, IncompatibleError, InputError
 from ..geometry.distances import normalise_rows
 from ..hub import packaged_minilm_path
@@ -476,7 +476,9 @@ def compute_counts(
 ) -> tuple[PositionalCounts, bool]:
     """Counts of a corpus source, streamed shard by shard, from the cache when done before.
 
-    Returns (counts, came_from_cache). ``cache=False`` recounts and refreshes the cache entry.
+    Returns (counts, came_from_cache). ``cache=False`` (``--no-cache``) recounts and neither
+    reads nor writes any cache (:func:`geoanalyze.cache.caching`); an entry is served only if the
+    key recorded in its header is the key asked for.
     The cache key covers the corpus fingerprint (the SHA-256 of every local file's bytes with
     its format, a folder's relative names; or the hub id, config and split; or the synthetic
     spec), the tokenizer (its spec and the digests of the files it loads from), every option that
@@ -492,14 +494,38 @@ def compute_counts(
     shard done; ``report`` a
     :class:`~geoanalyze.corpus.streaming.CountReport` to fill in.
     """
+    with caching(cache):
+        return _compute_counts(
+            source, tokenizer, max_length, exclude_special, add_special_tokens, limit, split_seed,
+            progress, sample, sample_seed, workers, cluster, work_dir, report,
+        )
+
+
+def _compute_counts(
+    source: CorpusSource,
+    tokenizer: str,
+    max_length: int | None,
+    exclude_special: bool,
+    add_special_tokens: bool,
+    limit: int | None,
+    split_seed: int,
+    progress: Any,
+    sample: float | None,
+    sample_seed: int,
+    workers: int | None,
+    cluster: str | None,
+    work_dir: str | os.PathLike[str] | None,
+    report: Any,
+) -> tuple[PositionalCounts, bool]:
+    """:func:`compute_counts` inside its :func:`~geoanalyze.cache.caching` block."""
     from .streaming import count_stream, shards_of
 
     key = _counts_key(source, tokenizer, max_length, exclude_special, add_special_tokens, limit, split_seed)
     if sample is not None:
         key.update(sample=float(sample), sample_seed=int(sample_seed))
     cached = cache_entry("counts", key)
-    if cache and cache_holds(cached):
-        hit = _cached_counts(cached)
+    if cache_holds(cached):
+        hit = _cached_counts(cached, key)
         if hit is not None:
             # Keyed by content: the entry may have been written for a copy at another path.
             hit.metadata["corpus"] = [corpus_entry(source, limit)]
@@ -524,7 +550,7 @@ def compute_counts(
             cluster=cluster,
             work_dir=None if work_dir is None else Path(work_dir),
             keep_work=work_dir is not None,
-            fresh=not cache and work_dir is None,
+            fresh=False,
             progress=bar,
             report=report,
         )
@@ -534,8 +560,10 @@ def compute_counts(
     counts.metadata["corpus"] = [corpus_entry(source, limit)]
     if sample is not None:
         counts.metadata["sample"] = {"fraction": float(sample), "seed": int(sample_seed)}
-    # --no-cache recounts and refreshes the entry; an unwritable cache never fails the job.
-    write_cache(lambda: counts.save(cached))
+    # The entry records its key (served only under it); an unwritable cache never fails the job;
+    # with --no-cache nothing is written.
+    entry = PositionalCounts(counts.counts, counts.half, {**counts.metadata, KEY_FIELD: cache_key(key)}, counts.vocab)
+    write_cache(lambda: entry.save(cached))
     return counts, False
 
 
@@ -596,10 +624,15 @@ def _job_description(
     }
 
 
-def _cached_counts(path: Path) -> PositionalCounts | None:
-    """The counts of a cache entry, or None for a damaged one (removed: it is recomputed, never trusted)."""
+def _cached_counts(path: Path, key: dict[str, Any]) -> PositionalCounts | None:
+    """The counts of a cache entry, or None for a damaged one or one whose recorded key is not
+    ``key`` (removed: it is recomputed, never trusted)."""
     try:
-        return PositionalCounts.load(path)
+        counts = PositionalCounts.load(path)
+        if not key_matches(counts.metadata, key):
+            raise FormatError(f"{path} records another key")
+        counts.metadata.pop(KEY_FIELD, None)
+        return counts
     except FormatError:
         with contextlib.suppress(OSError):  # a read-only cache keeps it; it is never trusted
             path.unlink(missing_ok=True)

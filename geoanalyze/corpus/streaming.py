@@ -511,6 +511,7 @@ class WorkFolder:
     fingerprints: list[str]
     sizes: list[int | None] = field(default_factory=list)
     best_effort: bool = False  # a job folder in the cache: a failed write is a note, never the job's failure
+    temporary: bool = False  # a temporary folder (no cache): removed whatever the job's end
 
     @classmethod
     def open(cls, path: Path, job: dict[str, Any], fingerprints: list[str]) -> WorkFolder:
@@ -720,6 +721,32 @@ def count_stream(
     return_freed_memory()
     job = dict(job, version=WORK_VERSION, shards=[s.name for s in shards])
     folder, keep_work = _open_work_folder(work_dir, job, [shard.fingerprint() for shard in shards], fresh, keep_work)
+    try:
+        return _count_into(folder, keep_work, shards, tokenizer, job, exclude_special, split_seed, limit, sample,
+                           sample_seed, workers, cluster, progress, report)  # fmt: skip
+    except BaseException:
+        if folder.temporary:  # a temporary folder never outlives its job (a cache's job folder is resumed)
+            shutil.rmtree(folder.path, ignore_errors=True)
+        raise
+
+
+def _count_into(
+    folder: WorkFolder,
+    keep_work: bool,
+    shards: list[Any],
+    tokenizer: Any,
+    job: dict[str, Any],
+    exclude_special: bool,
+    split_seed: int,
+    limit: int | None,
+    sample: float | None,
+    sample_seed: int,
+    workers: int | None,
+    cluster: str | None,
+    progress: CountProgress | None,
+    report: CountReport | None,
+) -> PositionalCounts:
+    """:func:`count_stream` in its work folder."""
     report = report if report is not None else CountReport()
     report.shards, report.work_dir = len(shards), str(folder.path)
     template = ShardJob(
@@ -751,7 +778,14 @@ def _open_work_folder(
 ) -> tuple[WorkFolder, bool]:
     """The job's work folder and whether it is kept after success: ``work_dir``, else a job
     folder in the cache, else (the cache cannot hold it) a temporary folder, removed after:
-    a cache never fails a job, and a killed job then starts over."""
+    a cache never fails a job, and a killed job then starts over. With caches off (``--no-cache``)
+    the folder is a temporary one: the cache is neither read nor written."""
+    from ..cache import cache_enabled
+
+    if work_dir is None and not cache_enabled():
+        folder = WorkFolder.open(Path(tempfile.mkdtemp(prefix="geoanalyze-count-")), job, fingerprints)
+        folder.temporary = True
+        return folder, False
     in_cache = work_dir is None
     if work_dir is None:
         key = hashlib.sha256(json.dumps(job, sort_keys=True, default=str).encode()).hexdigest()[:24]
@@ -770,6 +804,7 @@ def _open_work_folder(
         note_cache_failure(exc)
         work_dir, keep_work = Path(tempfile.mkdtemp(prefix="geoanalyze-count-")), False
         folder = WorkFolder.open(work_dir, job, fingerprints)
+        folder.temporary = True
     folder.best_effort = in_cache
     return folder, keep_work
 

@@ -122,7 +122,7 @@ def build_report(
         warnings += [f"{shown}: {line}" for line in summary.warnings]
         rows.append(report_row(outcome))
         documents.append({**outcome.document(), "gate": judged})
-    page = [f"# {title}", "", *([provenance_line(run), ""] if run is not None else [])]
+    page = [f"# {md_text(title)}", "", *([provenance_line(run), ""] if run is not None else [])]
     page += [f"> **Warning:** {md_text(line)}\n" for line in warnings]
     page += [markdown_table(header, rows), ""]
     page += [f"- {md_text(line)}" for line in verdicts]

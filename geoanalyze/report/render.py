@@ -23,7 +23,7 @@ from rich.text import Text
 
 from ..io import markdown_cell, to_jsonable
 from ..io import markdown_table as gfm_table
-from ..results import display_path, fmt, md_text
+from ..results import display_path, fmt, md_code, md_text
 
 #: the narrowest width results are laid out in, whatever COLUMNS says
 MIN_OUTPUT_WIDTH = 40
@@ -280,4 +280,4 @@ def provenance(seed: int | None = None) -> dict[str, Any]:
 def provenance_line(run: dict[str, Any]) -> str:
     """The provenance as one Markdown line."""
     seed = "" if run.get("seed") is None else f", seed {run['seed']}"
-    return f"geoanalyze {run['version']}{seed}: `{run['command']}`"
+    return f"geoanalyze {md_text(str(run['version']))}{seed}: {md_code(str(run['command']))}"

@@ -88,9 +88,17 @@ def _member(folder: Path) -> Member:
     return Member(str(folder), str(folder), folder_step(folder), kind)
 
 
+def in_step_order(folders: list[Path]) -> list[Path]:
+    """Checkpoint folders of one source in step order (``step-6`` before ``step-12``, whatever ``--order``:
+    a source's own members have their order), those without a step last, by name."""
+    steps = {folder: folder_step(folder) for folder in folders}
+    return sorted(folders, key=lambda p: (steps[p] is None, steps[p] or 0, p.name))
+
+
 def run_members(run: Path) -> list[Member]:
-    """The kept checkpoints of a ``geoanalyze train`` run, and its latest one when not kept too."""
-    kept = sorted(p for p in (run / KEPT_DIR).glob(f"{KEPT_PREFIX}*") if (p / "config.json").is_file())
+    """The kept checkpoints of a ``geoanalyze train`` run, and its latest one when not kept too. A kept
+    folder without its config.json is a member (its row says why it was not scored), never left out."""
+    kept = in_step_order([p for p in (run / KEPT_DIR).glob(f"{KEPT_PREFIX}*") if p.is_dir()])
     members = [_member(folder) for folder in kept]
     latest = run / "checkpoint"
     if (latest / "config.json").is_file():
@@ -101,9 +109,9 @@ def run_members(run: Path) -> list[Member]:
 
 
 def trainer_members(folder: Path) -> list[Member]:
-    """The ``checkpoint-<N>`` folders of a Hugging Face Trainer output folder."""
-    found = [p for p in folder.glob("checkpoint-*") if (p / "config.json").is_file()]
-    return [_member(p) for p in sorted(found, key=lambda p: (step_in_name(p.name) is None, step_in_name(p.name), p))]
+    """The ``checkpoint-<N>`` folders of a Hugging Face Trainer output folder, in step order; one without
+    its config.json (a save cut short) is a member whose row says why it was not scored."""
+    return [_member(p) for p in in_step_order([p for p in folder.glob("checkpoint-*") if p.is_dir()])]
 
 
 def source_members(source: str) -> list[Member]:

@@ -55,7 +55,9 @@ from ..results import (
     NullSettings,
     category_code,
     fmt,
+    link_target,
     markdown_table,
+    md_text,
 )
 from .series import Member
 
@@ -159,17 +161,17 @@ class TrackResult:
 
     def to_markdown(self, figure: str | None = None) -> str:
         """The section ``track -f markdown`` prints: the position table, the layer table, the comparison."""
-        parts = [f"## Geometry over training: {len(self.records)} checkpoints on {self.dataset.name}"]
+        parts = [f"## Geometry over training: {len(self.records)} checkpoints on {md_text(self.dataset.name)}"]
         parts.append(markdown_table(*position_rows(self)))
         header, rows = layer_rows(self)
         if rows:
             parts.append("### Layers\n\n" + markdown_table(header, rows))
         if self.comparison is not None:
             parts.append("### Against the baseline\n\n" + markdown_table(*self.comparison.rows()))
-            parts.extend(f"- {line}" for line in self.comparison.lines())
+            parts.extend(f"- {md_text(line)}" for line in self.comparison.lines())
         parts.append(legend(self.null))
         if figure:
-            parts.append(f"![scores against step]({figure})")
+            parts.append(f"![scores against step]({link_target(figure)})")
         return "\n\n".join(parts) + "\n"
 
 
@@ -263,9 +265,12 @@ def load_member(member: Member, trust_remote_code: bool = False) -> Loaded:
     """Read one member's config (and a HF checkpoint's tensor index); an unreadable one is its error."""
     from ..checkpoints import load_checkpoint
 
+    folder = Path(member.location)
+    if member.revision is None and folder.is_dir() and not (folder / "config.json").is_file():
+        return Loaded(member, error=f"{member.name} holds no config.json (a save cut short?); save the checkpoint again")
     try:
         if member.kind == "run":
-            return Loaded(member, identity=run_identity(Path(member.location)))
+            return Loaded(member, identity=run_identity(folder))
         location = member.location
         if member.revision is not None:
             location = str(revision_folder(member.location, member.revision))
@@ -284,20 +289,47 @@ def check_same_model(loaded: Sequence[Loaded]) -> Loaded:
         raise InputError(f"no checkpoint of the series could be read; the first: {loaded[0].error}")
     first = readable[0]
     for entry in readable[1:]:
-        if entry.member.kind != first.member.kind:
-            raise IncompatibleError(
-                f"{entry.member.name} is a {_kind_word(entry.member.kind)}, {first.member.name} a "
-                f"{_kind_word(first.member.kind)}; track one model's checkpoints"
-            )
-        assert entry.identity is not None and first.identity is not None
-        for key, value in first.identity.items():
-            if entry.identity.get(key) != value:
-                raise IncompatibleError(
-                    f"{entry.member.name} differs from {first.member.name} in its {key} "
-                    f"({entry.identity.get(key)!r}, not {value!r}); a series is the checkpoints of one model "
-                    "(another tokenizer would change the corpus geometry): track it separately"
-                )
+        difference = model_difference(entry, first)
+        if difference is not None:
+            raise IncompatibleError(f"{difference}; track one model's checkpoints separately")
     return first
+
+
+def model_difference(entry: Loaded, first: Loaded) -> str | None:
+    """How a readable member differs from the series' first (its kind, architecture, sizes or tokenizer),
+    or None when it is a checkpoint of the same model."""
+    if entry.member.kind != first.member.kind:
+        return (
+            f"{entry.member.name} is a {_kind_word(entry.member.kind)}, {first.member.name} a "
+            f"{_kind_word(first.member.kind)}"
+        )
+    assert entry.identity is not None and first.identity is not None
+    for key, value in first.identity.items():
+        if entry.identity.get(key) != value:
+            return (
+                f"{entry.member.name} differs from {first.member.name} in its {key} "
+                f"({entry.identity.get(key)!r}, not {value!r}); a series is the checkpoints of one model "
+                "(another tokenizer would change the corpus geometry)"
+            )
+    return None
+
+
+def reread_member(entry: Loaded, first: Loaded, trust_remote_code: bool = False) -> Loaded:
+    """A member as it is when it is scored: read again and checked against the series' first, so a
+    member replaced (by another model), removed or damaged since the series was checked is a row
+    saying why, never scored as a normal step."""
+    if entry.error is not None:
+        return entry
+    try:
+        now = load_member(entry.member, trust_remote_code)
+    except DataNotFoundError as exc:  # gone since it was checked
+        return Loaded(entry.member, error=f"changed while the series was scored: {first_line(exc, 300)}")
+    if now.error is not None:
+        return Loaded(entry.member, error=f"changed while the series was scored: {now.error}")
+    difference = model_difference(now, first)
+    if difference is not None:
+        return Loaded(entry.member, error=f"changed while the series was scored: {difference}")
+    return now
 
 
 def _kind_word(kind: str) -> str:
@@ -413,6 +445,8 @@ def track(
     nulls = ShuffleNull(corpus.distances, corpus.positions, options.null_draws, options.seed)
     records = []
     for index, entry in enumerate(loaded):
+        # every member is checked when it is read, not only once before the corpus
+        entry = reread_member(entry, first, options.trust_remote_code)
         record = score_member(index, entry, resolved, corpus, nulls, options, progress)
         records.append(record)
         if on_record is not None:

@@ -48,7 +48,7 @@ from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
 from .. import notes
 from ..errors import FormatError, IncompatibleError, InputError, first_line
-from ..io import FORMAT_VERSION, METADATA_KEY, atomic_path, to_jsonable, write_text
+from ..io import FORMAT_VERSION, METADATA_KEY, atomic_path, staged_folder, to_jsonable, write_text
 from ..models import ModelConfig, Transformer
 from ..models.config import TABLE_KINDS
 from ..models.positional import PositionalEncoding
@@ -121,6 +121,7 @@ def _train(
 ) -> dict[str, Any]:
     metrics_path = out / METRICS_FILE
     staged: Path | None = None
+    staging = contextlib.ExitStack()  # the staged run folder, removed by the CLI's signal handler too
     device = select_device(config.device, group.local_rank)
     # Checked before the data is read and tokenized, so a wrong folder fails at once.
     checkpoint = _read_checkpoint(out, config) if resume else None
@@ -154,9 +155,7 @@ def _train(
                     # A new run is written aside and appears with its first checkpoint: a run that
                     # fails or is killed before it leaves no folder that holds nothing to resume.
                     _remove_dead_stagings(out)
-                    staged = out.with_name(f".{out.name}.{os.getpid()}.staged")
-                    shutil.rmtree(staged, ignore_errors=True)
-                    staged.mkdir()
+                    staged = staging.enter_context(staged_folder(out.with_name(f".{out.name}.{os.getpid()}.staged")))
                     metrics_path = staged / METRICS_FILE
             except OSError as exc:
                 raise InputError(f"cannot write {out}: {exc.strerror}; choose another output folder") from exc
@@ -181,6 +180,7 @@ def _train(
     finally:
         if staged is not None:
             shutil.rmtree(staged, ignore_errors=True)
+        staging.close()
 
 
 def _remove_dead_stagings(out: Path) -> None:
@@ -378,13 +378,14 @@ KEPT_FILES = ("config.json", "model.safetensors", STATE_FILE)
 def keep_checkpoint(out: Path, step: int, keep: int) -> None:
     """Copy checkpoint/ (the model and trainer.json) to checkpoints/step-<step>/; keep the newest ``keep``."""
     kept = out / KEPT_DIR
-    folder, staging = kept / f"step-{step}", kept / f".step-{step}.partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    for name in KEPT_FILES:
-        shutil.copy2(out / CHECKPOINT_DIR / name, staging / name)
-    shutil.rmtree(folder, ignore_errors=True)
-    staging.rename(folder)
+    folder = kept / f"step-{step}"
+    for dead in kept.glob(".step-*.partial"):  # a copy a killed run (SIGKILL) left
+        shutil.rmtree(dead, ignore_errors=True)
+    with staged_folder(kept / f".step-{step}.partial") as staging:
+        for name in KEPT_FILES:
+            shutil.copy2(out / CHECKPOINT_DIR / name, staging / name)
+        shutil.rmtree(folder, ignore_errors=True)
+        staging.rename(folder)
     steps = sorted(int(p.name[5:]) for p in kept.glob("step-*") if p.name[5:].isdigit())
     for old in steps[:-keep]:
         shutil.rmtree(kept / f"step-{old}", ignore_errors=True)
@@ -639,11 +640,26 @@ def _save_checkpoint(
     out: Path, model: Transformer, optimizer: torch.optim.Optimizer, config: TrainConfig, step: int, metrics: dict
 ) -> None:
     """Write the checkpoint into checkpoint.partial/, then swap it in for checkpoint/."""
-    from safetensors.torch import save_file
 
     folder = out / CHECKPOINT_DIR
-    staging, previous = folder.with_name(f"{CHECKPOINT_DIR}.partial"), folder.with_name(f"{CHECKPOINT_DIR}.previous")
-    shutil.rmtree(staging, ignore_errors=True)
+    previous = folder.with_name(f"{CHECKPOINT_DIR}.previous")
+    with staged_folder(folder.with_name(f"{CHECKPOINT_DIR}.partial"), create=False) as staging:
+        _write_checkpoint(staging, folder, previous, model, optimizer, config, step, metrics)
+
+
+def _write_checkpoint(
+    staging: Path,
+    folder: Path,
+    previous: Path,
+    model: Transformer,
+    optimizer: torch.optim.Optimizer,
+    config: TrainConfig,
+    step: int,
+    metrics: dict,
+) -> None:
+    """The checkpoint into ``staging``, then swapped in for ``folder`` (the old one aside as ``previous``)."""
+    from safetensors.torch import save_file
+
     model.save(staging)
     tensors, scalars, groups = _split_optimizer_state(optimizer.state_dict())
     header = {METADATA_KEY: json.dumps({"kind": "optimizer", "format_version": FORMAT_VERSION})}
