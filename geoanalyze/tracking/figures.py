@@ -49,7 +49,9 @@ def draw_track(result: TrackResult, path: str | os.PathLike[str], title: str = "
     for axis, score in zip(axes, TRACKED, strict=True):
         band = result.band(score)
         if band is not None:
-            axis.axhspan(*band, color=colour("null"), alpha=0.2, label=f"first row's {result.null.draws} position shuffles")
+            axis.axhspan(
+                *band, color=colour("null"), alpha=0.2, label=f"first row's {result.null.draws} position shuffles"
+            )
         for index, (label, points) in enumerate(_lines(result, score).items()):
             xs, ys = zip(*points, strict=True)
             projection = label.split(" ", 1)[-1]
@@ -67,10 +69,26 @@ def draw_track(result: TrackResult, path: str | os.PathLike[str], title: str = "
     return figure
 
 
+#: the geometry panel's scores: the lower-is-better ones (relative separation, higher-is-better, is left out)
+PANEL_SCORES = tuple(score for score in TRACKED if score != "relative_separation")
+
+
 def geometry_axis(axis: Any, rows: Sequence[Mapping[str, Any]]) -> None:
-    """The geometry panel of training.png: each logged scale-free score of the position row against step."""
+    """The geometry panel of training.png: the position row's lower-is-better scale-free scores against step,
+    against the held-out batches' own D (not the corpus ``track`` counts, so its values differ from
+    track's), with the range of scaled stress over the row's position shuffles shaded and chance (0.5)
+    for the violations dashed."""
     logged = [row for row in rows if isinstance(row.get("geometry"), Mapping)]
-    for score in TRACKED:
+    positions = [row["geometry"]["position"] for row in logged if isinstance(row["geometry"].get("position"), Mapping)]
+    band = [
+        p["null"]["scaled_stress"]
+        for p in positions
+        if isinstance(p.get("null"), Mapping) and "scaled_stress" in p["null"]
+    ]
+    if band:
+        low, high = min(b["low"] for b in band), max(b["high"] for b in band)
+        axis.axhspan(low, high, color=colour("null"), alpha=0.2, label="scaled, positions shuffled (range)")
+    for score in PANEL_SCORES:
         points = [
             (row["step"], row["geometry"]["position"][score])
             for row in logged
@@ -79,10 +97,13 @@ def geometry_axis(axis: Any, rows: Sequence[Mapping[str, Any]]) -> None:
         ]
         if points:
             axis.plot(*zip(*points, strict=True), marker="o", markersize=3, label=LABELS[score])
-    axis.set_xlabel("step")
-    axis.set_title("position geometry (held-out batch)")
     if axis.lines:
-        axis.legend(loc="best")
+        axis.axhline(0.5, color=colour("null"), linestyle="--", linewidth=1, label="chance (violations)")
+    axis.set_xlabel("step")
+    axis.set_ylabel("score (lower is better)")
+    axis.set_title("position geometry against the held-out batches' D\n(not track's corpus: values differ)")
+    if axis.lines:
+        axis.legend(loc="best", fontsize="small")
 
 
 def training_figure(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str], subtitle: str = "") -> Any:

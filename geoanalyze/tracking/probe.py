@@ -58,7 +58,8 @@ class GeometryProbe:
             observed = all_scores(vectors, self.distances, index=self.positions)
             test = tests[handles[name]]
             found = {aspect: (test[key]["category"] if key in test else None) for aspect, key in ASPECTS.items()}
-            rows[name] = {**{key: observed[key] for key in TRACKED}, "categories": found}
+            null = {key: {"low": test[key]["low"], "high": test[key]["high"]} for key in ("scaled_stress",)}
+            rows[name] = {**{key: observed[key] for key in TRACKED}, "categories": found, "null": null}
         return rows
 
     def __call__(self, model: Any) -> dict[str, Any]:

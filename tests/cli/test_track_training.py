@@ -42,8 +42,18 @@ def test_the_training_figure_has_the_geometry_panel(run: Path) -> None:
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     figure = training_figure(rows, run / "again.png")
     geometry = figure.axes[2]
-    assert geometry.get_title() == "position geometry (held-out batch)"
-    assert [list(line.get_xdata()) for line in geometry.get_lines()] == [[4, 8, 12]] * 5
+    assert geometry.get_title() == "position geometry against the held-out batches' D\n(not track's corpus: values differ)"
+    assert geometry.get_ylabel() == "score (lower is better)"
+    series = [line for line in geometry.get_lines() if line.get_linestyle() != "--"]
+    # the four lower-is-better scores; relative separation (higher is better) is not on this axis
+    assert [line.get_label() for line in series] == ["scaled", "violation", "anchored", "lag viol."]
+    assert [list(line.get_xdata()) for line in series] == [[4, 8, 12]] * 4
+    (chance,) = [line for line in geometry.get_lines() if line.get_linestyle() == "--"]
+    assert list(chance.get_ydata()) == [0.5, 0.5]
+    (band,) = geometry.patches  # scaled stress of the position row's shuffles
+    logged = [row["geometry"]["position"]["null"]["scaled_stress"] for row in rows if "geometry" in row]
+    ys = [band.get_y(), band.get_y() + band.get_height()] if hasattr(band, "get_height") else band.get_xy()[:, 1]
+    assert min(ys) == pytest.approx(min(b["low"] for b in logged)) and max(ys) == pytest.approx(max(b["high"] for b in logged))
     assert (run / "training.png").read_bytes()[:4] == b"\x89PNG"
 
 
