@@ -247,11 +247,13 @@ def layer_figure(
     path: str | os.PathLike[str],
     title: str = "",
     references: dict[str, dict[str, float]] | None = None,
+    shape_not_ranked: str | None = None,
 ) -> Any:
     """Stress and scaled stress per layer, one line per projection, with reference lines.
 
     ``references``: name -> {"stress": ..., "scaled_stress": ...} drawn as dashed horizontal lines
-    (the target's mean over its position shuffles, the sinusoidal table's scores).
+    (the target's mean over its position shuffles, the sinusoidal table's scores). ``shape_not_ranked``:
+    why this corpus cannot rank shapes, when it cannot: the scaled-stress panel says so in its title.
     """
     plt = _pyplot()
     figure, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
@@ -271,7 +273,9 @@ def layer_figure(
     axes[0].set_yscale("log")
     axes[0].set_title(f"stress per layer {title}".strip())
     axes[0].set_ylabel("stress (log scale)")
-    axes[1].set_title("scaled stress per layer")
+    axes[1].set_title(
+        "scaled stress per layer" + ("\n(this corpus cannot rank shapes: see the verdict)" if shape_not_ranked else "")
+    )
     axes[1].set_ylabel("scaled stress")
     for axis in axes:
         axis.set_xlabel("layer (0 = embeddings)")

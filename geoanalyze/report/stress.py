@@ -257,8 +257,13 @@ def write_figures(result: StressResult, directory: str | os.PathLike[str], prefi
     written["every tested score and its category against position shuffles"] = str(null_path)
     if result.layers:
         layers = folder / f"{prefix}layers.png"
+        shape = result.discriminability.aspects.get("shape")
         layer_figure(
-            [row.to_dict() for row in result.layers], layers, title=f"({named})", references=references(result)
+            [row.to_dict() for row in result.layers],
+            layers,
+            title=f"({named})",
+            references=references(result),
+            shape_not_ranked=shape.reason if shape is not None and shape.discriminates is False else None,
         )
         written["stress per layer"] = str(layers)
     return written

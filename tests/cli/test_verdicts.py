@@ -262,3 +262,37 @@ def test_a_verdict_on_a_synthetic_corpus_says_so_beside_it(sinusoidal_384: dict,
 def test_a_verdict_on_a_real_corpus_has_no_synthetic_caveat(minilm_sst2: dict) -> None:
     assert minilm_sst2["json"]["summary"]["caveats"] == []
     assert "about:" not in minilm_sst2["table"]
+
+
+def test_layers_png_says_when_the_corpus_cannot_rank_shapes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """write_figures hands the discriminability's decision to layers.png: its scaled-stress panel says the
+    corpus cannot rank shapes exactly when the result says so (issue 31, point 4). The real figure is drawn;
+    a pass-through records its panel titles."""
+    from dataclasses import replace
+
+    import geoanalyze as ga
+    from geoanalyze.report import figures
+    from geoanalyze.report.stress import write_figures
+    from geoanalyze.results import AspectDecision, Discriminability
+
+    drawn: list[list[str]] = []
+    real = figures.layer_figure
+
+    def recording(*args: object, **kwargs: object) -> object:
+        figure = real(*args, **kwargs)  # type: ignore[arg-type]
+        drawn.append([axis.get_title() for axis in figure.axes])
+        return figure
+
+    monkeypatch.setattr(figures, "layer_figure", recording)
+    result = ga.score(
+        "sentence-transformers/all-MiniLM-L6-v2", dataset=DRIFT_WORDS, layers="1", max_sequences=32, compare=()
+    )
+    assert result.discriminability.aspects["shape"].discriminates is True
+    aspects = {**result.discriminability.aspects, "shape": AspectDecision(False, "the naive distance is noise")}
+    flat = replace(result, discriminability=Discriminability(result.discriminability.probe, aspects))
+    write_figures(result, tmp_path / "ranked")
+    write_figures(flat, tmp_path / "flat")
+    assert (tmp_path / "flat" / "layers.png").read_bytes()[:4] == b"\x89PNG"
+    ranked, not_ranked = drawn
+    assert ranked[1] == "scaled stress per layer"
+    assert not_ranked[1] == "scaled stress per layer\n(this corpus cannot rank shapes: see the verdict)"
