@@ -832,7 +832,6 @@ def cached_forward(
     The forward pass tokenizes with the same tokenizer as the counts, so centroid i and
     marginal i are the same position.
     """
-    from .checkpoints.hidden import ForwardResult
     from .corpus.marginals import tokenizer_fingerprint
 
     key_parts = {
@@ -849,23 +848,9 @@ def cached_forward(
     }
     path = cache_entry("centroids", key_parts)
     if options.cache and cache_holds(path):
-        try:
-            arrays, metadata = load_arrays(path, kind="centroids")
-            if not key_matches(metadata, key_parts):  # an entry of another input, copied over this one's
-                raise FormatError(f"{path} records another key")
-            return ForwardResult(
-                arrays["centroids"],
-                arrays["reach"],
-                {int(k[2:]): v for k, v in arrays.items() if k.startswith("q_")},
-                {int(k[2:]): v for k, v in arrays.items() if k.startswith("k_")},
-                str(metadata.get("capture", "none")),
-                list(metadata.get("notes", [])),
-                arrays.get("layer_reach"),
-                list(metadata.get("hidden_notes", [])),
-            )
-        except (FormatError, KeyError, ValueError):
-            with contextlib.suppress(OSError):  # a read-only cache keeps it; it is never trusted
-                path.unlink(missing_ok=True)
+        cached = cached_centroids(path, key_parts)
+        if cached is not None:
+            return cached
     from .checkpoints.hidden import forward_pass, sample_indices
 
     texts = source.read(options.limit)
@@ -900,6 +885,31 @@ def cached_forward(
     with caching(options.cache):
         write_cache(lambda: save_arrays(path, arrays, kind="centroids", metadata=written))
     return forward
+
+
+def cached_centroids(path: Any, key_parts: Mapping[str, Any]) -> Any:
+    """The forward pass stored at ``path`` when it records ``key_parts``; None (and the entry removed) when
+    it is unreadable or records another key (an entry of another input, copied over this one's)."""
+    from .checkpoints.hidden import ForwardResult
+
+    try:
+        arrays, metadata = load_arrays(path, kind="centroids")
+        if not key_matches(metadata, key_parts):
+            raise FormatError(f"{path} records another key")
+        return ForwardResult(
+            arrays["centroids"],
+            arrays["reach"],
+            {int(k[2:]): v for k, v in arrays.items() if k.startswith("q_")},
+            {int(k[2:]): v for k, v in arrays.items() if k.startswith("k_")},
+            str(metadata.get("capture", "none")),
+            list(metadata.get("notes", [])),
+            arrays.get("layer_reach"),
+            list(metadata.get("hidden_notes", [])),
+        )
+    except (FormatError, KeyError, ValueError):
+        with contextlib.suppress(OSError):  # a read-only cache keeps it; it is never trusted
+            path.unlink(missing_ok=True)
+        return None
 
 
 def layer_peaks(layers: Sequence[LayerRow]) -> dict[str, LayerPeak]:
