@@ -216,7 +216,7 @@ def named_cells(table: Table) -> dict[int, list[tuple[int, list[str]]]]:
 
     Marker fields:
 
-    - ``keys: ROW -> PATH | ROW -> PATH & PATH``: the row whose first cell starts with ROW has that
+    - ``keys: ROW -> PATH | ROW -> PATH & PATH``: the row whose first cell is, or starts with, ROW has that
       path, or several (``&``: a row of two corpora, as "23 / 14" prints; or the numbers of a
       cell of prose, in order);
     - ``cells: HEADER -> TEMPLATE | ...``: the column whose header starts with HEADER holds, in
@@ -226,7 +226,7 @@ def named_cells(table: Table) -> dict[int, list[tuple[int, list[str]]]]:
 
     A path is ``[RECORD:]KEY/KEY/...`` in a JSON record (:func:`value_at`; RECORD, the record's
     file name, only where the marker names several) or ``[RECORD:]LINE#K`` in a text record (the
-    K-th number of its one line that starts with LINE). :data:`NOT_A_VALUE` names a number that
+    K-th number of its one line that starts with LINE, spaces collapsed; ``#-1`` the last). :data:`NOT_A_VALUE` names a number that
     is no value of the record (a label among measured numbers).
     """
     header = [cell.strip().lower() for cell in table.rows[0]]
@@ -241,7 +241,9 @@ def named_cells(table: Table) -> dict[int, list[tuple[int, list[str]]]]:
         return matched[0]
 
     def row_of(label: str) -> int:
-        matched = [i for i, row in enumerate(table.rows[1:], start=1) if row[0].strip().startswith(label.strip())]
+        rows = list(enumerate(table.rows[1:], start=1))
+        matched = [i for i, row in rows if row[0].strip() == label.strip()]  # "2D-RoPE", not "2D-RoPE, learned"
+        matched = matched or [i for i, row in rows if row[0].strip().startswith(label.strip())]
         assert len(matched) == 1, f"{table.where}: row {label.strip()!r} matches {len(matched)} rows"
         return matched[0]
 
@@ -310,7 +312,8 @@ class Records:
         match = INDEX.match(path)
         assert match is not None
         if isinstance(document, list):  # a text record: the K-th number of the line that starts with LINE
-            lines = [line for line in document if line.strip().startswith(match["path"])]
+            start = " ".join(match["path"].split())  # runs of spaces read as one: columns are padded
+            lines = [line for line in document if " ".join(line.split()).startswith(start)]
             assert len(lines) == 1 and match["k"], f"{name}:{path}: {len(lines)} lines start so; name one, and #K"
             return numbers_in(lines[0])[_position(match["k"])].value
         value = _resolve(document, match["path"])
@@ -353,14 +356,15 @@ def matches(number: Number, value: float) -> bool:
     return any(abs(value - v) <= t * (1 + 1e-9) + 1e-300 for v, t in number.candidates())
 
 
-def wrong_cells(table: Table, records: Records) -> list[str]:
+def wrong_cells(table: Table, records: Records, named: dict[int, list[tuple[int, list[str]]]] | None = None) -> list[str]:
     """Every named cell whose numbers are not the values at its paths, as 'row, column: why'.
 
     N numbers against N paths are read in order; one path holds every number of its cell; one
-    number must print every path's value (two corpora that agree).
+    number must print every path's value (two corpora that agree). ``named``: the cells' paths
+    (default: :func:`named_cells` of ``table``).
     """
     wrong = []
-    for index, named in named_cells(table).items():
+    for index, named in (named_cells(table) if named is None else named).items():
         row = table.rows[index]
         for column, paths in named:
             where = f"row {index} ({row[0][:30]!r}), column {table.rows[0][column][:30]!r}"
