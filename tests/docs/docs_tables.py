@@ -219,7 +219,7 @@ def named_cells(table: Table) -> dict[int, list[tuple[int, list[str]]]]:
     - ``keys: ROW -> PATH | ROW -> PATH & PATH``: the row whose first cell is, or starts with, ROW has that
       path, or several (``&``: a row of two corpora, as "23 / 14" prints; or the numbers of a
       cell of prose, in order);
-    - ``cells: HEADER -> TEMPLATE | ...``: the column whose header starts with HEADER holds, in
+    - ``cells: HEADER -> TEMPLATE | ...``: the column whose header is, or starts with, HEADER holds, in
       each row, the value at TEMPLATE, ``{}`` standing for each of the row's paths (a template may
       itself be several, joined by ``&``);
     - ``at: ROW @ HEADER -> PATH & PATH | ...``: one cell's paths, overriding its column's template.
@@ -236,7 +236,8 @@ def named_cells(table: Table) -> dict[int, list[tuple[int, list[str]]]]:
     assert all(len(k) == 2 for k in keys + cells + at), f"{table.where}: keys, cells and at are 'NAME -> PATH' pairs"
 
     def column(name: str) -> int:
-        matched = [i for i, h in enumerate(header) if h.startswith(name.strip().lower())]
+        matched = [i for i, h in enumerate(header) if h == name.strip().lower()]  # "final", not "final relative"
+        matched = matched or [i for i, h in enumerate(header) if h.startswith(name.strip().lower())]
         assert len(matched) == 1, f"{table.where}: column {name.strip()!r} matches {len(matched)} headers"
         return matched[0]
 
