@@ -1,22 +1,24 @@
-"""The tables of the results pages, each with the marker above it, and the numbers in a cell or a record.
+"""The tables of the results pages, each with the marker above it, and the value at each cell's path.
 
-The convention (docs/claims.md, "How a table names its record"): the last non-blank line above
+The convention (docs/claims.md, "How a page names its records"): the last non-blank line above
 every GFM table of docs/results.md, docs/edelta.md, docs/joformer.md and docs/training.md is an
 HTML comment, either
 
-    <!-- record: docs/results/monotonicity/monotonicity.json; command: geoanalyze verify ... -->
+    <!-- record: docs/results/monotonicity/monotonicity.json; command: geoanalyze verify ...;
+         keys: ROW -> PATH | ...; cells: HEADER -> TEMPLATE | ...; at: ROW @ HEADER -> PATH | ... -->
 
-(several records separated by commas; optional ``paper columns: PREFIX, PREFIX``: the columns
-whose header cell starts with a prefix quote a paper's figures; and ``paper rows: TEXT``, rows whose first cell starts with
-TEXT, both left unchecked), or
+(several records separated by commas), or
 
     <!-- not a measurement: REASON -->
 
-for a table of definitions, settings or the paper's own figures. Every number of every other cell
-must equal a number of the named records when the record's value is rounded to the digits the cell
-prints. A record is a JSON file (its numbers, the numbers inside its strings, and those of the
-Markdown page of the same name beside it, which the same run wrote) or any other committed text
-file (a test that pins the figures: the numbers in its text).
+for a table of definitions, settings or the paper's own figures. Every number of a measured table
+is tied to the path of the value it prints in its record (:func:`named_cells`) and must equal that
+value rounded to the digits the cell prints; "any number of the record" is not enough (a random
+two-decimal number in [0, 1) is somewhere in the SST-2 stress record most of the time). Columns
+left unchecked are named: ``paper columns: PREFIX, ...`` (a paper's figures), ``paper rows: TEXT``
+(rows whose first cell starts with TEXT) and ``labels: PREFIX, ...`` (names, settings and
+thresholds: ``shift, n = 8``, ``≤ 1e-5``). A record is a JSON file or any other committed text
+file (a benchmark's output, a test that pins the figures), read line by line.
 """
 
 from __future__ import annotations
@@ -176,7 +178,8 @@ def _collect(value: Any, into: list[float]) -> None:
 
 
 class RecordNumbers:
-    """The numbers of one or more records, sorted, for a lookup within a cell's printed precision."""
+    """Every number of one or more records (and of a JSON record's Markdown page), for a lookup within a
+    cell's printed precision: what the earlier check read a cell against, kept to show what it let pass."""
 
     def __init__(self, paths: list[Path]) -> None:
         values: list[float] = []
@@ -357,7 +360,9 @@ def matches(number: Number, value: float) -> bool:
     return any(abs(value - v) <= t * (1 + 1e-9) + 1e-300 for v, t in number.candidates())
 
 
-def wrong_cells(table: Table, records: Records, named: dict[int, list[tuple[int, list[str]]]] | None = None) -> list[str]:
+def wrong_cells(
+    table: Table, records: Records, named: dict[int, list[tuple[int, list[str]]]] | None = None
+) -> list[str]:
     """Every named cell whose numbers are not the values at its paths, as 'row, column: why'.
 
     N numbers against N paths are read in order; one path holds every number of its cell; one
@@ -365,9 +370,9 @@ def wrong_cells(table: Table, records: Records, named: dict[int, list[tuple[int,
     (default: :func:`named_cells` of ``table``).
     """
     wrong = []
-    for index, named in (named_cells(table) if named is None else named).items():
+    for index, cells in (named_cells(table) if named is None else named).items():
         row = table.rows[index]
-        for column, paths in named:
+        for column, paths in cells:
             where = f"row {index} ({row[0][:30]!r}), column {table.rows[0][column][:30]!r}"
             pairs = paired(numbers_in(row[column]), paths)
             if pairs is None:
@@ -386,7 +391,7 @@ def paired(printed: list[Number], paths: list[str]) -> list[tuple[Number, str]] 
     """Each number of a cell with the path it prints (None where the counts do not fit; "—" pairs
     with nothing)."""
     if len(paths) == len(printed):
-        return list(zip(printed, paths))
+        return list(zip(printed, paths, strict=True))
     if len(paths) == 1 or len(printed) <= 1:
         return [(n, p) for n in printed for p in paths]
     return None

@@ -1,9 +1,10 @@
-"""Every figure in a table of the results pages is a number of a committed record (docs/results/).
+"""Every figure in a table of the results pages is the value at a named path of a committed record.
 
 The convention is in docs_tables.py (and on docs/claims.md): an HTML comment above each table names
-its records and the command that regenerates them; a table of definitions says it is not a
-measurement. A number that no record holds, a table of numbers with no marker, or a record that is
-not committed fails here, naming the page, line, row and column.
+its records, the command that regenerates them and, for every measured cell, the path of the value
+it prints; a table of definitions says it is not a measurement. A number with no path, a number
+that is not the value at its path, a table of numbers with no marker, or a record that is not
+committed fails here, naming the page, line, row and column.
 """
 
 from __future__ import annotations
@@ -195,6 +196,81 @@ def test_numbers_are_read_as_printed() -> None:
     assert read["24.1%"][2] == "%" and read["3.6x"][2] == "x"
     assert [n.value for n in numbers_in("2D-RoPE at 8k, 1.79M, top-1 of 1-12")] == [1.0, 1.0, 12.0]
     assert numbers_in("20,460")[0].half_ulp == 5.0  # four significant digits of 20,457.66
+
+
+def test_a_wrong_number_in_the_right_range_fails_a_named_cell() -> None:
+    """SST-2's ALiBi against the naive matrix printed as the corrected one's (0.1700): in the record, wrong."""
+    table = next(t for t in TABLES if " | ".join(t.rows[0]).startswith("corpus | arc (degrees)"))
+    records = Records(record_paths(table))
+    index = next(i for i, row in enumerate(table.rows) if row[0].startswith("SST-2, naive"))
+    (column, paths), *_ = [(c, p) for c, p in named_cells(table)[index] if "alibi" in p[0]]
+    right = numbers_in(table.rows[index][column])[0]
+    assert matches(right, records.value(paths[0]))
+    elsewhere = numbers_in(table.rows[index + 1][column])[0]  # corrected's ALiBi, 0.1700
+    assert elsewhere in RecordNumbers(record_paths(table)) and not matches(elsewhere, records.value(paths[0]))
+    rows = [list(row) for row in table.rows]
+    rows[index][column] = elsewhere.text
+    wrong = wrong_cells(Table(table.page, table.line, rows, table.marker), records)
+    assert wrong == [
+        f"row {index} ('SST-2, naive'), column 'ALiBi scaled': 0.1700 is not the value at {paths[0]} "
+        f"({records.value(paths[0]):.6g})"
+    ]
+
+
+def test_a_two_decimal_guess_is_in_the_record_but_not_at_the_path() -> None:
+    """The issue's figure: most two-decimal numbers in [0, 1) are somewhere in the SST-2 stress record;
+    exactly one prints the value at a cell's path."""
+    guesses = [numbers_in(f"0.{k:02d}")[0] for k in range(100)]
+    numbers = RecordNumbers([REPO_ROOT / "docs/results/sst2-minilm.json"])
+    assert sum(g in numbers for g in guesses) >= 70  # 75 of 100 in the committed record
+    scaled = Records([REPO_ROOT / "docs/results/sst2-minilm.json"]).value("scores/alibi/scaled_stress")
+    assert [g.text for g in guesses if matches(g, scaled)] == ["0.24"]
+
+
+def test_paths_in_several_records_text_records_strings_and_lists(tmp_path: Path) -> None:
+    """A path names its record by file name where there are several; a text record by a line's start
+    (spaces collapsed) and #K; a string by #K; a list by @len / @min / @max, ``*`` mapping over it."""
+    (tmp_path / "r.json").write_text(
+        json.dumps(
+            {
+                "scores": [{"name": "sinusoidal:d=768", "stress": 658.06}],
+                "runs": {"mlm": [{"separation": 0.16}, {"separation": 0.151}, {"separation": 0.152}]},
+                "detail": "smallest |lambda + 1| = 2.529e-07 (beta = 1e6)",
+            }
+        ),
+        encoding="utf-8",
+    )
+    (tmp_path / "bench.txt").write_text("case   ours ms  ratio\n[1] Q x, n = 64    25.52    20.4x faster\n")
+    records = Records([tmp_path / "r.json", tmp_path / "bench.txt"])
+    assert records.value("r.json:scores/sinusoidal:d=768/stress") == 658.06
+    assert records.value("bench.txt:[1]   Q x#-2") == 25.52 and records.value("bench.txt:[1] Q x#2") == 64
+    assert records.value("r.json:detail#2") == 2.529e-07
+    assert records.value("r.json:runs/mlm@len") == 3 and records.value("r.json:runs/mlm/*/separation@min") == 0.151
+    assert records.value("r.json:runs/mlm/-1/separation") == 0.152
+    with pytest.raises(AssertionError, match="name its record"):
+        records.value("scores/0/stress")
+    page = tmp_path / "page.md"
+    page.write_text(
+        f"<!-- record: {tmp_path / 'r.json'}, {tmp_path / 'bench.txt'}; command: x; labels: run; "
+        "keys: MLM -> r.json:runs/mlm | sinusoidal -> r.json:scores/sinusoidal:d=768; "
+        "cells: evaluations -> {}@len | min -> {}/*/separation@min; "
+        "at: sinusoidal @ min -> r.json:detail#2 & - & bench.txt:[1] Q x#-1 -->\n"
+        "| run | evaluations | min |\n|---|---|---|\n| MLM, SST-2 | 3 | 0.151 |\n"
+        "| sinusoidal | — | 2.5e-7 at rank 2, 20.4x |\n",
+        encoding="utf-8",
+    )
+    (table,) = page_tables(page)
+    assert named_cells(table) == {
+        1: [(1, ["r.json:runs/mlm@len"]), (2, ["r.json:runs/mlm/*/separation@min"])],
+        2: [(1, ["r.json:scores/sinusoidal:d=768@len"]), (2, ["r.json:detail#2", NOT_A_VALUE, "bench.txt:[1] Q x#-1"])],
+    }
+    assert wrong_cells(table, records) == []  # "—" prints nothing; "-" is the label "rank 2"
+    table.rows[1][2] = "0.16"  # the first evaluation's: in the record, not its minimum
+    table.rows[2][2] = "2.5e-7 at rank 2"  # two of the three numbers its paths name
+    assert wrong_cells(table, records) == [
+        "row 1 ('MLM, SST-2'), column 'min': 0.16 is not the value at r.json:runs/mlm/*/separation@min (0.151)",
+        "row 2 ('sinusoidal'), column 'min': 2 numbers, 3 paths",
+    ]
 
 
 def test_a_figure_not_in_the_record_is_caught(tmp_path: Path) -> None:
