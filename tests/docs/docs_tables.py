@@ -1,22 +1,24 @@
-"""The tables of the results pages, each with the marker above it, and the numbers in a cell or a record.
+"""The tables of the results pages, each with the marker above it, and the value at each cell's path.
 
-The convention (docs/claims.md, "How a table names its record"): the last non-blank line above
+The convention (docs/claims.md, "How a page names its records"): the last non-blank line above
 every GFM table of docs/results.md, docs/edelta.md, docs/joformer.md and docs/training.md is an
 HTML comment, either
 
-    <!-- record: docs/results/monotonicity/monotonicity.json; command: geoanalyze verify ... -->
+    <!-- record: docs/results/monotonicity/monotonicity.json; command: geoanalyze verify ...;
+         keys: ROW -> PATH | ...; cells: HEADER -> TEMPLATE | ...; at: ROW @ HEADER -> PATH | ... -->
 
-(several records separated by commas; optional ``paper columns: PREFIX, PREFIX``: the columns
-whose header cell starts with a prefix quote a paper's figures; and ``paper rows: TEXT``, rows whose first cell starts with
-TEXT, both left unchecked), or
+(several records separated by commas), or
 
     <!-- not a measurement: REASON -->
 
-for a table of definitions, settings or the paper's own figures. Every number of every other cell
-must equal a number of the named records when the record's value is rounded to the digits the cell
-prints. A record is a JSON file (its numbers, the numbers inside its strings, and those of the
-Markdown page of the same name beside it, which the same run wrote) or any other committed text
-file (a test that pins the figures: the numbers in its text).
+for a table of definitions, settings or the paper's own figures. Every number of a measured table
+is tied to the path of the value it prints in its record (:func:`named_cells`) and must equal that
+value rounded to the digits the cell prints; "any number of the record" is not enough (a random
+two-decimal number in [0, 1) is somewhere in the SST-2 stress record most of the time). Columns
+left unchecked are named: ``paper columns: PREFIX, ...`` (a paper's figures), ``paper rows: TEXT``
+(rows whose first cell starts with TEXT) and ``labels: PREFIX, ...`` (names, settings and
+thresholds: ``shift, n = 8``, ``≤ 1e-5``). A record is a JSON file or any other committed text
+file (a benchmark's output, a test that pins the figures), read line by line.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class Number:
     value: float
     half_ulp: float
     unit: str  # "", "%" or "x"
+    span: tuple[int, int] = field(default=(0, 0), compare=False)  # where the cell prints it
 
     def candidates(self) -> list[tuple[float, float]]:
         """(value, tolerance) pairs a record value may match: a percent also as a fraction."""
@@ -76,7 +79,7 @@ def numbers_in(text: str) -> list[Number]:
         digits = body.replace(",", "")
         if decimals == 0 and exponent == 0 and len(digits) >= 4:  # 20,460 or 1,335,000: rounded to 4 digits
             decimals = -(len(digits) - len(digits.rstrip("0")))
-        found.append(Number(match.group(0), value, 0.5 * 10.0 ** (exponent - decimals), unit))
+        found.append(Number(match.group(0), value, 0.5 * 10.0 ** (exponent - decimals), unit, match.span()))
     return found
 
 
@@ -175,7 +178,8 @@ def _collect(value: Any, into: list[float]) -> None:
 
 
 class RecordNumbers:
-    """The numbers of one or more records, sorted, for a lookup within a cell's printed precision."""
+    """Every number of one or more records (and of a JSON record's Markdown page), for a lookup within a
+    cell's printed precision: what the earlier check read a cell against, kept to show what it let pass."""
 
     def __init__(self, paths: list[Path]) -> None:
         values: list[float] = []
@@ -199,37 +203,154 @@ class RecordNumbers:
         return False
 
 
-def named_cells(table: Table) -> dict[int, list[tuple[int, list[str]]]]:
-    """The record path of every cell a marker names: ``{row index: [(column, [path, ...])]}``.
+#: a cell's entry that names no value of the record: a label, a setting or a paper's figure printed
+#: among measured numbers ("rank 2", "the paper's 0.009"); it must be written out, cell by cell
+NOT_A_VALUE = "-"
 
-    Marker fields (optional): ``keys: ROW -> PATH | ROW -> PATH & PATH`` maps a row (its first cell
-    starts with ROW) to one or more paths in the record (``&``: a row of two corpora, as "23 / 14"
-    prints); ``cells: HEADER -> TEMPLATE | ...`` maps a column (its header starts with HEADER) to a
-    path template, ``{}`` standing for the row's path. A cell's numbers must be values at its paths.
+
+def _split(spec: str, sep: str) -> list[list[str]]:
+    """``NAME -> PATH | NAME -> PATH`` as [[NAME, PATH], ...] (``sep`` separates the pairs)."""
+    pairs = [part.split("->", 1) for part in spec.split(sep) if part.strip()]
+    return [[name.strip(), path.strip()] for name, path in pairs] if all(len(p) == 2 for p in pairs) else [[]]
+
+
+def named_cells(table: Table) -> dict[int, list[tuple[int, list[str]]]]:
+    """The record paths of every cell a marker names: ``{row index: [(column, [path, ...])]}``.
+
+    Marker fields:
+
+    - ``keys: ROW -> PATH | ROW -> PATH & PATH``: the row whose first cell is, or starts with, ROW has that
+      path, or several (``&``: a row of two corpora, as "23 / 14" prints; or the numbers of a
+      cell of prose, in order);
+    - ``cells: HEADER -> TEMPLATE | ...``: the column whose header is, or starts with, HEADER holds, in
+      each row, the value at TEMPLATE, ``{}`` standing for each of the row's paths (a template may
+      itself be several, joined by ``&``);
+    - ``at: ROW @ HEADER -> PATH & PATH | ...``: one cell's paths, overriding its column's template.
+
+    A path is ``[RECORD:]KEY/KEY/...`` in a JSON record (:func:`value_at`; RECORD, the record's
+    file name, only where the marker names several) or ``[RECORD:]LINE#K`` in a text record (the
+    K-th number of its one line that starts with LINE, spaces collapsed; ``#-1`` the last). :data:`NOT_A_VALUE` names a number that
+    is no value of the record (a label among measured numbers).
     """
     header = [cell.strip().lower() for cell in table.rows[0]]
-    keys = [part.split("->") for part in table.marker.get("keys", "").split("|") if part.strip()]
-    cells = [part.split("->") for part in table.marker.get("cells", "").split("|") if part.strip()]
-    assert all(len(k) == 2 for k in keys + cells), f"{table.where}: keys and cells are 'NAME -> PATH' pairs"
-    columns: dict[int, str] = {}
-    for name, template in cells:
-        matched = [i for i, h in enumerate(header) if h.startswith(name.strip().lower())]
-        assert len(matched) == 1, f"{table.where}: cells column {name.strip()!r} matches {len(matched)} headers"
-        columns[matched[0]] = template.strip()
+    keys = _split(table.marker.get("keys", ""), "|")
+    cells = _split(table.marker.get("cells", ""), "|")
+    at = _split(table.marker.get("at", ""), "|")
+    assert all(len(k) == 2 for k in keys + cells + at), f"{table.where}: keys, cells and at are 'NAME -> PATH' pairs"
+
+    def column(name: str) -> int:
+        matched = [i for i, h in enumerate(header) if h == name.strip().lower()]  # "final", not "final relative"
+        matched = matched or [i for i, h in enumerate(header) if h.startswith(name.strip().lower())]
+        assert len(matched) == 1, f"{table.where}: column {name.strip()!r} matches {len(matched)} headers"
+        return matched[0]
+
+    def row_of(label: str) -> int:
+        rows = list(enumerate(table.rows[1:], start=1))
+        matched = [i for i, row in rows if row[0].strip() == label.strip()]  # "2D-RoPE", not "2D-RoPE, learned"
+        matched = matched or [i for i, row in rows if row[0].strip().startswith(label.strip())]
+        assert len(matched) == 1, f"{table.where}: row {label.strip()!r} matches {len(matched)} rows"
+        return matched[0]
+
+    def entries(spec: str) -> list[str]:
+        return [p.strip() for p in spec.split("&")]
+
+    columns = {column(name): entries(template) for name, template in cells}
+    bases: dict[int, list[str]] = {}
+    for label, paths in keys:
+        index = row_of(label)
+        assert index not in bases, f"{table.where}: row {table.rows[index][0]!r} matches two keys"
+        bases[index] = entries(paths)
+    explicit: dict[tuple[int, int], list[str]] = {}
+    for where, paths in at:
+        label, sep, name = where.rpartition("@")
+        assert sep, f"{table.where}: 'at' names a cell as 'ROW @ HEADER': {where!r}"
+        explicit[(row_of(label), column(name))] = entries(paths)
     named: dict[int, list[tuple[int, list[str]]]] = {}
-    for index, row in enumerate(table.rows[1:], start=1):
-        found = [paths for label, paths in keys if row[0].strip().startswith(label.strip())]
-        assert len(found) == 1, f"{table.where}: row {row[0]!r} matches {len(found)} keys"
-        bases = [p.strip() for p in found[0].split("&")]
-        named[index] = [(c, [t.replace("{}", base) for base in bases]) for c, t in columns.items()]
+    for index in range(1, len(table.rows)):
+        found: list[tuple[int, list[str]]] = []
+        for col, templates in columns.items():
+            if (index, col) in explicit:
+                continue
+            if any("{}" in t for t in templates):
+                assert index in bases, f"{table.where}: row {table.rows[index][0]!r} matches no key"
+                found.append((col, [t.replace("{}", b) for b in bases[index] for t in templates]))
+            else:
+                found.append((col, templates))
+        found += [(col, paths) for (i, col), paths in explicit.items() if i == index]
+        named[index] = sorted(found)
     return named
 
 
-def value_at(document: Any, path: str) -> float:
-    """The number at ``path`` ("a/b/c"; geoanalyze.experiments.claims.lookup's rules)."""
+def label_columns(table: Table) -> set[int]:
+    """The columns a marker's ``labels: PREFIX, ...`` names: their numbers are names, settings and
+    thresholds (``shift, n = 8``, ``≤ 1e-5``), not values of the record."""
+    header = [cell.strip().lower() for cell in table.rows[0]]
+    prefixes = [n.strip().lower() for n in table.marker.get("labels", "").split(",") if n.strip()]
+    unmatched = [p for p in prefixes if not any(h.startswith(p) for h in header)]
+    assert not unmatched, f"{table.where}: labels {unmatched} start no header cell of the table: {header}"
+    return {i for i, h in enumerate(header) if any(h.startswith(p) for p in prefixes)}
+
+
+INDEX = re.compile(r"^(?P<path>.*?)(?:#(?P<k>-?\d+))?(?:@(?P<fn>min|max|len))?$")
+
+
+class Records:
+    """The records a marker names, for the value at a named path."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self.documents: dict[str, Any] = {}
+        for path in paths:
+            text = path.read_text(encoding="utf-8")
+            assert path.name not in self.documents, f"two records named {path.name}"
+            self.documents[path.name] = json.loads(text) if path.suffix == ".json" else text.splitlines()
+
+    def value(self, path: str) -> float:
+        """The number at ``path`` (see :func:`named_cells`)."""
+        names = [name for name in self.documents if path.startswith(name + ":")]
+        if names:
+            name, path = names[0], path[len(names[0]) + 1 :]
+        else:
+            assert len(self.documents) == 1, f"{path}: name its record (one of {', '.join(self.documents)}:)"
+            (name,) = self.documents
+        document = self.documents[name]
+        match = INDEX.match(path)
+        assert match is not None
+        if isinstance(document, list):  # a text record: the K-th number of the line that starts with LINE
+            start = " ".join(match["path"].split())  # runs of spaces read as one: columns are padded
+            lines = [line for line in document if " ".join(line.split()).startswith(start)]
+            assert len(lines) == 1 and match["k"], f"{name}:{path}: {len(lines)} lines start so; name one, and #K"
+            return numbers_in(lines[0])[_position(match["k"])].value
+        value = _resolve(document, match["path"])
+        if match["fn"]:
+            assert isinstance(value, list), f"{path}: {match['fn']} of a {type(value).__name__}"
+            return float(len(value)) if match["fn"] == "len" else float({"min": min, "max": max}[match["fn"]](value))
+        if match["k"]:
+            assert isinstance(value, str), f"{path}: #K of a {type(value).__name__}"
+            return numbers_in(value)[_position(match["k"])].value
+        assert isinstance(value, (int, float)) and not isinstance(value, bool), f"{path}: not a number: {value!r}"
+        return float(value)
+
+
+def _position(k: str) -> int:
+    """``#1`` is the first number, ``#-1`` the last."""
+    return int(k) - 1 if int(k) > 0 else int(k)
+
+
+def _resolve(document: Any, path: str) -> Any:
+    """The value at ``path`` (geoanalyze.experiments.claims.lookup's rules); ``*`` maps over a list."""
     from geoanalyze.experiments.claims import lookup
 
-    value = lookup(document, path)
+    head, star, rest = path.partition("/*")
+    value = lookup(document, head) if head else document
+    if not star:
+        return value
+    assert isinstance(value, list), f"{path}: * over a {type(value).__name__}"
+    return [_resolve(item, rest.lstrip("/")) for item in value]
+
+
+def value_at(document: Any, path: str) -> float:
+    """The number at ``path`` of one JSON document ("a/b/c"; claims.lookup's rules)."""
+    value = _resolve(document, path)
     assert isinstance(value, (int, float)) and not isinstance(value, bool), f"{path}: not a number: {value!r}"
     return float(value)
 
@@ -237,3 +358,40 @@ def value_at(document: Any, path: str) -> float:
 def matches(number: Number, value: float) -> bool:
     """Whether ``number`` prints ``value`` (a percent also as a fraction), to its last printed digit."""
     return any(abs(value - v) <= t * (1 + 1e-9) + 1e-300 for v, t in number.candidates())
+
+
+def wrong_cells(
+    table: Table, records: Records, named: dict[int, list[tuple[int, list[str]]]] | None = None
+) -> list[str]:
+    """Every named cell whose numbers are not the values at its paths, as 'row, column: why'.
+
+    N numbers against N paths are read in order; one path holds every number of its cell; one
+    number must print every path's value (two corpora that agree). ``named``: the cells' paths
+    (default: :func:`named_cells` of ``table``).
+    """
+    wrong = []
+    for index, cells in (named_cells(table) if named is None else named).items():
+        row = table.rows[index]
+        for column, paths in cells:
+            where = f"row {index} ({row[0][:30]!r}), column {table.rows[0][column][:30]!r}"
+            pairs = paired(numbers_in(row[column]), paths)
+            if pairs is None:
+                wrong.append(f"{where}: {len(numbers_in(row[column]))} numbers, {len(paths)} paths")
+                continue
+            for number, path in pairs:
+                if path == NOT_A_VALUE:
+                    continue
+                value = records.value(path)
+                if not matches(number, value):
+                    wrong.append(f"{where}: {number.text} is not the value at {path} ({value:.6g})")
+    return wrong
+
+
+def paired(printed: list[Number], paths: list[str]) -> list[tuple[Number, str]] | None:
+    """Each number of a cell with the path it prints (None where the counts do not fit; "—" pairs
+    with nothing)."""
+    if len(paths) == len(printed):
+        return list(zip(printed, paths, strict=True))
+    if len(paths) == 1 or len(printed) <= 1:
+        return [(n, p) for n in printed for p in paths]
+    return None
