@@ -1065,16 +1065,17 @@ Every table of [results.md](results.md), [training.md](training.md), [joformer.m
   same run beside it; a text record (a benchmark's output, a test that pins figures) is read as
   text. Optional fields: `paper columns: PREFIX, PREFIX` (the columns whose header starts with a
   prefix quote a paper, left unchecked), `paper rows: TEXT` (rows whose first cell starts with
-  TEXT), and `keys: ROW -> PATH | ...; cells: HEADER -> TEMPLATE | ...`, which tie each cell to
-  the path of its value in the record (`{}` in a template is the row's path, e.g.
-  `data/corpora/sst2 (naive)/widths/BERT-base/saving`), so that a wrong number that happens to
-  be elsewhere in the record fails.
+  TEXT), `labels: PREFIX, ...` (columns whose numbers are names or settings), and the fields that
+  tie every measured cell to the path of its value in the record: `keys: ROW -> PATH | ...;
+  cells: HEADER -> TEMPLATE | ...` (`{}` in a template is the row's path, e.g.
+  `data/corpora/sst2 (naive)/widths/BERT-base/saving`) and `at: ROW @ HEADER -> PATH & ...` for a
+  cell of several numbers; so a wrong number that happens to be elsewhere in the record fails.
 - `<!-- not a measurement: REASON -->`: a table of definitions, settings or a paper's own figures.
 
 `tests/docs/test_docs_records.py` reads every table of those pages (markdown-it's GFM parser) and
-fails on a table of numbers with no marker, a record that does not exist, a number that is in
-none of its records, or a named cell that is not the value at its path. Tables without named cells
-may only become fewer. Prose is not checked: a figure that matters is in a table.
+fails on a table of numbers with no marker, a record that does not exist, a measured number with
+no path, or a cell that is not the value at its path. Prose is not checked: a figure that matters
+is in a table.
 
 Every verify record at once: `geoanalyze verify all --preset ci --data-dir ../shared/data -o
 results-ci`, then copy each `results-ci/NAME/` over `docs/results/NAME/` without its `runs/`
