@@ -219,8 +219,11 @@ def environment() -> dict[str, Any]:
     """Versions and hardware, recorded with every result so numbers can be traced."""
     import importlib.metadata as metadata
 
-    versions: dict[str, str | None] = {}
-    for package in ("geoanalyze", "torch", "numpy", "transformers"):
+    from ..version import __version__
+
+    # The distribution is geoanalyze-pe ("geoanalyze" on PyPI is another project): the version is our own.
+    versions: dict[str, str | None] = {"geoanalyze": __version__}
+    for package in ("torch", "numpy", "transformers"):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
