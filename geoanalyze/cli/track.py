@@ -82,20 +82,61 @@ def series_sources(checkpoints: list[str], baseline: str | None, rules: Mapping[
 
 
 def print_result(result: TrackResult) -> None:
-    """The terminal tables: the position rows, the layer rows, the comparison."""
+    """The terminal tables (the position rows, the layer rows, the comparison) at the output's width."""
+    from ..report.render import emit, output_width
+
+    emit(*track_report(result, output_width()))
+
+
+def track_report(result: TrackResult, width: int) -> list[Any]:
+    """What :func:`print_result` prints, laid out in ``width``: every number on one line.
+
+    The position table has one row per step when that fits; else it is transposed as stress's score
+    table is (one row per score, the steps side by side, named ``step N`` and listed with their
+    checkpoint below). A checkpoint that was not scored is a line of its own. Sentences fold.
+    """
+    from ..report.stress import fitted_tables, labelled, legend_lines, short_name
+    from ..results import display_path
     from ..tracking.track import layer_rows, legend, position_rows
 
-    stdout_console.print(
-        grid_table(f"geometry over training on {result.dataset.name}", *position_rows(result), whole=("checkpoint",))
-    )
+    title = f"geometry over training on {result.dataset.name}"
+    header, rows = position_rows(result)
+    scored = [(record, row) for record, row in zip(result.records, rows, strict=True) if record.error is None]
+    parts: list[Any] = []
+    shown = [display_path(record.checkpoint) for record, _ in scored]
+    names = [step_name(record, index) for index, (record, _) in enumerate(scored)]
+    wide = [[row[0], short_name(path, 40), *row[2:]] for path, (_, row) in zip(shown, scored, strict=True)]
+    if layout_width(header, wide) <= width:
+        parts.append(grid_table(title, header, wide, text_columns=("checkpoint", "null"), whole=("checkpoint",)))
+    elif scored:
+        steps = [[name, *row[2:]] for name, (_, row) in zip(names, scored, strict=True)]
+        parts += fitted_tables(title, ["step", *header[2:]], steps, width)
+        wide = []
+    if not wide or any(row[1] != path for row, path in zip(wide, shown, strict=True)):
+        # the checkpoints in full, where the table shortened them or left them out
+        parts += legend_lines([f"{name}: {path}" for name, path in zip(names, shown, strict=True)], width)
+    for record in result.failed:
+        where = "" if record.step is None else f"step {record.step}, "
+        parts += labelled("not scored:", f"{where}{record.checkpoint}: {record.error}", "bold red", width)
     header, rows = layer_rows(result)
     if rows:
-        stdout_console.print(grid_table("layers", header, rows))
+        parts.append(grid_table("layers", header, rows, text_columns=("row", "null")))
     if result.comparison is not None:
-        stdout_console.print(grid_table("against the baseline", *result.comparison.rows()))
-        for line in result.comparison.lines():
-            stdout_console.print(line, highlight=False, soft_wrap=True)
-    stdout_console.print(legend(result.null.draws), highlight=False, soft_wrap=True)
+        parts.append(grid_table("against the baseline", *result.comparison.rows(), text_columns=("gate",)))
+        parts += legend_lines(result.comparison.lines(), width)
+    parts += legend_lines([legend(result.null.draws)], width)
+    return parts
+
+
+def step_name(record: Any, index: int) -> str:
+    """A column of the transposed table: ``step N``, or the checkpoint's place in the series."""
+    return f"step {record.step}" if record.step is not None else f"#{index + 1}"
+
+
+def layout_width(header: list[str], rows: list[list[Any]]) -> int:
+    from ..report.stress import layout_width as width_of
+
+    return width_of(header, rows)
 
 
 def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path | None, seed: int) -> None:

@@ -487,13 +487,24 @@ def _print_result(result: Any, target: Path, run: dict[str, Any], format: str) -
         print(markdown(result), end="")
         print("\n" + provenance_line(run))
         return
+    from ..report.render import emit, output_width
+    from ..report.stress import layout_width, legend_lines
+
     header, rows = check_rows(result.checks)
     rows = [[*row[:-1], check.verdict.upper()] for row, check in zip(rows, result.checks, strict=True)]
     verdict = "PASS" if result.passed else "FAIL"
     title = f"{result.name} ({result.preset}, {result.seconds:.0f} s): {verdict}; written to {target}/"
-    print_table(grid_table(title, header, rows, text_columns=("claim", "paper"), whole=("check",)), format)
+    width = output_width()
+    if layout_width(header, rows) <= width:
+        print_table(grid_table(title, header, rows, text_columns=("claim", "paper"), whole=("check",)), format)
+    else:
+        # Too narrow for the claims beside the numbers: the numbers and verdicts in a table, each
+        # check's claim and the paper's reading below it, folded (no column squeezed to a letter).
+        table = [[row[0], row[2], row[4]] for row in rows]
+        emit(grid_table(title, ["check", "ours", "verdict"], table, text_columns=("check", "verdict")))
+        emit(*legend_lines([f"{row[0]}: {row[1]} (paper: {row[3]})" for row in rows], width))
     if result.preset == "smoke":
-        print(f"note: {PRESET_NOTES['smoke']}")
+        print_paragraph(f"note: {PRESET_NOTES['smoke']}")
 
 
 def _summary_rows(results: list[Any]) -> tuple[list[str], list[list[Any]]]:
@@ -570,4 +581,4 @@ def _print_summary(results: list[Any], preset: str, target: Path, run: dict[str,
         grid_table(title, *_summary_rows(results), text_columns=("failed checks",), whole=("experiment",)), format
     )
     if preset == "smoke":
-        print(f"note: {PRESET_NOTES['smoke']}")
+        print_paragraph(f"note: {PRESET_NOTES['smoke']}")

@@ -66,7 +66,8 @@ def baseline_section(comparison: Comparison) -> str:
     lines += [
         "",
         "change: candidate - baseline; null sd: the score's standard deviation over the random tables both are "
-        "held against; beyond null: the change exceeds it; gate: --fail-if-worse (limit: its tolerance, else the "
+        "held against; beyond null: the change exceeds it; change is: better or worse as the score reads (lower is "
+        "better except rel. sep.); gate: --fail-if-worse (limit: its tolerance, else the "
         "null sd).",
         "",
     ]

@@ -168,6 +168,7 @@ class TrackResult:
 
 
 def legend(draws: int) -> str:
+    """What the tables' "null" column says (one line; the table format folds it to the output)."""
     return (
         f"null: shape, order, local order, lag and separation against {draws} random Gaussian tables of the "
         "row's shape (+ better, = indistinguishable, - worse, ? undecided); the same tables for every step"
@@ -177,7 +178,12 @@ def legend(draws: int) -> str:
 def _cells(scores: EncodingScores | LayerRow | None) -> list[Any]:
     if scores is None:
         return ["-"] * (len(TRACKED) + 1)
-    return [fmt(scores.observed.get(key)) for key in TRACKED] + [category_code(scores.categories)]
+    # numbers, not their text: a table aligns them as numbers and never splits one over two lines
+    return [_number(scores.observed.get(key)) for key in TRACKED] + [category_code(scores.categories)]
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def position_rows(result: TrackResult) -> tuple[list[str], list[list[Any]]]:
