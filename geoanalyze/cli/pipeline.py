@@ -58,7 +58,7 @@ Basis = Annotated[str, opt.text_option("--basis", help="W: random (seeded orthon
 BasisSeed = Annotated[int, opt.seed_option("--seed", help="Seed of the random basis W.")]
 Scale = Annotated[float, typer.Option("--scale", help="Multiply the encoding (and its distances) by this.")]
 IntoCheckpoint = Annotated[
-    Path | None, opt.path_option("--into-checkpoint", help="A local HF BERT checkpoint folder to copy.")
+    Path | None, opt.path_option("--into-checkpoint", help="A HF BERT checkpoint (folder or hub name) to copy.")
 ]
 CheckpointOutput = Annotated[
     Path | None, opt.path_option("--checkpoint-output", help="Where the copy with the MDS positions goes.")
@@ -341,6 +341,11 @@ def mds(
     from ..geometry.mds import mds_encoding
 
     sources = _corpora(sources, dataset)
+    if into_checkpoint is not None and not into_checkpoint.exists():
+        # a hub name, resolved as stress resolves it (the HF cache, the shipped MiniLM offline, the hub)
+        from ..checkpoints.load import resolve_checkpoint
+
+        into_checkpoint = resolve_checkpoint(str(into_checkpoint))[0]
     plot = _figure(plot_dir, "mds.png", plot)
     check_format(format)
     check_output_suffix(output, ".safetensors", "PE files")

@@ -156,6 +156,15 @@ def find_series(sources: list[str], revisions: list[str] | None = None, order: s
     if order == "given":
         return tuple(members)
     unordered = next((m for m in members if m.step is None), None)
+    if unordered is not None and unordered.revision is None and not Path(unordered.location).exists():
+        # not a folder here: a path that is missing (or a hub name without --revisions), not a step to read
+        folder = Path(unordered.location).parent
+        if unordered.location.startswith((".", "/", "~")) or str(folder) != "." and folder.is_dir():
+            raise InputError(f"{unordered.name} does not exist; check the path (a checkpoint, run or Trainer folder)")
+        raise InputError(
+            f"{unordered.name} is no local folder (it does not exist here) and, as a hub name, has no step; "
+            "check the path; for a hub model pass --revisions (its checkpoints) or --order given (it as one step)"
+        )
     if unordered is not None:
         raise InputError(
             f"cannot order {unordered.name}: no step in its name (checkpoint-N, step-N) or trainer state; "
