@@ -231,6 +231,11 @@ def test_the_steps_run_here_with_an_encoding_spec(tmp_path: Path, runner: Runner
     text = check_summary(summary)
     assert "rope:d=8" in text
     assert (workspace / "geometry" / "figures").is_dir() and (workspace / "geometry" / "report.md").is_file()
+    # the page's figures are linked from where the page is (geometry/), as the artifact is opened
+    page = (workspace / "geometry" / "stress.md").read_text(encoding="utf-8")
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", page)
+    assert len(links) >= 4 and all(link.startswith("figures/") for link in links), links
+    assert all((workspace / "geometry" / link).is_file() for link in links)
     assert any((workspace / ".cache" / "geoanalyze").iterdir()), "the cached folder is where the cache went"
 
     crossed = tmp_path / "crossed"
