@@ -95,31 +95,45 @@ def track_report(result: TrackResult, width: int) -> list[Any]:
     table is (one row per score, the steps side by side, named ``step N`` and listed with their
     checkpoint below). A checkpoint that was not scored is a line of its own. Sentences fold.
     """
-    from ..report.stress import fitted_tables, labelled, legend_lines, short_name
+    from ..report.stress import fitted_tables, labelled, legend_lines
     from ..results import display_path
-    from ..tracking.track import layer_rows, legend, position_rows
+    from ..tracking.track import layer_rows, legend, position_rows, series_of
 
+    several = series_of(result)
     title = f"geometry over training on {result.dataset.name}"
+    if several:
+        title += f": {len(several)} series"
     header, rows = position_rows(result)
+    lead = 1 if several else 0  # the series column
     scored = [(record, row) for record, row in zip(result.records, rows, strict=True) if record.error is None]
     parts: list[Any] = []
     shown = [display_path(record.checkpoint) for record, _ in scored]
     names = [step_name(record, index) for index, (record, _) in enumerate(scored)]
-    wide = [[row[0], short_name(path, 40), *row[2:]] for path, (_, row) in zip(shown, scored, strict=True)]
+    wide = [
+        [*row[:lead], row[lead], short_name(path, 40), *row[lead + 2 :]]
+        for path, (_, row) in zip(shown, scored, strict=True)
+    ]
     if layout_width(header, wide) <= width:
-        parts.append(grid_table(title, header, wide, text_columns=("checkpoint", "null"), whole=("checkpoint",)))
+        columns = ("series", "checkpoint", "null")
+        parts.append(grid_table(title, header, wide, text_columns=columns, whole=("checkpoint",)))
     elif scored:
-        steps = [[name, *row[2:]] for name, (_, row) in zip(names, scored, strict=True)]
-        parts += fitted_tables(title, ["step", *header[2:]], steps, width)
+        steps = [[name, *row[lead + 2 :]] for name, (_, row) in zip(names, scored, strict=True)]
+        parts += fitted_tables(title, ["step", *header[lead + 2 :]], steps, width)
         wide = []
-    if not wide or any(row[1] != path for row, path in zip(wide, shown, strict=True)):
+    if not wide or any(row[lead + 1] != path for row, path in zip(wide, shown, strict=True)):
         # the checkpoints in full, where the table shortened them or left them out
         parts += legend_lines([f"{name}: {path}" for name, path in zip(names, shown, strict=True)], width)
     for record in result.failed:
         where = "" if record.step is None else f"step {record.step}, "
         parts += labelled("not scored:", f"{where}{record.checkpoint}: {record.error}", "bold red", width)
     header, rows = layer_rows(result)
-    if rows:
+    if rows and several:
+        # one table per series (its name in the title, not in a column): the rows fit 80 columns
+        for name in several:
+            mine = [row[1:] for row in rows if row[0] == name]
+            if mine:
+                parts.append(grid_table(f"layers of {name}", header[1:], mine, text_columns=("row", "null")))
+    elif rows:
         parts.append(grid_table("layers", header, rows, text_columns=("row", "null")))
     if result.comparison is not None:
         parts.append(grid_table("against the baseline", *result.comparison.rows(), text_columns=("gate",)))
@@ -129,8 +143,16 @@ def track_report(result: TrackResult, width: int) -> list[Any]:
 
 
 def step_name(record: Any, index: int) -> str:
-    """A column of the transposed table: ``step N``, or the checkpoint's place in the series."""
-    return f"step {record.step}" if record.step is not None else f"#{index + 1}"
+    """A column of the transposed table: ``step N`` (``SERIES step N`` with several series), or the
+    checkpoint's place in the series."""
+    step = f"step {record.step}" if record.step is not None else f"#{index + 1}"
+    return f"{short_name(record.series, 20)} {step}" if record.series is not None else step
+
+
+def short_name(name: str, width: int) -> str:
+    from ..report.stress import short_name as shortened
+
+    return shortened(name, width)
 
 
 def layout_width(header: list[str], rows: list[list[Any]]) -> int:
@@ -212,6 +234,13 @@ def track(
         str | None,
         opt.text_option("--baseline", help="A checkpoint A to compare the one checkpoint given (B) with."),
     ] = None,
+    series: Annotated[
+        bool,
+        typer.Option(
+            "--series",
+            help="Each source given is its own series (two runs, two PEs): one table and one figure, a line each.",
+        ),
+    ] = False,
     fail_if_worse: Annotated[
         list[str] | None,
         typer.Option(
@@ -231,7 +260,7 @@ def track(
     checkpoint's forward pass (--layers) is cached. A checkpoint that cannot be read is a row saying
     why (exit 1); checkpoints of different models in one series are refused (exit 2).
     """
-    from ..tracking import find_series, parse_fail_if_worse
+    from ..tracking import find_series, find_several, parse_fail_if_worse
 
     check_stress_format(format)
     check_output_suffix(output, ".json", "results")
@@ -242,7 +271,12 @@ def track(
         [*sources, dataset, tokenizer],
         [Output("--output", output), Output("--plot-dir" if plot_dir else "--plot", plot)],
     )
-    members = find_series(sources, split_revisions(revisions), "given" if baseline else order)
+    if series and (baseline is not None or revisions):
+        raise InputError("--series compares folders side by side; leave --baseline and --revisions out")
+    if series:
+        members = find_several(sources, order)
+    else:
+        members = find_series(sources, split_revisions(revisions), "given" if baseline else order)
     if baseline is not None and len(members) != 2:
         raise InputError(f"--baseline compares two checkpoints, but {' and '.join(sources)} hold {len(members)}")
     result = scored_series(members, track_options(ctx.params), baseline is not None, rules)
