@@ -32,7 +32,7 @@ Sets = Annotated[
         help="KEY=VALUE setting, e.g. steps=500 or model.pe=rope (repeatable; `geoanalyze train --list-keys`).",
     ),
 ]
-Device = Annotated[str | None, opt.text_option("--device", help="auto (cuda when present), cpu or cuda.")]
+Device = Annotated[str | None, opt.text_option("--device", help="auto (cuda when present), cpu or cuda; default: the preset's (cpu; paper: cuda).")]
 Seed = Annotated[int | None, opt.seed_option("--seed", help="Seed of the initialisation, batches and dropout.")]
 GeometryEvery = Annotated[
     int,
@@ -93,7 +93,7 @@ def train(
     keep_checkpoints: KeepCheckpoints = 0,
     format: opt.Format = "table",
 ) -> None:
-    """Train a small BERT or GPT with any positional encoding; CUDA when present, the CPU otherwise.
+    """Train a small BERT or GPT with any positional encoding; on the CPU (--device auto: CUDA when present).
 
     Settings come from the preset, then --config, then the shortcut options, then --set. Under
     `torchrun --nproc_per_node N -m geoanalyze train ...` the run is data-parallel. Score the
@@ -409,7 +409,7 @@ def _run_each(request: VerifyRun, staging: Path) -> list[Any]:
         if request.every:  # one line per experiment on stderr, so a log follows a long run
             done = results[-1]
             print(
-                f"progress: verify all: {each} {'PASS' if done.passed else 'FAIL'} "
+                f"progress: verify all: {each} {done.outcome} "
                 f"({sum(c.passed for c in done.checks)}/{len(done.checks)} checks), {index}/{len(request.names)} done, "
                 f"elapsed {duration(time.perf_counter() - began)}",
                 file=sys.stderr,
@@ -492,7 +492,7 @@ def _print_result(result: Any, target: Path, run: dict[str, Any], format: str) -
 
     header, rows = check_rows(result.checks)
     rows = [[*row[:-1], check.verdict.upper()] for row, check in zip(rows, result.checks, strict=True)]
-    verdict = "PASS" if result.passed else "FAIL"
+    verdict = result.outcome
     title = f"{result.name} ({result.preset}, {result.seconds:.0f} s): {verdict}; written to {target}/"
     width = output_width()
     if layout_width(header, rows) <= width:
@@ -512,7 +512,7 @@ def _summary_rows(results: list[Any]) -> tuple[list[str], list[list[Any]]]:
     rows = [
         [
             r.name,
-            "PASS" if r.passed else "FAIL",
+            r.outcome,
             f"{sum(c.passed for c in r.checks)}/{sum(c.decided for c in r.checks)}"
             + (
                 f" ({len(r.checks) - sum(c.decided for c in r.checks)} undecided)"

@@ -160,6 +160,14 @@ class ExperimentResult:
         return all(c.passed or (not c.decided and self.preset == "smoke") for c in self.checks)
 
     @property
+    def outcome(self) -> str:
+        """"PASS", "FAIL", or "UNDECIDED" when no check could decide (a smoke run of 1 seed): not a
+        failure, and not a pass either."""
+        if not self.passed:
+            return "FAIL"
+        return "UNDECIDED" if self.checks and not any(c.decided for c in self.checks) else "PASS"
+
+    @property
     def undecided(self) -> list[str]:
         """The checks whose test had too few replicates to decide."""
         return [c.name for c in self.checks if not c.decided]
@@ -265,7 +273,7 @@ def verdict_rows(checks: Sequence[Check]) -> tuple[list[str], list[list[Any]]]:
 
 def markdown(result: ExperimentResult) -> str:
     """The summary page of one experiment."""
-    verdict = "PASS" if result.passed else "FAIL"
+    verdict = result.outcome
     parts = [
         f"## `{result.name}`: {result.title}",
         f"Preset `{result.preset}`, {result.seconds:.0f} s. Verdict: **{verdict}**."

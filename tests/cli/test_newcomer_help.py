@@ -123,6 +123,10 @@ def test_help_shows_one_name_per_idea(help_pages: dict[str, str]) -> None:
     for name in ("train", "verify", "datasets synthesize"):
         assert "--output-dir" in help_pages[name] and " -o " not in help_pages[name], name
     assert "smoke" in help_pages["train"]
+    # the default device is the preset's (ci: cpu), not "auto": the help says which
+    words = " ".join(word for word in help_pages["train"].split() if word != "│")
+    assert "on the CPU (--device auto: CUDA when present)" in words and "CUDA when present, the CPU" not in words
+    assert "default: the preset's (cpu; paper: cuda)" in words
 
 
 @pytest.mark.parametrize(
