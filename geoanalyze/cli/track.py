@@ -11,7 +11,7 @@ import typer
 
 from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import InputError, ThresholdError
-from ..report.render import grid_table, stdout_console
+from ..report.render import grid_table
 from . import options as opt
 from .common import Output, all_or_none, check_output_place, check_output_suffix, guard, handles_errors
 from .stress import (
@@ -136,7 +136,8 @@ def track_report(result: TrackResult, width: int) -> list[Any]:
     elif rows:
         parts.append(grid_table("layers", header, rows, text_columns=("row", "null")))
     if result.comparison is not None:
-        parts.append(grid_table("against the baseline", *result.comparison.rows(), text_columns=("gate",)))
+        header, rows = result.comparison.rows()
+        parts.append(grid_table("against the baseline", header, rows, text_columns=("gate",)))
         parts += legend_lines(result.comparison.lines(), width)
     parts += legend_lines([legend(result.null.draws)], width)
     return parts

@@ -32,7 +32,12 @@ Sets = Annotated[
         help="KEY=VALUE setting, e.g. steps=500 or model.pe=rope (repeatable; `geoanalyze train --list-keys`).",
     ),
 ]
-Device = Annotated[str | None, opt.text_option("--device", help="auto (cuda when present), cpu or cuda; default: the preset's (cpu; paper: cuda).")]
+Device = Annotated[
+    str | None,
+    opt.text_option(
+        "--device", help="auto (cuda when present), cpu or cuda; default: the preset's (cpu; paper: cuda)."
+    ),
+]
 Seed = Annotated[int | None, opt.seed_option("--seed", help="Seed of the initialisation, batches and dropout.")]
 GeometryEvery = Annotated[
     int,

@@ -475,7 +475,10 @@ def resolve_source(
         f"hub:{source}:None:{split}",
         split,
         text_column,
-        tried=(f"a local file or folder named {source!r} (absent)", f"known datasets ({', '.join(DATASETS)}{_typo(source)})"),
+        tried=(
+            f"a local file or folder named {source!r} (absent)",
+            f"known datasets ({', '.join(DATASETS)}{_typo(source)})",
+        ),
     )
 
 

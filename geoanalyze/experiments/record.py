@@ -161,7 +161,7 @@ class ExperimentResult:
 
     @property
     def outcome(self) -> str:
-        """"PASS", "FAIL", or "UNDECIDED" when no check could decide (a smoke run of 1 seed): not a
+        """ "PASS", "FAIL", or "UNDECIDED" when no check could decide (a smoke run of 1 seed): not a
         failure, and not a pass either."""
         if not self.passed:
             return "FAIL"

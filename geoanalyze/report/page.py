@@ -100,7 +100,11 @@ def compared(first: StressResult, other: StressResult) -> str | None:
     parts = [f"{word} on {', '.join(names)}" for word, names in by.items() if names]
     if not parts:
         return None
-    clear = f"beyond the random tables' spread on {', '.join(beyond)}" if beyond else "none beyond the random tables' spread"
+    clear = (
+        f"beyond the random tables' spread on {', '.join(beyond)}"
+        if beyond
+        else "none beyond the random tables' spread"
+    )
     shown, base = display_path(other.target), display_path(first.target)
     return f"{shown} against {base}: {'; '.join(parts)} ({clear}; lower is better except rel. sep.)"
 

@@ -6,7 +6,7 @@ baseline; ``draw_track`` (figures.py) draws every score against step. docs/track
 """
 
 from .compare import Comparison, compare, parse_fail_if_worse
-from .series import Member, find_several, find_series
+from .series import Member, find_series, find_several
 from .track import StepRecord, TrackResult, track
 
 __all__ = [

@@ -178,7 +178,7 @@ def _find_series(sources: list[str], revisions: list[str] | None, order: str) ->
     if unordered is not None and unordered.revision is None and not Path(unordered.location).exists():
         # not a folder here: a path that is missing (or a hub name without --revisions), not a step to read
         folder = Path(unordered.location).parent
-        if unordered.location.startswith((".", "/", "~")) or str(folder) != "." and folder.is_dir():
+        if unordered.location.startswith((".", "/", "~")) or (str(folder) != "." and folder.is_dir()):
             raise InputError(f"{unordered.name} does not exist; check the path (a checkpoint, run or Trainer folder)")
         raise InputError(
             f"{unordered.name} is no local folder (it does not exist here) and, as a hub name, has no step; "

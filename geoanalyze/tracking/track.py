@@ -51,7 +51,6 @@ from ..results import (
     LayerRow,
     NullSettings,
     category_code,
-    fmt,
     markdown_table,
 )
 from .series import Member

@@ -326,11 +326,12 @@ def test_report_baseline_fits_with_every_number_of_the_json(
     document = json.loads(run(work, (*words, "-f", "json"), {}, monkeypatch))
     (table,) = [table for table in tables(text) if table[0][:2] == ["score", "baseline"]]
     assert "change is" in table[0]
-    assert [row[:5] + row[6:7] for row in table[1:]] == [
-        [LABELS[s["score"]], fmt(s["baseline"]), fmt(s["candidate"]), fmt(s["change"]), fmt(s["null_spread"])]
-        + [("worse" if s["worse_by"] > 0 else "better" if s["worse_by"] < 0 else "same")]
-        for s in document["comparison"]["scores"]
-    ]
+    expected = []
+    for s in document["comparison"]["scores"]:
+        direction = "worse" if s["worse_by"] > 0 else "better" if s["worse_by"] < 0 else "same"
+        numbers = [fmt(s[key]) for key in ("baseline", "candidate", "change", "null_spread")]
+        expected.append([LABELS[s["score"]], *numbers, direction])
+    assert [row[:5] + row[6:7] for row in table[1:]] == expected
 
 
 def test_datasets_list_splits_no_word(monkeypatch: pytest.MonkeyPatch, work: Path, shared_data: Path) -> None:
