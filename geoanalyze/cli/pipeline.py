@@ -341,11 +341,7 @@ def mds(
     from ..geometry.mds import mds_encoding
 
     sources = _corpora(sources, dataset)
-    if into_checkpoint is not None and not into_checkpoint.exists():
-        # a hub name, resolved as stress resolves it (the HF cache, the shipped MiniLM offline, the hub)
-        from ..checkpoints.load import resolve_checkpoint
-
-        into_checkpoint = resolve_checkpoint(str(into_checkpoint))[0]
+    into_checkpoint = _local_checkpoint(into_checkpoint)
     plot = _figure(plot_dir, "mds.png", plot)
     check_format(format)
     check_output_suffix(output, ".safetensors", "PE files")
@@ -383,6 +379,16 @@ def mds(
         print_json(payload)
         return
     _print_mds(payload, fitted, curve, dim, format)
+
+
+def _local_checkpoint(checkpoint: Path | None) -> Path | None:
+    """--into-checkpoint's folder: a local one as given, a hub name resolved as stress resolves it (the
+    HF cache, the shipped MiniLM offline, the hub)."""
+    if checkpoint is None or checkpoint.exists():
+        return checkpoint
+    from ..checkpoints.load import resolve_checkpoint
+
+    return resolve_checkpoint(str(checkpoint))[0]
 
 
 def _check_mds_options(distance: str, into_checkpoint: Path | None, checkpoint_output: Path | None) -> None:

@@ -43,6 +43,16 @@ Plot = Annotated[
 ]
 
 
+#: --series: each source its own series, side by side
+SeriesFlag = Annotated[
+    bool,
+    typer.Option(
+        "--series",
+        help="Each source given is its own series (two runs, two PEs): one table and one figure, a line each.",
+    ),
+]
+
+
 def figure_path(plot_dir: Path | None, plot: Path | None) -> Path | None:
     """The PNG track draws: FIGURE_NAME in --plot-dir, or the file the old --plot named (checked now)."""
     check_output_suffix(plot, ".png", "figures", option="--plot")
@@ -235,13 +245,7 @@ def track(
         str | None,
         opt.text_option("--baseline", help="A checkpoint A to compare the one checkpoint given (B) with."),
     ] = None,
-    series: Annotated[
-        bool,
-        typer.Option(
-            "--series",
-            help="Each source given is its own series (two runs, two PEs): one table and one figure, a line each.",
-        ),
-    ] = False,
+    series: SeriesFlag = False,
     fail_if_worse: Annotated[
         list[str] | None,
         typer.Option(
@@ -261,7 +265,7 @@ def track(
     checkpoint's forward pass (--layers) is cached. A checkpoint that cannot be read is a row saying
     why (exit 1); checkpoints of different models in one series are refused (exit 2).
     """
-    from ..tracking import find_series, find_several, parse_fail_if_worse
+    from ..tracking import parse_fail_if_worse
 
     check_stress_format(format)
     check_output_suffix(output, ".json", "results")
@@ -272,16 +276,26 @@ def track(
         [*sources, dataset, tokenizer],
         [Output("--output", output), Output("--plot-dir" if plot_dir else "--plot", plot)],
     )
+    members = chosen_members(sources, revisions, order, baseline, series)
+    result = scored_series(members, track_options(ctx.params), baseline is not None, rules)
+    emit_track(result, format, output, plot, seed)
+
+
+def chosen_members(
+    sources: list[str], revisions: str | None, order: str, baseline: str | None, series: bool
+) -> tuple[Member, ...]:
+    """The checkpoints to score: one series in step order (or as given), a baseline and its candidate,
+    or with --series each source its own series."""
+    from ..tracking import find_series, find_several
+
     if series and (baseline is not None or revisions):
         raise InputError("--series compares folders side by side; leave --baseline and --revisions out")
     if series:
-        members = find_several(sources, order)
-    else:
-        members = find_series(sources, split_revisions(revisions), "given" if baseline else order)
+        return find_several(sources, order)
+    members = find_series(sources, split_revisions(revisions), "given" if baseline else order)
     if baseline is not None and len(members) != 2:
         raise InputError(f"--baseline compares two checkpoints, but {' and '.join(sources)} hold {len(members)}")
-    result = scored_series(members, track_options(ctx.params), baseline is not None, rules)
-    emit_track(result, format, output, plot, seed)
+    return members
 
 
 def scored_series(
