@@ -332,7 +332,12 @@ def position_tables(
                 candidate.check(width)
     for spec, encoding in compared.items():
         if spec not in vectors:
-            vectors[spec] = encoding.vectors(positions, context)
+            table = encoding.vectors(positions, context)
+            if name in vectors and np.array_equal(table, vectors[name]):
+                # the target itself under another name (rope beside rope:d=64): not a comparison
+                note(f"{spec} is the target's own table at this width; left out of the comparison")
+                continue
+            vectors[spec] = table
     return vectors, context
 
 

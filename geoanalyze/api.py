@@ -31,11 +31,58 @@ from .results import StressResult
 __all__ = ["score", "score_vectors", "to_json", "to_markdown", "verdict", "write_report"]
 
 
+#: the command's option names (underscores) that name a StressOptions field otherwise
+RENAMED = {"estimate": "distance", "max_length": "max_positions"}
+#: options of `geoanalyze stress` that are the command line's own, and what to use in Python instead
+COMMAND_ONLY = {
+    "fail_above": "a gate on the exit code; compare result.scores[name].observed[score] with your limit",
+    "fail_if": "a gate on the exit code; read result.scores[name].categories",
+    "format": "result.to_json() and result.to_markdown() give the json and markdown formats",
+    "output": "write result.to_json() to a file",
+    "no_legend": "ga.to_markdown(result, legend=False)",
+}
+
+
+def analysis_keywords() -> list[str]:
+    """The keywords :func:`score` takes after ``target`` and ``dataset``: the command's names."""
+    from dataclasses import fields
+
+    names = {field.name for field in fields(StressOptions)} - {"dataset", "default_width", "max_positions"}
+    return sorted(names | set(RENAMED) | {"no_cache", "plot_dir", "progress"})
+
+
+def stress_options(dataset: str, options: dict[str, Any]) -> StressOptions:
+    """``options`` by the command's names (``estimate``, ``max_length``, ``no_cache``) as StressOptions;
+    an unknown or command-only keyword is an InputError naming the valid ones."""
+    from difflib import get_close_matches
+
+    from .errors import InputError
+
+    valid = analysis_keywords()
+    values: dict[str, Any] = {}
+    for name, value in options.items():
+        if name in COMMAND_ONLY:
+            raise InputError(f"score() has no {name}= ({COMMAND_ONLY[name]})")
+        if name == "no_cache":
+            values["cache"] = not value
+        elif name in RENAMED:
+            values[RENAMED[name]] = value
+        elif name in valid:
+            values[name] = value
+        else:
+            close = get_close_matches(name, valid, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise InputError(f"score() got an unknown keyword {name}=; {hint}it takes: {', '.join(valid)}")
+    if isinstance(values.get("compare"), str):
+        values["compare"] = split_specs(values["compare"])
+    return StressOptions(dataset=dataset, **values)
+
+
 def score(
     target: str | os.PathLike[str] | Callable[..., Any],
     dataset: str | os.PathLike[str] = "sst2",
     *,
-    max_length: int | None = None,
+    plot_dir: str | os.PathLike[str] | None = None,
     progress: Callable[[str, int], Callable[[int], None]] | None = None,
     **options: Any,
 ) -> StressResult:
@@ -43,23 +90,30 @@ def score(
     ``f(positions) -> (n, k)`` (named by its ``__name__``) against a corpus.
 
     ``dataset`` is what ``--dataset`` takes (a name, a file or folder, ``synthetic:...``); the
-    other keywords are the options of ``geoanalyze stress`` with underscores: ``split``,
-    ``data_dir``, ``limit``, ``tokenizer``, ``max_length``, ``min_count``, ``distance``,
-    ``layers``, ``compare`` (a sequence of specs or callables, or one comma-separated string), ``width``,
-    ``null_draws``, ``seed``, ``bootstrap``, ``max_sequences``, ``device``, ``dtype``,
-    ``batch_size``, ``cache``. Returns the typed result (``result.to_json()``, ``result.to_markdown()``).
+    other keywords are the analysis options of ``geoanalyze stress`` with underscores: ``split``,
+    ``data_dir``, ``text_column``, ``limit``, ``tokenizer``, ``max_length``, ``min_count``,
+    ``estimate`` (or ``distance``), ``layers``, ``compare`` (a sequence of specs or callables, or one
+    comma-separated string), ``width``, ``null_draws``, ``seed``, ``bootstrap``, ``max_sequences``,
+    ``device``, ``dtype``, ``batch_size``, ``no_cache`` (or ``cache``: False neither reads nor writes any
+    cache), ``trust_remote_code``, and ``plot_dir`` (the figures are drawn there, as ``--plot-dir`` draws
+    them). The command line's own options (``fail_above``, ``fail_if``, ``format``, ``output``) and any
+    other keyword raise an :class:`~geoanalyze.errors.InputError` naming the valid keywords. Returns the
+    typed result (``result.to_json()``, ``result.to_markdown()``).
     """
     from .cache import caching
 
-    if isinstance(options.get("compare"), str):
-        options["compare"] = split_specs(options["compare"])
     if options.get("data_dir") is not None:
         options["data_dir"] = os.fspath(options["data_dir"])
     if isinstance(target, os.PathLike):  # a checkpoint folder given as a Path
         target = os.fspath(target)
-    dataset = os.fspath(dataset)
-    with caching(bool(options.get("cache", True))):  # cache=False neither reads nor writes any cache
-        return analyze(target, StressOptions(dataset=dataset, max_positions=max_length, **options), progress=progress)
+    stress = stress_options(os.fspath(dataset), options)
+    with caching(stress.cache):
+        result = analyze(target, stress, progress=progress)
+        if plot_dir is not None:
+            from .report.stress import write_figures
+
+            write_figures(result, plot_dir)
+    return result
 
 
 def verdict(result: StressResult) -> str:

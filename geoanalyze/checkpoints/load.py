@@ -52,6 +52,11 @@ def resolve_checkpoint(name: str) -> tuple[Path, str]:
                 f"{path} is not a folder; a checkpoint is a folder with config.json: pass one, or a hub id"
             )
         if not (path / "config.json").is_file():
+            if (path / "checkpoint" / "config.json").is_file() or (path / "checkpoint" / "trainer.json").is_file():
+                # a run of `geoanalyze train`: its model is read by the model: family
+                raise InputError(
+                    f"{name} is a run of `geoanalyze train`, not a Hugging Face checkpoint; pass model:{name}"
+                )
             raise InputError(f"{path} has no config.json; pass a Hugging Face checkpoint folder")
         return path.resolve(), "local folder"
     tried.append(f"local folder {path} (absent)")

@@ -192,7 +192,7 @@ class FixedTable(TableMechanism):
         if rows.size and rows.max() >= table.shape[0]:
             raise InputError(
                 f"the fixed table has {table.shape[0] - self.offset} positions but position {int(index.max())} "
-                "was asked for; lower --max-positions"
+                "was asked for; lower --max-length"
             )
         return table[rows]
 

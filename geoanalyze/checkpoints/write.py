@@ -75,7 +75,7 @@ def write_into_checkpoint(
     n_table, width = table.shape
     if width != encoding.dim:
         raise IncompatibleError(
-            f"the encoding has width {encoding.dim} but the checkpoint's hidden size is {width}; rerun mds with --dim {width}"
+            f"the encoding has width {encoding.dim} but the checkpoint's hidden size is {width}; rerun mds with --width {width}"
         )
     if encoding.positions.max(initial=-1) >= n_table:
         raise IncompatibleError(

@@ -332,9 +332,13 @@ def _refuse_overlapping_sources(corpora: list[str], resolve: Callable[[str], Any
 
 def check_dataset_options(ctx: Any, dataset: str) -> None:
     """`stress` and `report`: the corpus options given (--split, --data-dir, --text-column) must
-    apply to --dataset (inputs.OPTION_APPLIES); the corpus is resolved only when one is given."""
+    apply to --dataset (inputs.OPTION_APPLIES); the corpus is resolved only when one is given. A
+    default --dataset (sst2) is said in a note on stderr."""
     from ..corpus.sources import resolve_source
+    from ..notes import note
 
+    if "dataset" not in given_options(ctx):
+        note(f"no --dataset given: the corpus is {dataset}, the default; pass --dataset to choose it")
     given = given_options(ctx) & {"split", "data_dir", "text_column"}
     if given:
         params = ctx.params

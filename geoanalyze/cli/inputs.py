@@ -110,10 +110,26 @@ def check_applicable(given: Iterable[str], inputs: list[tuple[str, frozenset[str
         source, traits = inputs[0]
         what = next((_NOT_A_CORPUS[t] for t in traits if t in _NOT_A_CORPUS), None) or _missing(applies.to)
         subject = source if len(inputs) == 1 else f"any of {', '.join(repr(s) for s, _ in inputs)}"
+        named = _close_dataset(str(source)) if applies.to == "named" and len(inputs) == 1 else None
+        if named is not None:  # sts2 for sst2: the fix is the name, not leaving --data-dir out
+            raise InputError(
+                f"{applies.flag} does not apply to {subject} ({what}); did you mean --dataset {named}? "
+                f"({TRAITS[applies.to]})"
+            )
         raise InputError(
             f"{applies.flag} does not apply to {subject} ({what}); it applies to {TRAITS[applies.to]}: "
             f"leave {applies.flag} out{_or_pass(traits)}"
         )
+
+
+def _close_dataset(source: str) -> str | None:
+    """The named dataset ``source`` is a typo of (sts2 -> sst2), or None."""
+    from difflib import get_close_matches
+
+    from ..corpus.sources import DATASETS
+
+    close = get_close_matches(source.lower(), list(DATASETS), n=1, cutoff=0.6)
+    return close[0] if close and close[0] != source.lower() else None
 
 
 def _missing(trait: str) -> str:

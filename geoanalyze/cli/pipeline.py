@@ -58,7 +58,7 @@ Basis = Annotated[str, opt.text_option("--basis", help="W: random (seeded orthon
 BasisSeed = Annotated[int, opt.seed_option("--seed", help="Seed of the random basis W.")]
 Scale = Annotated[float, typer.Option("--scale", help="Multiply the encoding (and its distances) by this.")]
 IntoCheckpoint = Annotated[
-    Path | None, opt.path_option("--into-checkpoint", help="A local HF BERT checkpoint folder to copy.")
+    Path | None, opt.path_option("--into-checkpoint", help="A HF BERT checkpoint (folder or hub name) to copy.")
 ]
 CheckpointOutput = Annotated[
     Path | None, opt.path_option("--checkpoint-output", help="Where the copy with the MDS positions goes.")
@@ -341,6 +341,7 @@ def mds(
     from ..geometry.mds import mds_encoding
 
     sources = _corpora(sources, dataset)
+    into_checkpoint = _local_checkpoint(into_checkpoint)
     plot = _figure(plot_dir, "mds.png", plot)
     check_format(format)
     check_output_suffix(output, ".safetensors", "PE files")
@@ -378,6 +379,16 @@ def mds(
         print_json(payload)
         return
     _print_mds(payload, fitted, curve, dim, format)
+
+
+def _local_checkpoint(checkpoint: Path | None) -> Path | None:
+    """--into-checkpoint's folder: a local one as given, a hub name resolved as stress resolves it (the
+    HF cache, the shipped MiniLM offline, the hub)."""
+    if checkpoint is None or checkpoint.exists():
+        return checkpoint
+    from ..checkpoints.load import resolve_checkpoint
+
+    return resolve_checkpoint(str(checkpoint))[0]
 
 
 def _check_mds_options(distance: str, into_checkpoint: Path | None, checkpoint_output: Path | None) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import fields
 from pathlib import Path
@@ -265,6 +267,28 @@ def stress_gate(params: Mapping[str, Any]) -> Gate:
     return Gate(thresholds, parse_conditions(params.get("fail_if") or [], params["null_draws"]))
 
 
+def stdout_folder() -> Path | None:
+    """The folder of the file stdout is redirected to (``> geometry/stress.md``), or None (a terminal,
+    a pipe, or a system that does not say)."""
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.fstat(sys.stdout.fileno()).st_mode):
+            return None
+        return Path(os.readlink(f"/proc/self/fd/{sys.stdout.fileno()}")).parent
+    except (OSError, ValueError, AttributeError):  # no /proc (macOS), or stdout replaced (captured)
+        return None
+
+
+def page_link(path: str) -> str:
+    """A figure's link from where the Markdown page is: the folder stdout is redirected to, else the
+    working directory (the page is read from where it was written, as report's pages are)."""
+    folder = stdout_folder()
+    if folder is None:
+        return path
+    return Path(os.path.relpath(Path(path).resolve(), folder.resolve())).as_posix()
+
+
 def emit_stress(
     result: StressResult,
     judged: dict[str, Any] | None,
@@ -294,7 +318,8 @@ def emit_stress(
     if format == "json":
         print(result.to_json(**extra))
     elif format == "markdown":
-        print(result.to_markdown(figures, show_legend=show_legend, gate=judged) + "\n" + provenance_line(run))
+        links = {title: page_link(path) for title, path in figures.items()}
+        print(result.to_markdown(links, show_legend=show_legend, gate=judged) + "\n" + provenance_line(run))
     else:
         print_tables(result, show_legend=show_legend, gate=judged)
     if judged and judged["crossed"]:

@@ -11,7 +11,7 @@ import typer
 
 from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import InputError, ThresholdError
-from ..report.render import grid_table, stdout_console
+from ..report.render import grid_table
 from . import options as opt
 from .common import Output, all_or_none, cache_option, check_output_place, check_output_suffix, guard, handles_errors
 from .stress import (
@@ -40,6 +40,16 @@ PlotDir = Annotated[
 ]
 Plot = Annotated[
     Path | None, opt.path_option("--plot", hidden=True, help="Draw the scores into this PNG (old; use --plot-dir).")
+]
+
+
+#: --series: each source its own series, side by side
+SeriesFlag = Annotated[
+    bool,
+    typer.Option(
+        "--series",
+        help="Each source given is its own series (two runs, two PEs): one table and one figure, a line each.",
+    ),
 ]
 
 
@@ -82,24 +92,87 @@ def series_sources(checkpoints: list[str], baseline: str | None, rules: Mapping[
 
 
 def print_result(result: TrackResult) -> None:
-    """The terminal tables: the position rows, the layer rows, the comparison. A name is text, never
-    Rich markup (a folder named ``[/b]`` was an internal error), as in stress's tables."""
+    """The terminal tables (the position rows, the layer rows, the comparison) at the output's width. A name
+    is text, never Rich markup (a folder named ``[/b]`` was an internal error), as in stress's tables."""
+    from ..report.render import emit, output_width
+
+    emit(*track_report(result, output_width()))
+
+
+def track_report(result: TrackResult, width: int) -> list[Any]:
+    """What :func:`print_result` prints, laid out in ``width``: every number on one line.
+
+    The position table has one row per step when that fits; else it is transposed as stress's score
+    table is (one row per score, the steps side by side, named ``step N`` and listed with their
+    checkpoint below). A checkpoint that was not scored is a line of its own. Sentences fold.
+    """
     from rich.markup import escape
 
-    from ..tracking.track import layer_rows, legend, position_rows
+    from ..report.stress import fitted_tables, labelled, legend_lines
+    from ..results import display_path
+    from ..tracking.track import layer_rows, legend, position_rows, series_of
 
-    header, rows = position_rows(result)
-    rows = [[row[0], escape(str(row[1])), *(escape(c) if isinstance(c, str) else c for c in row[2:])] for row in rows]
+    several = series_of(result)
     title = f"geometry over training on {escape(result.dataset.name)}"
-    stdout_console.print(grid_table(title, header, rows, whole=("checkpoint",)))
+    if several:
+        title += f": {len(several)} series"
+    header, rows = position_rows(result)
+    lead = 1 if several else 0  # the series column
+    scored = [(record, row) for record, row in zip(result.records, rows, strict=True) if record.error is None]
+    parts: list[Any] = []
+    shown = [display_path(record.checkpoint) for record, _ in scored]
+    names = [step_name(record, index) for index, (record, _) in enumerate(scored)]
+    wide = [
+        [*(escape(str(cell)) for cell in row[:lead]), row[lead], escape(short_name(path, 40)), *row[lead + 2 :]]
+        for path, (_, row) in zip(shown, scored, strict=True)
+    ]
+    if layout_width(header, wide) <= width:
+        columns = ("series", "checkpoint", "null")
+        parts.append(grid_table(title, header, wide, text_columns=columns, whole=("checkpoint",)))
+    elif scored:
+        steps = [[name, *row[lead + 2 :]] for name, (_, row) in zip(names, scored, strict=True)]
+        parts += fitted_tables(title, ["step", *header[lead + 2 :]], steps, width)
+        wide = []
+    if not wide or any(row[lead + 1] != path for row, path in zip(wide, shown, strict=True)):
+        # the checkpoints in full, where the table shortened them or left them out
+        parts += legend_lines([f"{name}: {path}" for name, path in zip(names, shown, strict=True)], width)
+    for record in result.failed:
+        where = "" if record.step is None else f"step {record.step}, "
+        parts += labelled("not scored:", f"{where}{record.checkpoint}: {record.error}", "bold red", width)
     header, rows = layer_rows(result)
-    if rows:
-        stdout_console.print(grid_table("layers", header, rows))
+    if rows and several:
+        # one table per series (its name in the title, not in a column): the rows fit 80 columns
+        for name in several:
+            mine = [row[1:] for row in rows if row[0] == name]
+            if mine:
+                parts.append(grid_table(f"layers of {name}", header[1:], mine, text_columns=("row", "null")))
+    elif rows:
+        parts.append(grid_table("layers", header, rows, text_columns=("row", "null")))
     if result.comparison is not None:
-        stdout_console.print(grid_table("against the baseline", *result.comparison.rows()))
-        for line in result.comparison.lines():
-            stdout_console.print(line, highlight=False, soft_wrap=True, markup=False)
-    stdout_console.print(legend(result.null), highlight=False, soft_wrap=True, markup=False)
+        header, rows = result.comparison.rows()
+        parts.append(grid_table("against the baseline", header, rows, text_columns=("gate",)))
+        parts += legend_lines(result.comparison.lines(), width)
+    parts += legend_lines([legend(result.null)], width)
+    return parts
+
+
+def step_name(record: Any, index: int) -> str:
+    """A column of the transposed table: ``step N`` (``SERIES step N`` with several series), or the
+    checkpoint's place in the series."""
+    step = f"step {record.step}" if record.step is not None else f"#{index + 1}"
+    return f"{short_name(record.series, 20)} {step}" if record.series is not None else step
+
+
+def short_name(name: str, width: int) -> str:
+    from ..report.stress import short_name as shortened
+
+    return shortened(name, width)
+
+
+def layout_width(header: list[str], rows: list[list[Any]]) -> int:
+    from ..report.stress import layout_width as width_of
+
+    return width_of(header, rows)
 
 
 def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path | None, seed: int) -> None:
@@ -175,6 +248,7 @@ def track(
         str | None,
         opt.text_option("--baseline", help="A checkpoint A to compare the one checkpoint given (B) with."),
     ] = None,
+    series: SeriesFlag = False,
     fail_if_worse: Annotated[
         list[str] | None,
         typer.Option(
@@ -194,7 +268,7 @@ def track(
     checkpoint's forward pass (--layers) is cached. A checkpoint that cannot be read is a row saying
     why (exit 1); checkpoints of different models in one series are refused (exit 2).
     """
-    from ..tracking import find_series, parse_fail_if_worse
+    from ..tracking import parse_fail_if_worse
 
     check_stress_format(format)
     check_output_suffix(output, ".json", "results")
@@ -205,11 +279,26 @@ def track(
         [*sources, dataset, tokenizer],
         [Output("--output", output), Output("--plot-dir" if plot_dir else "--plot", plot)],
     )
+    members = chosen_members(sources, revisions, order, baseline, series)
+    result = scored_series(members, track_options(ctx.params), baseline is not None, rules)
+    emit_track(result, format, output, plot, seed)
+
+
+def chosen_members(
+    sources: list[str], revisions: str | None, order: str, baseline: str | None, series: bool
+) -> tuple[Member, ...]:
+    """The checkpoints to score: one series in step order (or as given), a baseline and its candidate,
+    or with --series each source its own series."""
+    from ..tracking import find_series, find_several
+
+    if series and (baseline is not None or revisions):
+        raise InputError("--series compares folders side by side; leave --baseline and --revisions out")
+    if series:
+        return find_several(sources, order)
     members = find_series(sources, split_revisions(revisions), "given" if baseline else order)
     if baseline is not None and len(members) != 2:
         raise InputError(f"--baseline compares two checkpoints, but {' and '.join(sources)} hold {len(members)}")
-    result = scored_series(members, track_options(ctx.params), baseline is not None, rules)
-    emit_track(result, format, output, plot, seed)
+    return members
 
 
 def scored_series(

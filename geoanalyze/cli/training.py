@@ -33,7 +33,12 @@ Sets = Annotated[
         help="KEY=VALUE setting, e.g. steps=500 or model.pe=rope (repeatable; `geoanalyze train --list-keys`).",
     ),
 ]
-Device = Annotated[str | None, opt.text_option("--device", help="auto (cuda when present), cpu or cuda.")]
+Device = Annotated[
+    str | None,
+    opt.text_option(
+        "--device", help="auto (cuda when present), cpu or cuda; default: the preset's (cpu; paper: cuda)."
+    ),
+]
 Seed = Annotated[int | None, opt.seed_option("--seed", help="Seed of the initialisation, batches and dropout.")]
 GeometryEvery = Annotated[
     int,
@@ -94,7 +99,7 @@ def train(
     keep_checkpoints: KeepCheckpoints = 0,
     format: opt.Format = "table",
 ) -> None:
-    """Train a small BERT or GPT with any positional encoding; CUDA when present, the CPU otherwise.
+    """Train a small BERT or GPT with any positional encoding; on the CPU (--device auto: CUDA when present).
 
     Settings come from the preset, then --config, then the shortcut options, then --set. Under
     `torchrun --nproc_per_node N -m geoanalyze train ...` the run is data-parallel. Score the
@@ -405,7 +410,7 @@ def _run_each(request: VerifyRun, staging: Path) -> list[Any]:
         if request.every:  # one line per experiment on stderr, so a log follows a long run
             done = results[-1]
             print(
-                f"progress: verify all: {each} {'PASS' if done.passed else 'FAIL'} "
+                f"progress: verify all: {each} {done.outcome} "
                 f"({sum(c.passed for c in done.checks)}/{len(done.checks)} checks), {index}/{len(request.names)} done, "
                 f"elapsed {duration(time.perf_counter() - began)}",
                 file=sys.stderr,
@@ -483,13 +488,24 @@ def _print_result(result: Any, target: Path, run: dict[str, Any], format: str) -
         print(markdown(result), end="")
         print("\n" + provenance_line(run))
         return
+    from ..report.render import emit, output_width
+    from ..report.stress import layout_width, legend_lines
+
     header, rows = check_rows(result.checks)
     rows = [[*row[:-1], check.verdict.upper()] for row, check in zip(rows, result.checks, strict=True)]
-    verdict = "PASS" if result.passed else "FAIL"
+    verdict = result.outcome
     title = f"{result.name} ({result.preset}, {result.seconds:.0f} s): {verdict}; written to {target}/"
-    print_table(grid_table(title, header, rows, text_columns=("claim", "paper"), whole=("check",)), format)
+    width = output_width()
+    if layout_width(header, rows) <= width:
+        print_table(grid_table(title, header, rows, text_columns=("claim", "paper"), whole=("check",)), format)
+    else:
+        # Too narrow for the claims beside the numbers: the numbers and verdicts in a table, each
+        # check's claim and the paper's reading below it, folded (no column squeezed to a letter).
+        table = [[row[0], row[2], row[4]] for row in rows]
+        emit(grid_table(title, ["check", "ours", "verdict"], table, text_columns=("check", "verdict")))
+        emit(*legend_lines([f"{row[0]}: {row[1]} (paper: {row[3]})" for row in rows], width))
     if result.preset == "smoke":
-        print(f"note: {PRESET_NOTES['smoke']}")
+        print_paragraph(f"note: {PRESET_NOTES['smoke']}")
 
 
 def _summary_rows(results: list[Any]) -> tuple[list[str], list[list[Any]]]:
@@ -497,7 +513,7 @@ def _summary_rows(results: list[Any]) -> tuple[list[str], list[list[Any]]]:
     rows = [
         [
             r.name,
-            "PASS" if r.passed else "FAIL",
+            r.outcome,
             f"{sum(c.passed for c in r.checks)}/{sum(c.decided for c in r.checks)}"
             + (
                 f" ({len(r.checks) - sum(c.decided for c in r.checks)} undecided)"
@@ -566,4 +582,4 @@ def _print_summary(results: list[Any], preset: str, target: Path, run: dict[str,
         grid_table(title, *_summary_rows(results), text_columns=("failed checks",), whole=("experiment",)), format
     )
     if preset == "smoke":
-        print(f"note: {PRESET_NOTES['smoke']}")
+        print_paragraph(f"note: {PRESET_NOTES['smoke']}")

@@ -475,8 +475,19 @@ def resolve_source(
         f"hub:{source}:None:{split}",
         split,
         text_column,
-        tried=(f"a local file or folder named {source!r} (absent)", f"known datasets ({', '.join(DATASETS)})"),
+        tried=(
+            f"a local file or folder named {source!r} (absent)",
+            f"known datasets ({', '.join(DATASETS)}{_typo(source)})",
+        ),
     )
+
+
+def _typo(source: str) -> str:
+    """``; did you mean sst2?`` when ``source`` is close to a named dataset (sts2), else nothing."""
+    from difflib import get_close_matches
+
+    close = get_close_matches(source.lower(), list(DATASETS), n=1, cutoff=0.6)
+    return f"; did you mean --dataset {close[0]}?" if close else ""
 
 
 def _local_source(source: str, path: Path, text_column: str | None, include_hidden: bool) -> CorpusSource | None:

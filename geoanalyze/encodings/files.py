@@ -70,7 +70,7 @@ def load_table(path: str, positions: np.ndarray, counts: dict[str, Any] | None =
     if missing:
         raise InputError(
             f"{file} has no row for position {missing[0]} (it covers {len(lookup)} positions); "
-            "lower --max-positions or regenerate the file"
+            "lower --max-length or regenerate the file"
         )
     rows = np.fromiter((lookup[int(p)] for p in positions), dtype=np.int64, count=len(positions))
     selected = table[rows]

@@ -306,9 +306,14 @@ def spec_width(spec: str) -> int | None:
 
 def takes_model_width(spec: str) -> bool:
     """Whether a target's table width is a model width, the one its compared encodings take (a
-    callable or another table of no registered family: yes)."""
-    family = REGISTRY.get(spec.partition(":")[0])
-    return family is None or family.model_width
+    callable or another table of no registered family: yes; a file a path-taking family reads,
+    ``mds:pe.safetensors`` written by ``geoanalyze mds --width 64``: yes, though ``mds`` and
+    ``mds:rank=R`` are as wide as their rank)."""
+    name, _, args = spec.partition(":")
+    family = REGISTRY.get(name)
+    if family is None or family.model_width:
+        return True
+    return family.takes_path and bool(args) and "=" not in args.split(",", 1)[0]
 
 
 def is_encoding_spec(text: str) -> bool:

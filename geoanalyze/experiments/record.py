@@ -160,6 +160,14 @@ class ExperimentResult:
         return all(c.passed or (not c.decided and self.preset == "smoke") for c in self.checks)
 
     @property
+    def outcome(self) -> str:
+        """ "PASS", "FAIL", or "UNDECIDED" when no check could decide (a smoke run of 1 seed): not a
+        failure, and not a pass either."""
+        if not self.passed:
+            return "FAIL"
+        return "UNDECIDED" if self.checks and not any(c.decided for c in self.checks) else "PASS"
+
+    @property
     def undecided(self) -> list[str]:
         """The checks whose test had too few replicates to decide."""
         return [c.name for c in self.checks if not c.decided]
@@ -219,8 +227,11 @@ def environment() -> dict[str, Any]:
     """Versions and hardware, recorded with every result so numbers can be traced."""
     import importlib.metadata as metadata
 
-    versions: dict[str, str | None] = {}
-    for package in ("geoanalyze", "torch", "numpy", "transformers"):
+    from ..version import __version__
+
+    # The distribution is geoanalyze-pe ("geoanalyze" on PyPI is another project): the version is our own.
+    versions: dict[str, str | None] = {"geoanalyze": __version__}
+    for package in ("torch", "numpy", "transformers"):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
@@ -262,7 +273,7 @@ def verdict_rows(checks: Sequence[Check]) -> tuple[list[str], list[list[Any]]]:
 
 def markdown(result: ExperimentResult) -> str:
     """The summary page of one experiment."""
-    verdict = "PASS" if result.passed else "FAIL"
+    verdict = result.outcome
     parts = [
         f"## `{result.name}`: {result.title}",
         f"Preset `{result.preset}`, {result.seconds:.0f} s. Verdict: **{verdict}**."

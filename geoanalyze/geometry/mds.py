@@ -337,7 +337,7 @@ def check_float32(tables: list[np.ndarray], scale: float = 1.0) -> None:
 def orthonormal_rows(rank: int, dim: int, basis: str = "random", seed: int = 0) -> np.ndarray:
     """W (rank x dim) with W W^T = I: the first coordinate axes, or a seeded random frame."""
     if rank > dim:
-        raise InputError(f"rank {rank} exceeds the model width {dim}; choose --rank <= --dim")
+        raise InputError(f"rank {rank} exceeds the model width {dim}; choose --rank <= --width")
     if basis == "identity":
         return np.eye(rank, dim)
     if basis != "random":
@@ -363,7 +363,7 @@ def low_rank_encoding(
     ``rank`` defaults to min(effective rank, dim). ``scale`` multiplies A (distances scale with it).
     """
     if dim < 1:
-        raise InputError(f"--dim must be at least 1, got {dim}")
+        raise InputError(f"--width must be at least 1, got {dim}")
     if not np.isfinite(scale) or scale <= 0:
         raise InputError(f"--scale must be a positive number, got {scale}")
     available = mds.embedding.shape[1]

@@ -120,7 +120,9 @@ class ModelConfig:
             raise InputError(f"pe_rank applies to pe 'lowrank' only; remove it for pe {self.pe!r}")
         if self.pe == "mds":
             if not isinstance(self.pe_file, str) or not self.pe_file:
-                raise InputError("pe 'mds' needs pe_file; pass the PE file written by `geoanalyze mds`")
+                raise InputError(
+                    "pe 'mds' needs its PE file: pass --set model.pe_file=PATH (a file written by `geoanalyze mds`)"
+                )
         elif self.pe_file is not None:
             raise InputError(f"pe_file applies to pe 'mds' only; remove it for pe {self.pe!r}")
         if self.pe_trainable is not None:

@@ -106,7 +106,8 @@ class AdditiveTable(PositionalEncoding):
         if length > self.n_positions:
             raise InputError(
                 f"{length} positions asked for but the position table has n_positions {self.n_positions}; "
-                "truncate the inputs or build the model with a larger n_positions"
+                f"truncate the inputs (stress, report, track: --max-length {self.n_positions}) or build the model "
+                "with a larger n_positions"
             )
 
     def add_to(self, x: torch.Tensor) -> torch.Tensor:
@@ -234,7 +235,7 @@ def load_pe_table(path: str | os.PathLike[str], n_positions: int, d_model: int) 
 
     arrays, _ = load_arrays(path, kind="mds")
     if "position_embeddings" not in arrays:
-        raise InputError(f"{path} has no position_embeddings; regenerate it with `geoanalyze mds --dim {d_model}`")
+        raise InputError(f"{path} has no position_embeddings; regenerate it with `geoanalyze mds --width {d_model}`")
     table = arrays["position_embeddings"]
     if table.ndim != 2:
         raise InputError(f"{path}: position_embeddings has shape {table.shape}, expected (n, d)")
@@ -242,7 +243,7 @@ def load_pe_table(path: str | os.PathLike[str], n_positions: int, d_model: int) 
     if width != d_model:
         raise IncompatibleError(
             f"{path} has width d = {width} but the model has d_model {d_model}; "
-            f"rerun `geoanalyze mds --dim {d_model}` or set d_model to {width}"
+            f"rerun `geoanalyze mds --width {d_model}` or set d_model to {width}"
         )
     positions = arrays.get("positions", np.arange(rows)).astype(np.int64)
     lookup = {int(p): row for row, p in enumerate(positions.tolist())}

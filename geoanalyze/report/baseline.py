@@ -66,8 +66,9 @@ def baseline_section(comparison: Comparison) -> str:
     lines += [
         "",
         "change: candidate - baseline; null sd: the standard deviation of the score's test statistic over "
-        "shuffles of the baseline's positions (none for rel. sep.); beyond null: the change exceeds it; gate: "
-        "--fail-if-worse (limit: its tolerance, else the null sd).",
+        "shuffles of the baseline's positions (none for rel. sep.); beyond null: the change exceeds it; change is: "
+        "better or worse as the score reads (lower is better except rel. sep.); gate: --fail-if-worse (limit: its "
+        "tolerance, else the null sd).",
         "",
     ]
     return "\n".join(lines)

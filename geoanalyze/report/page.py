@@ -75,6 +75,38 @@ class ReportPage:
     failed: list[str]
     crossings: list[str]
     gate: dict[str, Any] | None
+    comparisons: tuple[str, ...] = ()
+
+
+def compared(first: StressResult, other: StressResult) -> str | None:
+    """A sentence reading ``other``'s position row against ``first``'s, score by score, each the way it
+    reads (lower is better except rel. sep.); None when either has no position vectors."""
+    import math
+
+    from ..tracking.compare import Change
+    from ..tracking.track import LABELS, TRACKED
+
+    a, b = first.scores.get(first.target), other.scores.get(other.target)
+    if a is None or b is None:
+        return None
+    changes = []
+    for score in TRACKED:
+        if score not in a.observed or score not in b.observed:
+            continue
+        spread = a.null[score]["sd"] if score in a.null else math.nan
+        changes.append(Change(score, float(a.observed[score]), float(b.observed[score]), float(spread)))
+    by = {word: [LABELS[c.score] for c in changes if c.direction == word] for word in ("better", "worse", "same")}
+    beyond = [LABELS[c.score] for c in changes if c.direction in ("better", "worse") and c.beyond_spread]
+    parts = [f"{word} on {', '.join(names)}" for word, names in by.items() if names]
+    if not parts:
+        return None
+    clear = (
+        f"beyond the random tables' spread on {', '.join(beyond)}"
+        if beyond
+        else "none beyond the random tables' spread"
+    )
+    shown, base = display_path(other.target), display_path(first.target)
+    return f"{shown} against {base}: {'; '.join(parts)} ({clear}; lower is better except rel. sep.)"
 
 
 def build_report(
@@ -104,7 +136,9 @@ def build_report(
     documents: list[dict[str, Any]] = []
     failed: list[str] = []
     crossings: list[str] = []
+    results: list[StressResult | NotAnalysed] = []
     for index, outcome in enumerate(outcomes):
+        results.append(outcome)
         shown = display_path(outcome.target)
         if isinstance(outcome, NotAnalysed):
             failed.append(outcome.target)
@@ -126,8 +160,13 @@ def build_report(
     page += [f"> **Warning:** {md_text(line)}\n" for line in warnings]
     page += [markdown_table(header, rows), ""]
     page += [f"- {md_text(line)}" for line in verdicts]
+    analysed = [outcome for outcome in results if isinstance(outcome, StressResult)]
+    comparisons = tuple(line for other in analysed[1:] if (line := compared(analysed[0], other)) is not None)
+    if comparisons:
+        page += ["", *(f"Compared: {md_text(line)}" for line in comparisons)]
     recorded = gate.record(crossings)
     if recorded is not None:
         page += ["", gate_line(recorded)]
     page += ["", *sections]
-    return ReportPage("\n".join(page), header, rows, verdicts, documents, failed, crossings, recorded)
+    text = "\n".join(page)
+    return ReportPage(text, header, rows, verdicts, documents, failed, crossings, recorded, comparisons)

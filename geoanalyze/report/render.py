@@ -106,13 +106,15 @@ def grid_table(
         )
         keep = name in whole
         widest = max((len(fmt(cell)) for cell in cells), default=0)
-        # A text column is never squeezed below its header (up to 12 characters) to make room.
+        # A text column is never squeezed below its header (up to 12 characters) nor below its longest
+        # word (up to 16: "unsupervised" is not split) to make room.
+        word = max((len(part) for cell in cells for part in plain(fmt(cell)).split()), default=0)
         table.add_column(
             Text(name),
             justify="right" if numeric else "left",
             overflow="fold",
             no_wrap=numeric or keep,
-            min_width=max(widest, len(name)) if keep else None if numeric else min(len(name), 12),
+            min_width=max(widest, len(name)) if keep else None if numeric else max(min(len(name), 12), min(word, 16)),
         )
     for row in rows:
         table.add_row(*(fmt(v) for v in row))  # Rich markup in a cell is styled here, plain text in Markdown

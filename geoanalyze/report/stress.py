@@ -200,6 +200,8 @@ def report_summary(page: Any, title: str, width: int | None = None) -> list[Any]
     parts = fitted_tables(title, page.header, rows, width)
     for line in page.verdicts:
         parts += labelled("verdict:", line, "bold", width)
+    for line in getattr(page, "comparisons", ()):
+        parts += labelled("compared:", line, "bold", width)
     if page.gate:
         parts += gate_lines(page.gate, width)
     return parts

@@ -81,6 +81,13 @@ class Change:
         return self.change if LOWER_IS_BETTER.get(self.score, True) else -self.change
 
     @property
+    def direction(self) -> str:
+        """The change read the score's way: "better", "worse", "same" (or "undefined")."""
+        if not math.isfinite(self.worse_by):
+            return "undefined"
+        return "worse" if self.worse_by > 0 else "better" if self.worse_by < 0 else "same"
+
+    @property
     def beyond_spread(self) -> bool:
         return math.isfinite(self.spread) and abs(self.change) > self.spread
 
@@ -124,15 +131,17 @@ class Comparison:
         return [change for change in self.changes if change.score in self.gated and change.failed]
 
     def rows(self) -> tuple[list[str], list[list[Any]]]:
-        header = ["score", "baseline", "candidate", "change", "null sd", "beyond null", "gate"]
+        # "change is": better or worse whichever way the score reads (rel. sep. is better higher)
+        header = ["score", "baseline", "candidate", "change", "null sd", "beyond null", "change is", "gate"]
         rows = [
             [
                 LABELS[c.score],
-                fmt(c.baseline),
-                fmt(c.candidate),
-                fmt(c.change),
-                fmt(c.spread),
+                c.baseline,
+                c.candidate,
+                c.change,
+                c.spread,
                 "yes" if c.beyond_spread else "no",
+                c.direction,
                 ("FAIL" if c.failed else "pass") if c.score in self.gated else "-",
             ]
             for c in self.changes

@@ -31,21 +31,33 @@ def log_steps(steps: Sequence[int]) -> str | None:
 
 
 def _lines(result: TrackResult, score: str) -> dict[str, list[tuple[int, float]]]:
-    """label -> (step, value) points of ``score``: the position row, then each layer row."""
+    """label -> (step, value) points of ``score``: the position row, then each layer row; with several
+    series (``track --series``) each label starts with its series'."""
     lines: dict[str, list[tuple[int, float]]] = {}
     for record in result.records:
+        prefix = f"{record.series}: " if record.series is not None else ""
         if record.position is not None:
-            lines.setdefault("position", []).append((record.x, float(record.position.observed[score])))
+            lines.setdefault(f"{prefix}position", []).append((record.x, float(record.position.observed[score])))
         for row in record.layers:
-            lines.setdefault(f"L{row.layer} {row.projection}", []).append((record.x, float(row.observed[score])))
+            label = f"{prefix}L{row.layer} {row.projection}"
+            lines.setdefault(label, []).append((record.x, float(row.observed[score])))
     return lines
 
 
+#: line styles of the series after the first (colours stay the rows': position black, a projection's own)
+SERIES_STYLES = ("-", "--", ":", "-.")
+
+
 def draw_track(result: TrackResult, path: str | os.PathLike[str], title: str = "") -> Any:
-    """Every tracked score against step into ``path`` (PNG); returns the figure."""
+    """Every tracked score against step into ``path`` (PNG); returns the figure. Several series
+    (``track --series``) are overlaid, one line each: the first series' position row in black, the
+    others in their own colour, each series in its own line style."""
+    from .track import series_of
+
     plt = pyplot()
     figure, axes = plt.subplots(1, len(TRACKED), figsize=(3.2 * len(TRACKED), 3.4), layout="constrained")
     scale = log_steps([record.x for record in result.records])
+    several = series_of(result)
     for axis, score in zip(axes, TRACKED, strict=True):
         band = result.band(score)
         if band is not None:
@@ -54,17 +66,30 @@ def draw_track(result: TrackResult, path: str | os.PathLike[str], title: str = "
             )
         for index, (label, points) in enumerate(_lines(result, score).items()):
             xs, ys = zip(*points, strict=True)
-            projection = label.split(" ", 1)[-1]
-            tint = colour("target") if label == "position" else colour(projection, index)
+            name, _, row = label.rpartition(": ") if several else ("", "", label)
+            number = several.index(name) if several else 0
+            projection = row.split(" ", 1)[-1]
+            if row == "position":
+                tint = colour("target") if number == 0 else colour(f"series {number}", number)
+            else:
+                tint = colour(projection, index)
             axis.plot(
-                xs, ys, marker="o", markersize=3, label=label, color=tint, alpha=1.0 if label == "position" else 0.6
+                xs,
+                ys,
+                marker="o",
+                markersize=3,
+                label=label,
+                color=tint,
+                linestyle=SERIES_STYLES[number % len(SERIES_STYLES)],
+                alpha=1.0 if row == "position" else 0.6,
             )
         if scale is not None:
             axis.set_xscale(scale)
         axis.set_xlabel("step")
         axis.set_title(LABELS[score])
-    axes[0].legend(loc="best")
-    figure.suptitle(title or f"scores against step on {result.dataset.name}")
+    axes[0].legend(loc="best", fontsize=7 if several else None)
+    compared = f": {' vs '.join(several)}" if several else ""
+    figure.suptitle(title or f"scores against step on {result.dataset.name}{compared}")
     save(figure, path)
     return figure
 

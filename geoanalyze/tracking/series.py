@@ -41,6 +41,7 @@ class Member:
     step : its training step (None when it cannot be read).
     kind : ``"hf"`` (a Hugging Face checkpoint) or ``"run"`` (a model written by ``geoanalyze train``).
     revision : the hub revision, for ``--revisions``.
+    series : the series it belongs to when several are compared (``track --series``), else None.
     """
 
     name: str
@@ -48,6 +49,7 @@ class Member:
     step: int | None
     kind: str
     revision: str | None = None
+    series: str | None = None
 
 
 def step_in_name(name: str) -> int | None:
@@ -151,6 +153,23 @@ def find_series(sources: list[str], revisions: list[str] | None = None, order: s
     Raises InputError when a source holds no checkpoint, a step cannot be read (unless ``order`` is
     ``given``), or two members share a step.
     """
+    return _find_series(sources, revisions, order)
+
+
+def find_several(sources: list[str], order: str = "steps") -> tuple[Member, ...]:
+    """Each source its own series (``track --series``): its members in step order, labelled with the
+    source as given (the labels must differ), one series after the other."""
+    from dataclasses import replace
+
+    if len(sources) < 2:
+        raise InputError("--series compares two or more sources; pass each series' folder")
+    if len(set(sources)) != len(sources):
+        twice = next(source for source in sources if sources.count(source) > 1)
+        raise InputError(f"--series: {twice} is given twice; pass each series once")
+    return tuple(replace(member, series=source) for source in sources for member in _find_series([source], None, order))
+
+
+def _find_series(sources: list[str], revisions: list[str] | None, order: str) -> tuple[Member, ...]:
     if order not in ORDERS:
         raise InputError(f"unknown --order {order!r}; choose one of {', '.join(ORDERS)}")
     if not sources:
@@ -164,6 +183,15 @@ def find_series(sources: list[str], revisions: list[str] | None = None, order: s
     if order == "given":
         return tuple(members)
     unordered = next((m for m in members if m.step is None), None)
+    if unordered is not None and unordered.revision is None and not Path(unordered.location).exists():
+        # not a folder here: a path that is missing (or a hub name without --revisions), not a step to read
+        folder = Path(unordered.location).parent
+        if unordered.location.startswith((".", "/", "~")) or (str(folder) != "." and folder.is_dir()):
+            raise InputError(f"{unordered.name} does not exist; check the path (a checkpoint, run or Trainer folder)")
+        raise InputError(
+            f"{unordered.name} is no local folder (it does not exist here) and, as a hub name, has no step; "
+            "check the path; for a hub model pass --revisions (its checkpoints) or --order given (it as one step)"
+        )
     if unordered is not None:
         raise InputError(
             f"cannot order {unordered.name}: no step in its name (checkpoint-N, step-N) or trainer state; "
@@ -172,9 +200,10 @@ def find_series(sources: list[str], revisions: list[str] | None = None, order: s
     seen: dict[int | None, Member] = {}
     for member in members:
         if member.step in seen:
+            two = "" if len(sources) < 2 else ", or --series to compare the sources as series side by side"
             raise InputError(
                 f"{seen[member.step].name} and {member.name} are both step {member.step}; "
-                "pass each checkpoint once, or --order given"
+                f"pass each checkpoint once{two}"
             )
         seen[member.step] = member
     return tuple(sorted(members, key=lambda m: m.step or 0))

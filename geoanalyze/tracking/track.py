@@ -54,7 +54,6 @@ from ..results import (
     LayerRow,
     NullSettings,
     category_code,
-    fmt,
     link_target,
     markdown_table,
     md_text,
@@ -96,6 +95,8 @@ class StepRecord:
     layers: tuple[LayerRow, ...] = ()
     error: str | None = None
     seconds: float = 0.0
+    #: the series it belongs to (``track --series``), else None
+    series: str | None = None
 
     @property
     def x(self) -> int:
@@ -104,6 +105,7 @@ class StepRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            **({"series": self.series} if self.series is not None else {}),
             "step": self.step,
             "checkpoint": self.checkpoint,
             "position": None if self.position is None else self.position.to_dict(),
@@ -161,7 +163,11 @@ class TrackResult:
 
     def to_markdown(self, figure: str | None = None) -> str:
         """The section ``track -f markdown`` prints: the position table, the layer table, the comparison."""
-        parts = [f"## Geometry over training: {len(self.records)} checkpoints on {md_text(self.dataset.name)}"]
+        several = series_of(self)
+        compared = f" ({len(several)} series: {', '.join(md_text(name) for name in several)})" if several else ""
+        parts = [
+            f"## Geometry over training: {len(self.records)} checkpoints on {md_text(self.dataset.name)}{compared}"
+        ]
         parts.append(markdown_table(*position_rows(self)))
         header, rows = layer_rows(self)
         if rows:
@@ -176,6 +182,7 @@ class TrackResult:
 
 
 def legend(null: NullSettings) -> str:
+    """What the tables' "null" column says (one line; the table format folds it to the output)."""
     return (
         f"null: shape, order, local order and lag against {null.draws} shuffles of which position each of the "
         f"row's vectors belongs to, Holm-corrected over the series' {null.tests} tests at {null.alpha:.0%} "
@@ -186,27 +193,47 @@ def legend(null: NullSettings) -> str:
 def _cells(scores: EncodingScores | LayerRow | None) -> list[Any]:
     if scores is None:
         return ["-"] * (len(TRACKED) + 1)
-    return [fmt(scores.observed.get(key)) for key in TRACKED] + [category_code(scores.categories)]
+    # numbers, not their text: a table aligns them as numbers and never splits one over two lines
+    return [_number(scores.observed.get(key)) for key in TRACKED] + [category_code(scores.categories)]
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def series_of(result: TrackResult) -> list[str]:
+    """The series compared (``track --series``), in order; empty for one series."""
+    return list(dict.fromkeys(record.series for record in result.records if record.series is not None))
 
 
 def position_rows(result: TrackResult) -> tuple[list[str], list[list[Any]]]:
-    """The position table: one row per step (an error row says why a checkpoint was not scored)."""
-    header = ["step", "checkpoint", *(LABELS[key] for key in TRACKED), "null"]
+    """The position table: one row per step (an error row says why a checkpoint was not scored);
+    with several series, a first column names each row's."""
+    several = bool(series_of(result))
+    header = [*(["series"] if several else []), "step", "checkpoint", *(LABELS[key] for key in TRACKED), "null"]
     rows = []
     for record in result.records:
         step = "-" if record.step is None else record.step
+        first = [record.series] if several else []
         if record.error is not None:
-            rows.append([step, record.checkpoint, f"not scored: {record.error}", *[""] * len(TRACKED)])
+            rows.append([*first, step, record.checkpoint, f"not scored: {record.error}", *[""] * len(TRACKED)])
         else:
-            rows.append([step, record.checkpoint, *_cells(record.position)])
+            rows.append([*first, step, record.checkpoint, *_cells(record.position)])
     return header, rows
 
 
 def layer_rows(result: TrackResult) -> tuple[list[str], list[list[Any]]]:
-    """The layer table: per step, every layer row."""
-    header = ["step", "layer", "row", *(LABELS[key] for key in TRACKED), "null"]
+    """The layer table: per step, every layer row (with several series, each row's first)."""
+    several = bool(series_of(result))
+    header = [*(["series"] if several else []), "step", "layer", "row", *(LABELS[key] for key in TRACKED), "null"]
     rows = [
-        ["-" if record.step is None else record.step, row.layer, row.projection, *_cells(row)]
+        [
+            *([record.series] if several else []),
+            "-" if record.step is None else record.step,
+            row.layer,
+            row.projection,
+            *_cells(row),
+        ]
         for record in result.records
         for row in record.layers
     ]
@@ -386,7 +413,7 @@ def score_member(
     """One checkpoint's position row and (HF, with --layers) layer rows; an error is its row's."""
     member, began = entry.member, time.perf_counter()
     if entry.error is not None:
-        return StepRecord(index, member.step, member.name, None, error=entry.error)
+        return StepRecord(index, member.step, member.name, None, error=entry.error, series=member.series)
     try:
         table = member_table(entry, corpus.positions)
         position = None if table is None else score_table(table, corpus.distances, corpus.positions, nulls)
@@ -396,8 +423,9 @@ def score_member(
             rows, _ = checkpoint_layers(entry.checkpoint, table, corpus, target, options, progress, nulls)
             layers = tuple(rows)
     except GeoanalyzeError as exc:
-        return StepRecord(index, member.step, member.name, None, error=first_line(exc, 500))
-    return StepRecord(index, member.step, member.name, position, layers, seconds=time.perf_counter() - began)
+        return StepRecord(index, member.step, member.name, None, error=first_line(exc, 500), series=member.series)
+    seconds = time.perf_counter() - began
+    return StepRecord(index, member.step, member.name, position, layers, seconds=seconds, series=member.series)
 
 
 def series_probe(corpus: Corpus, width: int, nulls: ShuffleNull) -> dict[str, EncodingScores]:

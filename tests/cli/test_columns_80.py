@@ -216,3 +216,126 @@ def test_an_array_file_as_the_target_is_told_its_spec(command: str, tmp_path: Pa
     run = geoanalyze(command, "rand.npy", "--dataset", DRIFT_WORDS, *extra, cwd=tmp_path)
     refused(run, "rand.npy is an array file, not a checkpoint folder", "pass file:rand.npy")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["rand.npy"]  # nothing written
+
+
+# --- track, verify, report --baseline, datasets list (issue 31) ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def series(work: Path, minilm_path: Path) -> Path:
+    """A Trainer output under a long path, as `train` writes it (out/runs/NAME/checkpoint-STEP): the
+    packaged MiniLM at steps 10 and 1000 (hard links), and at step 100 with its position rows shuffled."""
+    from test_track import linked_copy, shuffled_copy
+
+    folder = work / "out" / "runs" / "sst2-learned-positions"
+    for step in (10, 100, 1000):
+        copy = shuffled_copy if step == 100 else linked_copy
+        checkpoint = copy(minilm_path, folder / f"checkpoint-{step}")
+        (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    return folder
+
+
+def number_cells(table: list[list[str]]) -> list[list[str]]:
+    return [row[1:] for row in table[1:]]
+
+
+def track_steps(text: str) -> dict[str, list[str]]:
+    """The position table of `track`'s table format, step -> its cells (the scores, then null), read
+    one row per step or transposed (one row per score, the steps side by side)."""
+    found = [table for table in tables(text) if table[0][0] in ("step", "score") and "layer" not in table[0]]
+    steps: dict[str, list[str]] = {}
+    for table in found:
+        if table[0][0] == "score":
+            for j, name in enumerate(table[0][1:], start=1):
+                steps[name] = [row[j] for row in table[1:]]
+        else:
+            for row in table[1:]:
+                steps[row[0]] = row[-6:]
+    return steps
+
+
+#: track's position table one row per step (a pipe, 80 columns), then transposed (60 columns)
+TRACK_WIDTHS = {**WIDTHS, "60 columns": {"COLUMNS": "60"}}
+
+
+@pytest.mark.parametrize("where", TRACK_WIDTHS)
+def test_track_fits_and_every_number_is_the_json_s(
+    where: str, work: Path, series: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from geoanalyze.tracking.track import TRACKED
+
+    words = ("track", series, "--dataset", DRIFT_WORDS, *FAST, "--layers", "1", "--max-sequences", 16)
+    text = run(work, words, TRACK_WIDTHS[where], monkeypatch)
+    check_lines(text, int(TRACK_WIDTHS[where].get("COLUMNS", 160)))
+    if where == "60 columns":
+        assert any(table[0][:2] == ["score", "step 10"] for table in tables(text)), text
+    document = json.loads(run(work, (*words, "-f", "json"), {}, monkeypatch))
+    expected = {
+        record["step"]: [fmt(record["position"][key]) for key in TRACKED]
+        + [category_code(record["position"]["categories"])]
+        for record in document["records"]
+    }
+    steps = track_steps(text)
+    assert {int(name.removeprefix("step ")): cells for name, cells in steps.items()} == expected
+    if where == "60 columns":
+        return  # the layer rows' labels fold at 60 columns (their numbers never do)
+    (layers,) = [table for table in tables(text) if "layer" in table[0]]
+    assert [row[3:] for row in layers[1:]] == [
+        [fmt(row[key]) for key in TRACKED] + [category_code(row["categories"])]
+        for record in document["records"]
+        for row in record["layers"]
+    ]
+    legend = [line for line in text.splitlines() if line.lstrip().startswith("null:")]
+    assert legend, "the null legend"
+
+
+def test_track_at_80_columns_names_every_checkpoint_in_full(
+    work: Path, series: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    words = ("track", series, "--dataset", DRIFT_WORDS, *FAST, "--layers", "1", "--max-sequences", 16)
+    text = run(work, words, WIDTHS["80 columns"], monkeypatch)
+    assert "0.0649\n" not in text
+    for step in (10, 100, 1000):  # each checkpoint named as the user gave it, relative to the working folder
+        assert f"step {step}: out/runs/sst2-learned-positions/checkpoint-{step}\n" in text
+
+
+def test_verify_fits_with_every_number_of_the_json(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    words = ("verify", "alibi-rank1", "--preset", "smoke", "--output-dir", "verify-alibi")
+    text = run(work, words, WIDTHS["80 columns"], monkeypatch)
+    check_lines(text, 80)
+    document = json.loads((work / "verify-alibi" / "alibi-rank1.json").read_text(encoding="utf-8"))
+    (table,) = [table for table in tables(text) if table[0][0] == "check"]
+    assert {row[0]: row[1:] for row in table[1:]} == {
+        check["name"]: [fmt(check["value"]), check["verdict"].upper()] for check in document["checks"]
+    }
+    folded = " ".join(line.strip() for line in text.splitlines())
+    assert all(f"{c['name']}: {c['claim']} (paper: {c['paper']})" in folded for c in document["checks"])
+    assert "note: smoke preset:" in text and "(run --preset ci for that)" in folded
+
+
+@pytest.mark.parametrize("where", WIDTHS)
+def test_report_baseline_fits_with_every_number_of_the_json(
+    where: str, work: Path, series: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from geoanalyze.tracking.track import LABELS
+
+    first, second = series / "checkpoint-10", series / "checkpoint-100"
+    words = ("report", "--baseline", first, second, "-o", "b.md", "--dataset", DRIFT_WORDS, "--layers", "none", *FAST)
+    text = run(work, words, WIDTHS[where], monkeypatch)
+    check_lines(text, 80 if where == "80 columns" else 160)
+    document = json.loads(run(work, (*words, "-f", "json"), {}, monkeypatch))
+    (table,) = [table for table in tables(text) if table[0][:2] == ["score", "baseline"]]
+    assert "change is" in table[0]
+    expected = []
+    for s in document["comparison"]["scores"]:
+        direction = "worse" if s["worse_by"] > 0 else "better" if s["worse_by"] < 0 else "same"
+        numbers = [fmt(s[key]) for key in ("baseline", "candidate", "change", "null_spread")]
+        expected.append([LABELS[s["score"]], *numbers, direction])
+    assert [row[:5] + row[6:7] for row in table[1:]] == expected
+
+
+def test_datasets_list_splits_no_word(monkeypatch: pytest.MonkeyPatch, work: Path, shared_data: Path) -> None:
+    text = run(work, ("datasets", "list", "--data-dir", shared_data), WIDTHS["80 columns"], monkeypatch)
+    check_lines(text, 80)
+    words = set(text.split())
+    assert {"unsupervised", "sentence", "Salesforce/wikitext", "(wikitext-2-v1)", "validation,"} <= words

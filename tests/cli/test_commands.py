@@ -227,7 +227,8 @@ def table_row(table: str, first_cell: str) -> list[str]:
 def test_datasets_list(tmp_path: Path) -> None:
     table = ok(geoanalyze_process("datasets", "list", cwd=tmp_path, env=WIDE)).stdout
     assert "not set" in table
-    assert table_row(table, "sst2")[:4] == ["sst2", "nyu-mll/glue", "sst2", "train, validation, test"]
+    assert table_row(table, "sst2")[:3] == ["sst2", "nyu-mll/glue (sst2)", "train, validation, test"]
+    assert table_row(table, "imdb")[:3] == ["imdb", "stanfordnlp/imdb", "train, test, unsupervised"]
     assert table_row(table, "synthetic")[0] == "synthetic"
     listing = ok_json("datasets", "list", cwd=tmp_path)
     assert listing["data_dir"] is None
@@ -242,8 +243,8 @@ def test_datasets_list_shows_the_local_splits(tmp_path: Path, shared_data: Path)
     assert local == {"sst2": ["train", "validation"], "imdb": ["train"], "wikitext2": ["validation"], "synthetic": []}
     table = ok(geoanalyze_process("datasets", "list", "--data-dir", shared_data, cwd=tmp_path, env=WIDE)).stdout
     assert str(shared_data) in table
-    assert table_row(table, "sst2")[4] == "train, validation"
-    assert table_row(table, "imdb")[4] == "train"
+    assert table_row(table, "sst2")[3] == "train, validation"
+    assert table_row(table, "imdb")[3] == "train"
 
 
 def test_datasets_synthesize_writes_a_corpus_and_its_marginals(tmp_path: Path) -> None:

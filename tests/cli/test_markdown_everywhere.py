@@ -154,7 +154,8 @@ def test_datasets_list(cwd: Path) -> None:
     tables, document, rich = three_formats("datasets", "list")
     assert body(tables) == rich
     assert [row[0] for row in body(tables)] == [d["name"] for d in document["datasets"]]
-    assert [row[1] for row in body(tables)] == [fmt(d["hub_id"]) for d in document["datasets"]]
+    hub = [fmt(d["hub_id"]) + (f" ({d['config']})" if d["config"] else "") for d in document["datasets"]]
+    assert [row[1] for row in body(tables)] == hub
 
 
 def test_encodings_list(cwd: Path) -> None:

@@ -8,6 +8,7 @@ shown nowhere.
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -122,6 +123,10 @@ def test_help_shows_one_name_per_idea(help_pages: dict[str, str]) -> None:
     for name in ("train", "verify", "datasets synthesize"):
         assert "--output-dir" in help_pages[name] and " -o " not in help_pages[name], name
     assert "smoke" in help_pages["train"]
+    # the default device is the preset's (ci: cpu), not "auto": the help says which
+    words = " ".join(word for word in help_pages["train"].split() if word != "│")
+    assert "on the CPU (--device auto: CUDA when present)" in words and "CUDA when present, the CPU" not in words
+    assert "default: the preset's (cpu; paper: cuda)" in words
 
 
 @pytest.mark.parametrize(
@@ -179,3 +184,20 @@ def test_every_example_runs_as_written(tmp_path: Path, key: str, example: str) -
     run = invoke(words_of(example)[1:], cwd=work)
     assert run.code in ((0, 1) if "--fail-above" in example or "verify" in example else (0,)), run
     assert "Traceback" not in run.stderr
+
+
+def test_no_message_names_a_hidden_alias() -> None:
+    """Errors name an option as --help shows it (--width, not its old name --dim): every string of
+    every ``raise`` in the package's source."""
+    import ast
+
+    old = [alias for alias in HIDDEN_ALIASES if alias.startswith("--") and alias not in ("--output",)]
+    found = []
+    for path in sorted((REPO_ROOT / "geoanalyze").rglob("*.py")):
+        raises = [n for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.Raise)]
+        for node in (child for raised in raises for child in ast.walk(raised)):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                for alias in old:
+                    if re.search(rf"{alias}(?![-\w])", node.value):
+                        found.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}: {alias}")
+    assert not found, found

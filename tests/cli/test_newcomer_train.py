@@ -94,3 +94,23 @@ def test_the_paper_preset_names_itself_when_cuda_is_missing(tmp_path: Path) -> N
     asked = refused(geoanalyze("train", "--device", "cuda", "-o", "run", cwd=tmp_path))
     assert "preset" not in asked and "cuda" in asked
     assert list(tmp_path.iterdir()) == []
+
+
+def test_train_pe_mds_names_the_setting_and_the_docs_commands_run(tmp_path: Path) -> None:
+    """`train --pe mds` without its file names --set model.pe_file=PATH; docs/training.md's two
+    commands (mds, then train with that setting) run as written."""
+    import re
+    import shlex
+
+    from helpers import REPO_ROOT, ok
+
+    missing = geoanalyze("train", "--output-dir", "r", "--task", "order", "--pe", "mds", cwd=tmp_path)
+    refused(missing, "pe 'mds' needs its PE file: pass --set model.pe_file=PATH")
+    assert not (tmp_path / "r").exists()
+    page = (REPO_ROOT / "docs" / "training.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```sh\n(.*?)```", page, re.S) if "--pe mds" in b]
+    (tmp_path / "sample_corpora").symlink_to(REPO_ROOT / "sample_corpora")
+    for line in block.strip().splitlines():
+        ok(geoanalyze(*shlex.split(line)[1:], cwd=tmp_path))
+    config = json.loads((tmp_path / "runs" / "order-mds" / "checkpoint" / "config.json").read_text(encoding="utf-8"))
+    assert config["pe"] == "mds" and config["pe_file"] and config["n_positions"] == 48

@@ -109,3 +109,18 @@ def test_checkpoints_read_against_different_geometries_are_refused_and_nothing_i
     (line,) = run.stderr.strip().splitlines()
     assert line.startswith("error: --baseline: ") and "differ in their width (64, not 384)" in line
     assert not (tmp_path / "page.md").exists() and not (tmp_path / "page_files").exists()
+
+
+def test_a_side_by_side_report_compares_the_targets_in_a_sentence(tmp_path: Path, minilm_path: Path) -> None:
+    """`report A B` (no --baseline): a sentence reads B's scores against A's, each the way it reads, on
+    the page and in the table format; the shuffled copy is worse on order, beyond the null's spread."""
+    worse = shuffled_copy(minilm_path, tmp_path / "shuffled")
+    run = ok(invoke(["report", minilm_path, worse, "-o", "page.md", *CHEAP[:4], "--null-draws", "4"], cwd=tmp_path))
+    page = (tmp_path / "page.md").read_text(encoding="utf-8")
+    (line,) = [line for line in page.splitlines() if line.startswith("Compared: ")]
+    assert line.startswith("Compared: shuffled against ")
+    worse_on = line.split("worse on ", 1)[1].split(";")[0].split(" (")[0]
+    assert "violation" in worse_on.split(", ")
+    assert "beyond the random tables' spread on" in line and "lower is better except rel. sep." in line
+    folded = " ".join(part.strip() for part in run.stdout.splitlines())
+    assert "compared: shuffled against " in folded

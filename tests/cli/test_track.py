@@ -230,3 +230,45 @@ def test_a_checkpoint_with_another_tokenizer_is_refused(minilm_path: Path, tmp_p
         (other / name).write_text(text.replace("[unused1]", "[renamed]"), encoding="utf-8")
     run = invoke(["track", tmp_path / "checkpoint-1", other, *CORPUS], cwd=tmp_path)
     refused(run, "checkpoint-2 differs from", "tokenizer vocabulary")
+
+
+def test_two_series_side_by_side_in_one_table_and_one_figure(
+    trainer_output: Path, minilm_path: Path, tmp_path: Path
+) -> None:
+    """Two runs (one with its positions shuffled at every step) compared as two series (--series):
+    one JSON, one table with a series column, one figure with a line per series and row; without
+    --series the shared steps are refused with advice that leads to this."""
+    other = tmp_path / "shuffled-run"
+    for step in (10, 100):
+        checkpoint = shuffled_copy(minilm_path, other / f"checkpoint-{step}")
+        (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    first, second = str(trainer_output), str(other)
+    refused(invoke(["track", first, second, *CORPUS], cwd=tmp_path), "both step 10", "--series")
+    args = ["track", first, second, "--series", *CORPUS, "--null-draws", "2"]
+    run = ok(invoke([*args, "-f", "json", "--plot", "both.png"], cwd=tmp_path))
+    records = json.loads(run.stdout)["records"]
+    assert [(r["series"], r["step"]) for r in records] == [
+        (first, 10),
+        (first, 100),
+        (first, 1000),
+        (second, 10),
+        (second, 100),
+    ]
+    shuffled = [r["position"]["monotonicity_violation"] for r in records if r["series"] == second]
+    original = [r["position"]["monotonicity_violation"] for r in records if r["series"] == first]
+    assert min(shuffled) > max(original)  # each series its own rows, not one mixed series
+
+    from geoanalyze.analysis import StressOptions
+    from geoanalyze.tracking import find_several, track
+    from geoanalyze.tracking.figures import draw_track
+
+    result = track(find_several([first, second]), StressOptions(str(DRIFT_WORDS), layers="none", null_draws=2))
+    figure = draw_track(result, tmp_path / "f.png")
+    labels = [line.get_label() for line in figure.axes[1].lines]
+    assert labels == [f"{first}: position", f"{second}: position"]
+    assert figure.axes[1].lines[0].get_color() != figure.axes[1].lines[1].get_color()
+    assert f"{first} vs {second}" in figure.get_suptitle()
+
+    markdown = ok(invoke([*args, "-f", "markdown"], cwd=tmp_path)).stdout
+    assert "2 series" in markdown and "| series | step |" in markdown
+    refused(invoke(["track", first, "--series", *CORPUS], cwd=tmp_path), "--series compares two or more sources")

@@ -32,6 +32,9 @@ def work(tmp_path_factory: pytest.TempPathFactory, minilm_path: Path) -> Path:
     for step in (10, 100, 1000):
         checkpoint = linked_copy(minilm_path, folder / "trainer-output" / f"checkpoint-{step}")
         (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    for step in (10, 100):  # a second run, for --series
+        checkpoint = linked_copy(minilm_path, folder / "trainer-output-b" / f"checkpoint-{step}")
+        (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": step}))
     linked_copy(minilm_path, folder / "pretrained")
     linked_copy(minilm_path, folder / "finetuned")
     return folder
@@ -41,6 +44,7 @@ def test_the_page_shows_the_commands_of_the_issue() -> None:
     shown = commands()
     assert any("--keep-checkpoints" in c and "--geometry-every" in c for c in shown)
     assert any("--baseline" in c and "--fail-if-worse" in c for c in shown)
+    assert any("--series" in c for c in shown)
     assert all(c.startswith("geoanalyze ") for c in shown), shown
 
 
@@ -50,6 +54,7 @@ def test_every_command_runs_as_written(work: Path) -> None:
         assert run.code == 0, f"{command}\n{run}"
     assert json.loads((work / "track.json").read_text())["records"][-1]["step"] == 12
     assert (work / "figures" / "track.png").is_file() and (work / "trainer-figures" / "track.png").is_file()
+    assert (work / "series-figures" / "track.png").is_file()
 
 
 def test_the_ci_step_is_the_command_shown() -> None:

@@ -102,3 +102,41 @@ def test_write_report_writes_the_page_report_writes(spec_result: StressResult, t
     figures = sorted(p.name for p in (tmp_path / "api" / "page_files").iterdir())
     assert figures == ["0-hellinger.png", "0-mds.png", "0-null.png", "0-shepard.png"]
     assert all(f"page_files/{name}" in text for name in figures)
+
+
+def test_score_takes_the_command_s_option_names(tmp_path: Path) -> None:
+    """--estimate, --no-cache and --plot-dir by their names: the same result as `stress` with them."""
+    args = ("--null-draws", 2, "--compare", "sinusoidal", "--estimate", "corrected", "--no-cache")
+    cli = cli_json(tmp_path, "rope:d=8", "--dataset", DRIFT_WORDS, *args)
+    result = ga.score(
+        "rope:d=8",
+        dataset=str(DRIFT_WORDS),
+        null_draws=2,
+        compare="sinusoidal",
+        estimate="corrected",
+        no_cache=True,
+        plot_dir=tmp_path / "figures",
+    )
+    document = json.loads(result.to_json())
+    assert document == {key: value for key, value in cli.items() if key not in ("gate", "run")}
+    assert document["distance"] == cli["distance"] and "corrected" in json.dumps(document["distance"])
+    assert sorted(path.name for path in (tmp_path / "figures").iterdir())[:1] and all(
+        path.read_bytes()[:8] == PNG_SIGNATURE for path in (tmp_path / "figures").iterdir()
+    )
+
+
+@pytest.mark.parametrize(
+    ("keywords", "message"),
+    [
+        ({"nul_draws": 3}, "unknown keyword nul_draws=; did you mean null_draws? it takes: batch_size,"),
+        ({"fail_above": "scaled=0.5"}, "score() has no fail_above= (a gate on the exit code;"),
+        ({"fail_if": "shape=worse"}, "score() has no fail_if="),
+        ({"colour": "red"}, "unknown keyword colour=; it takes: batch_size,"),
+    ],
+)
+def test_score_refuses_an_unknown_keyword_naming_the_valid_ones(keywords: dict[str, Any], message: str) -> None:
+    from geoanalyze.errors import InputError
+
+    with pytest.raises(InputError) as caught:
+        ga.score("rope:d=8", dataset=str(DRIFT_WORDS), **keywords)
+    assert message in str(caught.value)

@@ -190,3 +190,19 @@ def test_verify_all_runs_every_experiment_into_its_own_folder(in_tmp: Path, monk
     assert "seed 0: `geoanalyze verify all -p smoke -o md -f markdown`" in page  # version, command line, seed
     refused = invoke(["verify", "all", "-p", "smoke", "-o", "other", "--set", "steps=3"], cwd=in_tmp)
     assert refused.code == 2 and "error: --set applies to one experiment" in refused.stderr
+
+
+def test_an_experiment_no_check_could_decide_is_undecided_not_pass(tmp_path: Path) -> None:
+    """A smoke run whose every check is undecided (vision-2d: 0/0, 5 undecided) reads UNDECIDED in the
+    summary table, the experiment's title and its page; not a failure (exit 0), not a pass."""
+    from geoanalyze.experiments.record import Check, ExperimentResult, markdown
+
+    undecided = [Check(f"c{i}", "claim", 0.5, False, decided=False) for i in range(2)]
+    result = ExperimentResult("x", "t", undecided, preset="smoke")
+    assert result.passed and result.outcome == "UNDECIDED"
+    assert ExperimentResult("x", "t", [*undecided, Check("d", "claim", 1.0, True)], preset="smoke").outcome == "PASS"
+    assert ExperimentResult("x", "t", [Check("d", "claim", 1.0, False)], preset="smoke").outcome == "FAIL"
+    assert "Verdict: **UNDECIDED**" in markdown(result)
+    run = invoke(["verify", "vision-2d", "--preset", "smoke", "--output-dir", "v"], cwd=tmp_path)
+    assert run.code == 0 and run.stdout.splitlines()[0].startswith("vision-2d (smoke,")
+    assert "): UNDECIDED; written to" in run.stdout.splitlines()[0]

@@ -234,7 +234,7 @@ def test_config_round_trips_through_json(tiny) -> None:
         ({"pe": "lowrank", "pe_rank": 0}, "pe_rank must be at least 1"),
         ({"pe": "lowrank", "pe_rank": 17}, "pe_rank <= 16"),
         ({"pe": "learned", "pe_rank": 4}, "pe_rank applies to pe 'lowrank' only"),
-        ({"pe": "mds"}, "needs pe_file"),
+        ({"pe": "mds"}, "needs its PE file: pass --set model.pe_file=PATH"),
         ({"pe": "learned", "pe_file": "pe.safetensors"}, "pe_file applies to pe 'mds' only"),
         ({"pe": "rope", "pe_trainable": True}, "no parameters to train"),
         ({"pe": "learned", "pe_trainable": "yes"}, "pe_trainable must be true, false or null"),

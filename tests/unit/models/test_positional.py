@@ -207,7 +207,7 @@ def test_mds_file_too_small_or_wrong_width_is_refused(tiny, write_pe, tmp_path: 
         positional_encoding(tiny(pe="mds", pe_file=str(gap)))
     narrow = tmp_path / "narrow.safetensors"
     write_pe(narrow, 16, 24)
-    with pytest.raises(InputError, match="--dim 32"):
+    with pytest.raises(InputError, match="--width 32"):
         positional_encoding(tiny(pe="mds", pe_file=str(narrow)))
 
 
