@@ -556,10 +556,15 @@ def caveats(result: StressResult) -> tuple[str, ...]:
 
 def limits(result: StressResult) -> tuple[str, ...]:
     """One line per aspect that cannot separate encodings on this corpus, saying why."""
+    return limit_lines(result.discriminability, "the verdict does not rank on it")
+
+
+def limit_lines(decided: Discriminability, consequence: str) -> tuple[str, ...]:
+    """One line per aspect ``decided`` says this corpus cannot rank on: why, and ``consequence``."""
     return tuple(
         f"{ASPECT_WORDS[aspect]} ({ASPECT_LABELS[aspect]}) cannot separate encodings on this corpus: "
-        f"{entry.reason}; the verdict does not rank on it"
-        for aspect, entry in result.discriminability.aspects.items()
+        f"{entry.reason}; {consequence}"
+        for aspect, entry in decided.aspects.items()
         if entry.discriminates is False
     )
 

@@ -109,8 +109,8 @@ def track_report(result: TrackResult, width: int) -> list[Any]:
     from rich.markup import escape
 
     from ..report.stress import fitted_tables, labelled, legend_lines
-    from ..results import display_path
-    from ..tracking.track import layer_rows, legend, position_rows, series_of
+    from ..results import display_path, limit_lines
+    from ..tracking.track import TRACK_CONSEQUENCE, layer_rows, legend, position_rows, series_of
 
     several = series_of(result)
     title = f"geometry over training on {escape(result.dataset.name)}"
@@ -136,6 +136,8 @@ def track_report(result: TrackResult, width: int) -> list[Any]:
     if not wide or any(row[lead + 1] != path for row, path in zip(wide, shown, strict=True)):
         # the checkpoints in full, where the table shortened them or left them out
         parts += legend_lines([f"{name}: {path}" for name, path in zip(names, shown, strict=True)], width)
+    for line in limit_lines(result.discriminability, TRACK_CONSEQUENCE):
+        parts += labelled("cannot decide:", line, "bold", width)
     for record in result.failed:
         where = "" if record.step is None else f"step {record.step}, "
         parts += labelled("not scored:", f"{where}{record.checkpoint}: {record.error}", "bold red", width)
@@ -313,5 +315,6 @@ def scored_series(
         scored = bars.track("checkpoints scored", len(members))
         result = score_series(members, options, progress=bars.track, on_record=lambda _: scored(1))
     if against_baseline:
-        result = replace(result, comparison=compare(result.records[0], result.records[1], rules))
+        comparison = compare(result.records[0], result.records[1], rules, result.discriminability)
+        result = replace(result, comparison=comparison)
     return result

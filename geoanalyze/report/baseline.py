@@ -56,7 +56,7 @@ def compare_results(
             raise InputError(f"--baseline: {display_path(outcome.target)} could not be analysed ({outcome.reason})")
     assert isinstance(baseline, StressResult) and isinstance(candidate, StressResult)
     check_comparable(baseline, candidate)
-    return compare(record(0, baseline), record(1, candidate), rules)
+    return compare(record(0, baseline), record(1, candidate), rules, baseline.discriminability)
 
 
 def baseline_section(comparison: Comparison) -> str:

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
 from ..geometry.null import ASPECTS, LOWER_IS_BETTER
 from ..geometry.shuffle import TESTED as SHUFFLE_TESTED
-from ..results import fmt
+from ..results import Discriminability, fmt
 from .track import LABELS, TRACKED, StepRecord
 
 
@@ -125,6 +125,8 @@ class Comparison:
     candidate: str
     changes: tuple[Change, ...]
     gated: tuple[str, ...] = ()
+    #: score -> why this corpus cannot rank encodings on it (its change says nothing about which is better)
+    not_ranked: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def crossed(self) -> list[Change]:
@@ -141,7 +143,7 @@ class Comparison:
                 c.change,
                 c.spread,
                 "yes" if c.beyond_spread else "no",
-                c.direction,
+                "not ranked" if c.score in self.not_ranked else c.direction,
                 ("FAIL" if c.failed else "pass") if c.score in self.gated else "-",
             ]
             for c in self.changes
@@ -150,6 +152,11 @@ class Comparison:
 
     def lines(self) -> list[str]:
         lines = [f"baseline {self.baseline}; candidate {self.candidate}"]
+        for score, reason in self.not_ranked.items():
+            lines.append(
+                f"cannot decide: {LABELS[score]} cannot separate encodings on this corpus ({reason}), so its "
+                "change says nothing about which table is better"
+            )
         for c in self.crossed:
             lines.append(
                 f"{LABELS[c.score]} is worse by {fmt(c.worse_by)} (limit {fmt(c.limit)}"
@@ -163,11 +170,18 @@ class Comparison:
             "candidate": self.candidate,
             "scores": [c.to_dict(c.score in self.gated) for c in self.changes],
             "crossed": [c.score for c in self.crossed],
+            "not_ranked": dict(self.not_ranked),
         }
 
 
-def compare(baseline: StepRecord, candidate: StepRecord, rules: Mapping[str, float | None]) -> Comparison:
-    """B's position scores against A's; ``rules``: score -> tolerance (None: the null's spread)."""
+def compare(
+    baseline: StepRecord,
+    candidate: StepRecord,
+    rules: Mapping[str, float | None],
+    decided: Discriminability | None = None,
+) -> Comparison:
+    """B's position scores against A's; ``rules``: score -> tolerance (None: the null's spread); ``decided``:
+    the corpus's discriminability, whose aspects it cannot rank the comparison says so for."""
     for record in (baseline, candidate):
         if record.error is not None:
             raise InputError(f"--baseline: {record.checkpoint} could not be scored ({record.error})")
@@ -187,4 +201,9 @@ def compare(baseline: StepRecord, candidate: StepRecord, rules: Mapping[str, flo
         )
         for score in TRACKED
     )
-    return Comparison(baseline.checkpoint, candidate.checkpoint, changes, tuple(rules))
+    not_ranked = {
+        ASPECTS[aspect]: entry.reason or "not ranked"
+        for aspect, entry in (decided.aspects.items() if decided is not None else ())
+        if entry.discriminates is False
+    }
+    return Comparison(baseline.checkpoint, candidate.checkpoint, changes, tuple(rules), not_ranked)

@@ -54,12 +54,15 @@ from ..results import (
     LayerRow,
     NullSettings,
     category_code,
+    limit_lines,
     link_target,
     markdown_table,
     md_text,
 )
 from .series import Member
 
+#: what an aspect this corpus cannot rank means for a series' categories
+TRACK_CONSEQUENCE = "its changes from step to step do not say which checkpoint fits the corpus better"
 #: the scale-free scores a series is followed by, in the order of the aspects they are read for
 TRACKED = tuple(ASPECTS.values())
 #: their column labels
@@ -169,6 +172,9 @@ class TrackResult:
             f"## Geometry over training: {len(self.records)} checkpoints on {md_text(self.dataset.name)}{compared}"
         ]
         parts.append(markdown_table(*position_rows(self)))
+        parts.extend(
+            f"**Cannot decide:** {md_text(line)}" for line in limit_lines(self.discriminability, TRACK_CONSEQUENCE)
+        )
         header, rows = layer_rows(self)
         if rows:
             parts.append("### Layers\n\n" + markdown_table(header, rows))

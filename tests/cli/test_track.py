@@ -272,3 +272,28 @@ def test_two_series_side_by_side_in_one_table_and_one_figure(
     markdown = ok(invoke([*args, "-f", "markdown"], cwd=tmp_path)).stdout
     assert "2 series" in markdown and "| series | step |" in markdown
     refused(invoke(["track", first, "--series", *CORPUS], cwd=tmp_path), "--series compares two or more sources")
+
+
+@pytest.mark.integration
+def test_track_and_its_baseline_say_which_aspects_the_corpus_cannot_rank(
+    minilm_path: Path, shared_data: Path, tmp_path: Path
+) -> None:
+    """SST-2 validation's naive distance is mostly noise (0.76): the D-based aspects cannot rank tables there.
+    stress says so, and so do track's table, its Markdown and the --baseline comparison (issue 31, point 4)."""
+    same = linked_copy(minilm_path, tmp_path / "same")
+    corpus = ["--dataset", "sst2", "--split", "validation", "--data-dir", str(shared_data)]
+    table = ok(invoke(["track", "--baseline", minilm_path, same, *corpus], cwd=tmp_path)).stdout
+    flat = " ".join(table.split())
+    for words in ("shape (scaled)", "order (violation)", "local order (anchored)"):
+        assert f"cannot decide: {words} cannot separate encodings on this corpus" in flat
+    assert "its change says nothing about which table is better" in flat
+    document = json.loads(ok(invoke(["track", "--baseline", minilm_path, same, *corpus, "-f", "json"], cwd=tmp_path)).stdout)
+    assert set(document["comparison"]["not_ranked"]) == {
+        "scaled_stress",
+        "monotonicity_violation",
+        "anchored_monotonicity_violation",
+    }
+    markdown = ok(invoke(["track", minilm_path, same, "--order", "given", *corpus, "-f", "markdown"], cwd=tmp_path)).stdout
+    assert markdown.count("**Cannot decide:**") == 3
+    # on drift-words every aspect is ranked: no such line
+    assert "cannot decide" not in ok(invoke(["track", "--baseline", minilm_path, same, *CORPUS], cwd=tmp_path)).stdout
