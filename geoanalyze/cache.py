@@ -44,6 +44,8 @@ _READ_BLOCK = 1 << 20
 KEY_FIELD = "cache_key"
 
 _disabled: contextvars.ContextVar[bool] = contextvars.ContextVar("geoanalyze_cache_disabled", default=False)
+#: how many caching() blocks the current code runs in (turn_off acts only inside one)
+_depth: contextvars.ContextVar[int] = contextvars.ContextVar("geoanalyze_cache_depth", default=0)
 
 
 def cache_key(key_parts: Mapping[str, Any]) -> str:
@@ -72,15 +74,22 @@ def caching(enabled: bool = True) -> Iterator[None]:
     """Within the block, caches are used (``enabled``) or neither read nor written (``--no-cache``);
     a block inside one that turned them off keeps them off. Per thread (a context variable)."""
     token = _disabled.set(_disabled.get() or not enabled)
+    depth = _depth.set(_depth.get() + 1)
     try:
         yield
     finally:
+        _depth.reset(depth)
         _disabled.reset(token)
 
 
 def turn_off() -> None:
-    """Turn caches off for the rest of the current :func:`caching` block (a command's --no-cache)."""
-    _disabled.set(True)
+    """Turn caches off for the rest of the current :func:`caching` block (a command's --no-cache).
+
+    Outside every block it does nothing: there is no block to end the switch, and it would outlive
+    the command (a command run by typer's test runner, not through the console script's block);
+    such a caller passes ``cache=False`` down instead, which every cache reader honours."""
+    if _depth.get() > 0:
+        _disabled.set(True)
 
 
 def cache_dir() -> Path:

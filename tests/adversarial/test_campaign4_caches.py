@@ -136,3 +136,19 @@ def test_no_cache_leaves_no_temporary_job_folder(
         two_corpora(sandbox)
         sandbox.accepted("marginals", "a.txt", *WS, "--no-cache")
     assert list(temporary.iterdir()) == [] and files_under(cache) == []
+
+
+def test_a_no_cache_switch_read_outside_a_command_does_not_outlive_it(tmp_path: Path) -> None:
+    """cache_option(no_cache=True) read outside the console script's caching() block (a command run by
+    typer's test runner, or its options read by hand) left caches off for the rest of the process: a
+    later count in the same process was never served from the cache. Outside a block it changes
+    nothing; inside one it ends with the block."""
+    from geoanalyze.cache import cache_enabled, caching
+    from geoanalyze.cli.common import cache_option
+
+    assert cache_option(True) is False
+    assert cache_enabled()  # outside every block: nothing to turn off, nothing leaks
+    with caching():
+        cache_option(True)
+        assert not cache_enabled()
+    assert cache_enabled()
