@@ -141,7 +141,7 @@ class Comparison:
                 c.baseline,
                 c.candidate,
                 c.change,
-                c.spread,
+                c.spread if math.isfinite(c.spread) else "-",  # rel. sep.: no shuffle test, no spread
                 "yes" if c.beyond_spread else "no",
                 "not ranked" if c.score in self.not_ranked else c.direction,
                 ("FAIL" if c.failed else "pass") if c.score in self.gated else "-",

@@ -95,7 +95,7 @@ def test_the_readme_python_runs(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith("rope:d=64: no standard encoding has a better shape")
     assert lines[0].endswith(
-        "against 999 shuffles of its positions (Holm over 24 tests), it carries position in shape, order, "
+        "against 999 shuffles of its positions (Holm over 20 tests), it carries position in shape, order, "
         "local order and lag (better than its shuffles)"
     )
     assert lines[1] == "better"
