@@ -205,13 +205,13 @@ class StaleClaimError(ValueError):
 
 def _mds_training_checks(record: dict[str, Any]) -> list[dict[str, Any]]:
     """mds-training's checks by the current check function, from the record's stored per-seed results."""
-    from .positional import mds_training_checks
+    from .mds_training import CI, mds_training_checks
 
     data, config = record["data"], record["data"]["config"]
     results = data["results"]
     seeds = [int(config["seed"]) + k for k in range(len(results["learned"]["mlm_loss_per_seed"]))]
     checks = mds_training_checks(
-        results, seeds, "SST-2", 0.01, 3.0, int(data["rank"]), int(config["max_length"]),
+        results, seeds, CI.task_name, CI.loss_margin, CI.accuracy_margin, int(data["rank"]), int(config["max_length"]),
         int(config["model"]["d_model"]), float(data["parameters"]["saving"]),
     )  # fmt: skip
     return [c.to_dict() for c in checks]
