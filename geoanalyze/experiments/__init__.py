@@ -26,7 +26,10 @@ from .registry import EXPERIMENTS, Experiment, experiment, get_experiment, regis
 #: what the registry holds, in the order ``verify list`` and ``verify all`` show it: a module whose run
 #: functions carry @experiment, or an entry registered by its "module:function" target (loaded when it runs)
 CONTENTS: tuple[str | Experiment, ...] = (
-    "positional",
+    "necessity",
+    "separation",
+    "monotonicity",
+    "mds_training",
     "optimality",
     "journey",
     "length_generalization",

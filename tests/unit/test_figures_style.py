@@ -229,7 +229,7 @@ def test_the_report_figures_pass(drift: Any, tmp_path: Path) -> None:
 
 
 def test_the_experiment_figures_pass_on_a_smoke_runs_records_and_on_longer_ones(tmp_path: Path) -> None:
-    from geoanalyze.experiments import edelta_benchmarks, length_generalization, positional, vision_2d
+    from geoanalyze.experiments import edelta_benchmarks, length_generalization, positional_figures, vision_2d
     from geoanalyze.experiments.edelta_runs import Results
 
     names = ("none", "sinusoidal", "learned", "lowrank", "mds", "rope", "alibi")
@@ -237,10 +237,12 @@ def test_the_experiment_figures_pass_on_a_smoke_runs_records_and_on_longer_ones(
         runs = {
             n: [{"step": s, "eval_accuracy": 0.5 + 0.01 * k + 0.001 * s} for s in steps] for k, n in enumerate(names)
         }
-        positional._curves_figure(tmp_path / "c.png", runs, "eval_accuracy", "held-out accuracy", (0.4, 0.6), "order")
+        positional_figures.curves_figure(
+            tmp_path / "c.png", runs, "eval_accuracy", "held-out accuracy", (0.4, 0.6), "order"
+        )
         separation = {n: [{"step": s, "separation": 0.1 * k, "relative_separation": 0.2} for s in steps] for k, n in
                       enumerate(("mlm", "order"))}  # fmt: skip
-        positional._separation_figure(tmp_path / "s.png", separation)
+        positional_figures.separation_figure(tmp_path / "s.png", separation)
         history = [{"step": s, "valid_mse": 0.1 / s, "gate": 0.5} for s in steps]
         per_model = {
             m: [{"seed": seed, "history": history, "gate": 0.5} for seed in (0, 1)] for m in ("gpt", "ddl", "edelta")

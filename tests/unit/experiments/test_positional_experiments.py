@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from geoanalyze.experiments import EXPERIMENTS, ExperimentOptions, ExperimentResult, check, run_experiment, write_result
-from geoanalyze.experiments.positional import equivariance_deviations, write_synthetic_mds_file
+from geoanalyze.experiments.necessity import equivariance_deviations, write_synthetic_mds_file
 from geoanalyze.experiments.record import markdown
 from geoanalyze.models.positional import load_pe_table
 
@@ -103,7 +103,7 @@ def test_the_pe_experiments_pass_at_ci_scale(name: str, tmp_path: Path, shared_d
 
 
 def test_monotonicity_readings_of_a_line_and_of_noise() -> None:
-    from geoanalyze.experiments.positional import monotonicity_readings
+    from geoanalyze.experiments.monotonicity import monotonicity_readings
 
     positions = np.array([0, 1, 2, 4, 5, 9, 10, 11])
     line = positions[:, None].astype(np.float64)
@@ -114,7 +114,7 @@ def test_monotonicity_readings_of_a_line_and_of_noise() -> None:
     assert readings["line"]["lag_null"]["beats"] == 1.0
     assert set(readings["noise"]) == {"violation", "anchored", "null", "lag_violation", "lag_null"}
     assert 0.2 < readings["noise"]["lag_violation"] < 0.8
-    from geoanalyze.experiments.positional import _beats_null
+    from geoanalyze.experiments.monotonicity import _beats_null
 
     verdict = _beats_null("x", "the line", readings["line"], "lag_violation", "lag_null", "22%")
     assert (

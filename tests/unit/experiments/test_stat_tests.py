@@ -290,7 +290,7 @@ def test_parameter_check_reads_the_papers_corpora() -> None:
 
 
 def test_necessity_checks_flip() -> None:
-    from geoanalyze.experiments.positional import necessity_checks
+    from geoanalyze.experiments.necessity import necessity_checks
 
     deviations = {"none": 1e-7, "sinusoidal": 0.5, "rope": 0.3, "none (gpt)": 0.4}
     final = {"none": 0.502, "sinusoidal": 0.99, "rope": 0.985}
@@ -305,7 +305,8 @@ def test_necessity_checks_flip() -> None:
 
 
 def test_separation_and_monotonicity_checks_flip() -> None:
-    from geoanalyze.experiments.positional import _beats_null, paper_rate_check, separation_checks
+    from geoanalyze.experiments.monotonicity import _beats_null, paper_rate_check
+    from geoanalyze.experiments.separation import separation_checks
 
     assert all(c.passed for c in separation_checks(0.1, 0.3))
     assert not any(c.passed for c in separation_checks(0.0, 0.0))
@@ -318,7 +319,7 @@ def test_separation_and_monotonicity_checks_flip() -> None:
 
 
 def test_mds_training_checks_flip() -> None:
-    from geoanalyze.experiments.positional import MDS_FROZEN, mds_training_checks
+    from geoanalyze.experiments.mds_training import MDS_FROZEN, mds_training_checks
 
     def variant(loss: list[float], accuracy: list[float]) -> dict:
         return {"mlm_loss_per_seed": loss, "sst2_accuracy_per_seed": accuracy}
@@ -475,7 +476,7 @@ def test_rank_within_is_an_absolute_bound() -> None:
 
 
 def test_separation_needs_a_margin_and_its_control_fails() -> None:
-    from geoanalyze.experiments.positional import separation_checks
+    from geoanalyze.experiments.separation import separation_checks
 
     good = _by_name(separation_checks(0.13, 0.5, 0.7, 0.0))  # kept: 70% of the first value
     assert all(c.passed for c in good.values()), [(c.name, c.detail) for c in good.values()]
@@ -485,7 +486,7 @@ def test_separation_needs_a_margin_and_its_control_fails() -> None:
 
 
 def test_mds_training_control_no_pe_passing_the_same_test_fails_the_control() -> None:
-    from geoanalyze.experiments.positional import MDS_FROZEN, mds_training_checks
+    from geoanalyze.experiments.mds_training import MDS_FROZEN, mds_training_checks
 
     def variant(loss: list[float], accuracy: list[float]) -> dict:
         return {"mlm_loss_per_seed": loss, "sst2_accuracy_per_seed": accuracy}

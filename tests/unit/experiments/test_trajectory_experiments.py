@@ -126,7 +126,7 @@ def band(axis: object) -> list[tuple[float, float]]:
 def test_the_monotonicity_figure_draws_the_trajectory_over_its_null_band(
     tmp_path: Path, steps: tuple[int, ...]
 ) -> None:
-    from geoanalyze.experiments.positional import TRAJECTORY_PANELS, monotonicity_trajectory_figure
+    from geoanalyze.experiments.positional_figures import TRAJECTORY_PANELS, monotonicity_trajectory_figure
 
     distances, positions = line_geometry()
     points = trajectory(drifting_tables(steps=steps), NullCache(distances, positions, draws=9, seed=0))
@@ -143,7 +143,8 @@ def test_the_monotonicity_figure_draws_the_trajectory_over_its_null_band(
 
 
 def test_the_separation_figure_shades_each_runs_null_band(tmp_path: Path) -> None:
-    from geoanalyze.experiments.positional import _separation_figure, separation_trajectories
+    from geoanalyze.experiments.positional_figures import separation_figure
+    from geoanalyze.experiments.separation import separation_trajectories
 
     tables = {
         "mlm": [(s, np.random.default_rng(s).standard_normal((8, 4))) for s in (4, 8, 12)],
@@ -155,7 +156,7 @@ def test_the_separation_figure_shades_each_runs_null_band(tmp_path: Path) -> Non
         for name, series in tables.items()
     }  # fmt: skip
     trajectories = separation_trajectories(tables, seed=0)
-    figure = _separation_figure(tmp_path / "s.png", runs, trajectories)
+    figure = separation_figure(tmp_path / "s.png", runs, trajectories)
     assert audit(figure) == []
     relative = figure.axes[1]
     assert len(band(relative)) == 2  # one band per run: their shapes differ
