@@ -32,7 +32,7 @@ from .corpus.sources import default_tokenizer, resolve_source
 from .encodings import Encoding, EncodingContext, get_encoding, is_encoding_spec, takes_model_width
 from .errors import FormatError, InputError
 from .geometry.distances import PositionGeometry, position_geometry
-from .geometry.null import ASPECT_WORDS, ASPECTS, D_ASPECTS
+from .geometry.null import ASPECT_WORDS, ASPECTS, D_ASPECTS, categories
 from .geometry.scores import all_scores
 from .geometry.shuffle import ShuffleNull, can_decide, decide
 from .io import load_arrays, save_arrays
@@ -488,9 +488,8 @@ def settle(nulls: ShuffleNull, items: Sequence[Any]) -> list[Any]:
             settled.append(item)
             continue
         null = tests[item.handle]
-        found = {aspect: (null[key]["category"] if key in null else None) for aspect, key in ASPECTS.items()}
         extra = {"null_draws": draws} if isinstance(item, EncodingScores) else {}
-        settled.append(replace(item, null=null, categories=found, handle=None, **extra))
+        settled.append(replace(item, null=null, categories=categories(null), handle=None, **extra))
     return settled
 
 

@@ -92,8 +92,6 @@ def min_draws(alpha: float = ALPHA) -> int:
 
 #: the fewest null draws for which the rank test at ALPHA can say better or worse (39)
 MIN_DRAWS = min_draws(ALPHA)
-#: the default number of null draws: the fewest that can decide (more draws only sharpen the p-values)
-DEFAULT_DRAWS = MIN_DRAWS
 #: a stream of its own, so no null draw equals the `random` encoding of the same seed
 _NULL_STREAM = 0x6E756C6C
 
@@ -186,7 +184,8 @@ def calibrate(
 
 
 def categories(calibrated: Mapping[str, Mapping[str, Any]]) -> dict[str, str | None]:
-    """aspect -> category, from a :func:`calibrate` result (None for an aspect whose score was not computed)."""
+    """aspect -> category, from score -> test (a :func:`calibrate` result, or the shuffle tests of
+    :func:`geoanalyze.geometry.shuffle.decide`); None for an aspect with no test (separation)."""
     return {
         aspect: (calibrated[score]["category"] if score in calibrated else None) for aspect, score in ASPECTS.items()
     }

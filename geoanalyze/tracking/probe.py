@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..geometry.distances import hellinger_distances
-from ..geometry.null import ASPECTS
+from ..geometry.null import categories
 from ..geometry.scores import all_scores
 from ..geometry.shuffle import ShuffleNull, decide
 from .track import TRACKED
@@ -57,9 +57,8 @@ class GeometryProbe:
         for name, vectors in tables.items():
             observed = all_scores(vectors, self.distances, index=self.positions)
             test = tests[handles[name]]
-            found = {aspect: (test[key]["category"] if key in test else None) for aspect, key in ASPECTS.items()}
             null = {key: {"low": test[key]["low"], "high": test[key]["high"]} for key in ("scaled_stress",)}
-            rows[name] = {**{key: observed[key] for key in TRACKED}, "categories": found, "null": null}
+            rows[name] = {**{key: observed[key] for key in TRACKED}, "categories": categories(test), "null": null}
         return rows
 
     def __call__(self, model: Any) -> dict[str, Any]:
