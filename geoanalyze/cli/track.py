@@ -108,7 +108,7 @@ def track_report(result: TrackResult, width: int) -> list[Any]:
     """
     from rich.markup import escape
 
-    from ..report.stress import fitted_tables, labelled, legend_lines
+    from ..report.stress import fitted_tables, labelled, layout_width, legend_lines, short_name
     from ..results import display_path, limit_lines
     from ..tracking.track import TRACK_CONSEQUENCE, layer_rows, legend, position_rows, series_of
 
@@ -161,20 +161,12 @@ def track_report(result: TrackResult, width: int) -> list[Any]:
 def step_name(record: Any, index: int) -> str:
     """A column of the transposed table: ``step N`` (``SERIES step N`` with several series), or the
     checkpoint's place in the series."""
+    from ..report.stress import short_name
+
     step = f"step {record.step}" if record.step is not None else f"#{index + 1}"
     return f"{short_name(record.series, 20)} {step}" if record.series is not None else step
 
 
-def short_name(name: str, width: int) -> str:
-    from ..report.stress import short_name as shortened
-
-    return shortened(name, width)
-
-
-def layout_width(header: list[str], rows: list[list[Any]]) -> int:
-    from ..report.stress import layout_width as width_of
-
-    return width_of(header, rows)
 
 
 def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path | None, seed: int) -> None:

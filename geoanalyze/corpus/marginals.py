@@ -550,7 +550,6 @@ def _compute_counts(
             cluster=cluster,
             work_dir=None if work_dir is None else Path(work_dir),
             keep_work=work_dir is not None,
-            fresh=False,
             progress=bar,
             report=report,
         )

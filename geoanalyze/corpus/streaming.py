@@ -193,11 +193,11 @@ def _kept_in(sample: float | None, sample_seed: int, raw_first: int, size: int) 
 
 
 def default_workers() -> int:
-    """All the cores this process may use."""
+    """All the cores this process may use (its CPU affinity where the system has one, else every core)."""
     try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS, Windows
-        return os.cpu_count() or 1
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - macOS, Windows
+        return max(1, os.cpu_count() or 1)
 
 
 def return_freed_memory() -> None:

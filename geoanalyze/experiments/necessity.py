@@ -178,7 +178,7 @@ def equivariance_deviations(seed: int = 0, length: int = 24, batch: int = 4) -> 
     ids = torch.randint(0, 100, (batch, length), generator=generator)
     permutation = torch.randperm(length, generator=generator)
     deviations = {}
-    kinds = [(kind, "bert") for kind in ("none", "sinusoidal", "learned", "lowrank", "mds", "rope", "alibi")]
+    kinds = [(kind, "bert") for kind in ORDER_KINDS]
     with tempfile.TemporaryDirectory() as folder:
         pe_file = Path(folder) / "mds.safetensors"
         write_synthetic_mds_file(pe_file, length, 32, seed=seed)

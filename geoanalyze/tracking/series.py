@@ -153,23 +153,6 @@ def find_series(sources: list[str], revisions: list[str] | None = None, order: s
     Raises InputError when a source holds no checkpoint, a step cannot be read (unless ``order`` is
     ``given``), or two members share a step.
     """
-    return _find_series(sources, revisions, order)
-
-
-def find_several(sources: list[str], order: str = "steps") -> tuple[Member, ...]:
-    """Each source its own series (``track --series``): its members in step order, labelled with the
-    source as given (the labels must differ), one series after the other."""
-    from dataclasses import replace
-
-    if len(sources) < 2:
-        raise InputError("--series compares two or more sources; pass each series' folder")
-    if len(set(sources)) != len(sources):
-        twice = next(source for source in sources if sources.count(source) > 1)
-        raise InputError(f"--series: {twice} is given twice; pass each series once")
-    return tuple(replace(member, series=source) for source in sources for member in _find_series([source], None, order))
-
-
-def _find_series(sources: list[str], revisions: list[str] | None, order: str) -> tuple[Member, ...]:
     if order not in ORDERS:
         raise InputError(f"unknown --order {order!r}; choose one of {', '.join(ORDERS)}")
     if not sources:
@@ -207,3 +190,18 @@ def _find_series(sources: list[str], revisions: list[str] | None, order: str) ->
             )
         seen[member.step] = member
     return tuple(sorted(members, key=lambda m: m.step or 0))
+
+
+def find_several(sources: list[str], order: str = "steps") -> tuple[Member, ...]:
+    """Each source its own series (``track --series``): its members in step order, labelled with the
+    source as given (the labels must differ), one series after the other."""
+    from dataclasses import replace
+
+    if len(sources) < 2:
+        raise InputError("--series compares two or more sources; pass each series' folder")
+    if len(set(sources)) != len(sources):
+        twice = next(source for source in sources if sources.count(source) > 1)
+        raise InputError(f"--series: {twice} is given twice; pass each series once")
+    return tuple(replace(member, series=source) for source in sources for member in find_series([source], None, order))
+
+

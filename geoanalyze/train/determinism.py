@@ -38,7 +38,7 @@ def cpu_threads() -> int:
 
     0 leaves torch's own setting (its default is one thread per core): faster on a large idle
     machine, but the numbers then depend on the thread count. A count above the cores this process
-    may run on (:func:`usable_cores`) is capped there, with a note: more threads than cores only
+    may run on (:func:`~geoanalyze.corpus.streaming.default_workers`) is capped there, with a note: more threads than cores only
     stall the machine (10,000 threads on 2 cores took a load average of 1,287), and the numbers
     do not depend on the count.
     """
@@ -51,7 +51,9 @@ def cpu_threads() -> int:
         threads = -1
     if threads < 0:
         raise InputError(f"{THREADS_VARIABLE} must be an integer >= 0 (0: torch's default), got {raw!r}")
-    cores = usable_cores()
+    from ..corpus.streaming import default_workers
+
+    cores = default_workers()
     if threads > cores:
         from .. import notes
 
@@ -61,15 +63,6 @@ def cpu_threads() -> int:
         )
         return cores
     return threads
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the system has one, else every core)."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    if affinity is not None:
-        with contextlib.suppress(OSError):
-            return max(1, len(affinity(0)))
-    return max(1, os.cpu_count() or 1)
 
 
 @contextlib.contextmanager
