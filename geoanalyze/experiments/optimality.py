@@ -446,7 +446,8 @@ def best_rank1(distances: np.ndarray, index: np.ndarray | None = None) -> dict[s
     t = (np.arange(n) if index is None else np.asarray(index)).astype(np.float64)
     d = distances[np.triu_indices(n, k=1)]
     line = (t - t.mean())[:, None]
-    line *= float(np.dot(pdist(line), d) / max(np.dot(pdist(line), pdist(line)), 1e-300))
+    lags = pdist(line)
+    line *= float(np.dot(lags, d) / max(np.dot(lags, lags), 1e-300))
     starts = {"classical": classical_mds(distances).embedding_[:, :1], "line": line}
     best: dict[str, Any] = {"scaled_stress": np.inf}
     for name, start in starts.items():

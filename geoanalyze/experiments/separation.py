@@ -56,8 +56,8 @@ def separation(options: ExperimentOptions) -> ExperimentResult:
     settings = PRESETS[options.preset]
     runs: dict[str, list[dict[str, Any]]] = {}
     tables: dict[str, list[tuple[int, np.ndarray]]] = {}
-    for task in ("mlm", "order"):
-        config = resolved(options, settings.train, [f"task={task}"])
+    configs = {task: resolved(options, settings.train, [f"task={task}"]) for task in ("mlm", "order")}
+    for task, config in configs.items():
         n = config.order_length if task == "order" else config.max_length
         snapshots: list[np.ndarray] = []
         runs[task] = train_run(
@@ -73,7 +73,7 @@ def separation(options: ExperimentOptions) -> ExperimentResult:
     merged[1] = merged[0]
     checks = separation_checks(minimum, relative, kept, separation_score(merged, relative=True))
     trajectories = separation_trajectories(tables, options.seed)
-    mlm = resolved(options, settings.train, ["task=mlm"])
+    mlm = configs["mlm"]
     corpus = corpus_geometry(mlm, options, limit=mlm.limit)
     against_corpus = table_trajectory(tables["mlm"], corpus.positions, corpus.matrix("corrected"), options.seed)
     figure = "separation.png"
@@ -188,15 +188,14 @@ def separation_trajectories(tables: dict[str, list[tuple[int, np.ndarray]]], see
     }
 
 
-def _separation_observer(n: int, snapshots: list[np.ndarray] | None = None) -> Callable[[Any], dict[str, float]]:
+def _separation_observer(n: int, snapshots: list[np.ndarray]) -> Callable[[Any], dict[str, float]]:
     """Min and relative pairwise distance of rows 0..n-1 of the model's position table (each table
-    appended to ``snapshots``, when given: the run's trajectory is scored from them)."""
+    appended to ``snapshots``: the run's trajectory is scored from them)."""
     from ..geometry.scores import separation as separation_score
 
     def observe(model: Any) -> dict[str, float]:
         vectors = model.pe.position_vectors(n)
-        if snapshots is not None:
-            snapshots.append(np.array(vectors, dtype=np.float64))
+        snapshots.append(np.array(vectors, dtype=np.float64))
         return {
             "separation": separation_score(vectors),
             "relative_separation": separation_score(vectors, relative=True),
