@@ -78,12 +78,12 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
     model = load_model(options, "mlm")
     geometry = corpus_geometry(config, options)
     positions = geometry.positions
+    initial = _initial_table(model, config.seed, np.arange(config.max_length))  # rows 0..max_length-1
     encodings = {
         "learned (trained)": model.pe.position_vectors(int(positions.max()) + 1)[positions],
-        "learned (initial)": _initial_table(model, config.seed, positions),
+        "learned (initial)": initial[positions],
     }
     rows, scores, tables = monotonicity_scores(encodings, geometry, options.seed)
-    initial = _initial_table(model, config.seed, np.arange(config.max_length))
     series = [(0, initial), *observed_tables(lines, snapshots, "eval_loss")]
     points = table_trajectory(series, positions, geometry.matrix("corrected"), options.seed)
     trajectory_png = "monotonicity-trajectory.png"
