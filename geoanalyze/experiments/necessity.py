@@ -77,7 +77,7 @@ def necessity(options: ExperimentOptions) -> ExperimentResult:
     n_eval = config.eval_batches * config.batch_size
     band = 3.0 * math.sqrt(0.25 / n_eval)  # 3 sd of a fair coin's accuracy on n_eval sequences (the figure)
     final = {kind: lines[-1]["eval_accuracy"] for kind, lines in runs.items()}
-    checks = necessity_checks(deviations, final, n_eval, options.seed, smoke=options.preset == "smoke")
+    checks = necessity_checks(deviations, final, n_eval, options.seed, settings=settings)
     figure = "necessity-accuracy.png"
     curves_figure(
         options.work_dir / figure,
@@ -113,7 +113,11 @@ def necessity(options: ExperimentOptions) -> ExperimentResult:
 
 
 def necessity_checks(
-    deviations: dict[str, float], final: dict[str, float], n_eval: int, seed: int, smoke: bool = False
+    deviations: dict[str, float],
+    final: dict[str, float],
+    n_eval: int,
+    seed: int,
+    settings: NecessitySettings = CI,
 ) -> list[Any]:
     """The verdicts of necessity from the equivariance deviations and each PE kind's held-out accuracy.
 
@@ -123,8 +127,8 @@ def necessity_checks(
     """
     from . import stat_tests as st
 
-    margin, solved = (SMOKE.chance_margin, SMOKE.solved) if smoke else (CI.chance_margin, CI.solved)
-    note = " (smoke: 150 steps on 128 sequences, margins loosened)" if smoke else ""
+    margin, solved = settings.chance_margin, settings.solved  # the preset's own (smoke loosens them)
+    note = " (smoke: 150 steps on 128 sequences, margins loosened)" if settings is SMOKE else ""
     broken = min(v for k, v in deviations.items() if k not in ("none", "none (gpt)"))
     encoded = [kind for kind in final if kind != "none"]
     return [
