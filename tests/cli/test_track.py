@@ -297,3 +297,19 @@ def test_track_and_its_baseline_say_which_aspects_the_corpus_cannot_rank(
     assert markdown.count("**Cannot decide:**") == 3
     # on drift-words every aspect is ranked: no such line
     assert "cannot decide" not in ok(invoke(["track", "--baseline", minilm_path, same, *CORPUS], cwd=tmp_path)).stdout
+
+
+def test_a_separation_gate_without_a_tolerance_is_refused_in_one_line(minilm_path: Path, tmp_path: Path) -> None:
+    """Relative separation has no shuffle test, so no null spread to default to: --fail-if-worse separation
+    needs a tolerance (exit 2, one line, before any corpus work); with one it gates as the others do."""
+    same = linked_copy(minilm_path, tmp_path / "same")
+    refused = invoke(["track", "--baseline", minilm_path, same, *CORPUS, "--fail-if-worse", "separation"], cwd=tmp_path)
+    assert refused.code == 2, refused
+    assert refused.errors == [
+        "error: --fail-if-worse separation: relative separation has no shuffle spread to default to; "
+        "give a tolerance, e.g. separation=0.05"
+    ]
+    gated = ["--fail-if-worse", "separation=0.05", "-f", "json"]
+    document = json.loads(ok(invoke(["track", "--baseline", minilm_path, same, *CORPUS, *gated], cwd=tmp_path)).stdout)
+    (change,) = [c for c in document["comparison"]["scores"] if c["score"] == "relative_separation"]
+    assert change["null_spread"] is None and change["tolerance"] == 0.05 and change["failed"] is False
