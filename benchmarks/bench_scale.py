@@ -191,14 +191,13 @@ def tokenizer_alone(backend_json: str, files: list[str], processes: int) -> floa
 
 def ours(files: list[str], tokenizer: Any, workers: int, cluster: str | None = None) -> tuple[float, Any]:
     from geoanalyze.corpus.sources import resolve_source
-    from geoanalyze.corpus.streaming import count_stream, shards_of
+    from geoanalyze.corpus.streaming import CountJob, count_stream, shards_of
 
     source = resolve_source(str(Path(files[0]).parent))
     with tempfile.TemporaryDirectory() as work:
         start = time.perf_counter()
-        counts = count_stream(
-            shards_of(source), tokenizer, {"bench": time.time()}, workers=workers, cluster=cluster, work_dir=Path(work)
-        )
+        job = CountJob(workers=workers, cluster=cluster, work_dir=Path(work))
+        counts, _ = count_stream(shards_of(source), tokenizer, job, {"bench": time.time()})
         return time.perf_counter() - start, counts
 
 

@@ -28,7 +28,9 @@ _EXPORTS = {
     "get_tokenizer": "geoanalyze.corpus.tokenize",
     "PositionalCounts": "geoanalyze.corpus.marginals",
     "count_positions": "geoanalyze.corpus.marginals",
-    "compute_counts": "geoanalyze.corpus.marginals",
+    "compute_counts": "geoanalyze.corpus.streaming",
+    "CountJob": "geoanalyze.corpus.streaming",
+    "TrainResult": "geoanalyze.train.loop",
     "hellinger_distances": "geoanalyze.geometry.distances",
     "fisher_rao_distances": "geoanalyze.geometry.distances",
     "position_geometry": "geoanalyze.geometry.distances",
@@ -60,6 +62,7 @@ _EXPORTS = {
 __all__ = [
     "DATASETS",
     "CheckpointInfo",
+    "CountJob",
     "EncodingScores",
     "GeoanalyzeError",
     "LayerRow",
@@ -70,6 +73,7 @@ __all__ = [
     "StressOptions",
     "StressResult",
     "SyntheticCorpus",
+    "TrainResult",
     "Verdict",
     "__version__",
     "classical_mds",
@@ -99,8 +103,9 @@ __all__ = [
 if TYPE_CHECKING:
     from .analysis import StressOptions
     from .api import score, score_vectors, to_json, to_markdown, verdict, write_report
-    from .corpus.marginals import PositionalCounts, compute_counts, count_positions
+    from .corpus.marginals import PositionalCounts, count_positions
     from .corpus.sources import DATASETS, load_texts, resolve_source
+    from .corpus.streaming import CountJob, compute_counts
     from .corpus.synthetic import SyntheticCorpus, synthetic_corpus
     from .corpus.tokenize import get_tokenizer
     from .encodings import get_encoding
@@ -111,6 +116,7 @@ if TYPE_CHECKING:
     from .geometry.shuffle import shuffle_test
     from .report.stress import write_figures
     from .results import CheckpointInfo, EncodingScores, LayerRow, StressResult, Verdict
+    from .train.loop import TrainResult
 
 
 def __getattr__(name: str) -> Any:

@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 
 from .cache import KEY_FIELD, cache_entry, cache_holds, cache_key, caching, key_matches, write_cache
-from .corpus.marginals import DEFAULT_MIN_COUNT, compute_counts
+from .corpus.marginals import DEFAULT_MIN_COUNT
 from .corpus.sources import default_tokenizer, resolve_source
+from .corpus.streaming import CountJob, compute_counts
 from .encodings import Encoding, EncodingContext, get_encoding, is_encoding_spec, takes_model_width
 from .errors import FormatError, InputError
 from .geometry.distances import PositionGeometry, position_geometry
@@ -272,14 +273,8 @@ class Corpus:
 def target_geometry(resolved: Target, options: StressOptions, progress: ProgressFactory | None = None) -> Corpus:
     """Count the corpus with the target's tokenizer and measure the Hellinger geometry of its kept positions."""
     source = resolve_source(options.dataset, options.split, options.data_dir, options.text_column)
-    counts, _ = compute_counts(
-        source,
-        tokenizer=resolved.tokenizer,
-        max_length=resolved.max_length,
-        limit=options.limit,
-        cache=options.cache,
-        progress=progress,
-    )
+    job = CountJob(tokenizer=resolved.tokenizer, max_length=resolved.max_length, limit=options.limit)
+    counts, _ = compute_counts(source, job, cache=options.cache, progress=progress)
     if options.max_positions is not None and counts.n_positions < options.max_positions:
         raise InputError(
             f"the sequences of {source.name} reach {counts.n_positions} positions, fewer than --max-length "

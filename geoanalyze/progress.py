@@ -130,3 +130,80 @@ class ProgressBars:
             self._progress.update(task, advance=done, **fields)
 
         return advance
+
+
+class CountProgress:
+    """A streamed count's shards done and tokens/s on stderr: a bar on a terminal, else a plain
+    line at most every ``every`` seconds (default :func:`progress_interval`), also inside a long
+    shard, and a last one when the job ends. The counting runner sends it its events:
+    :meth:`add_tokens` (a batch counted in this process) and :meth:`shard_done`.
+    """
+
+    def __init__(self, description: str, n_shards: int, enabled: bool = True, every: float | None = None):
+        self.description, self.n_shards = description, n_shards
+        self.every = progress_interval() if every is None else every
+        self.tty = enabled and sys.stderr.isatty()
+        self.plain = enabled and not self.tty
+        self.tokens = self.done = 0
+        self.start = self._last_line = time.perf_counter()
+        self._printed = False
+        self._bar: Progress | None = None
+        if self.tty:
+            columns = (TextColumn("shards  {task.fields[rate]}"), TimeElapsedColumn())
+            self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), *columns,
+                                 console=stderr_console, transient=True)  # fmt: skip
+            self._task = self._bar.add_task(description, total=n_shards, rate="")
+            self._bar.start()
+
+    def rate(self) -> float:
+        return self.tokens / max(time.perf_counter() - self.start, 1e-9)
+
+    def add_tokens(self, tokens: int) -> None:
+        self.tokens += tokens
+        if self._bar is not None:
+            self._bar.update(self._task, rate=f"{_si(self.tokens)} tokens, {_si(self.rate())} tokens/s")
+        self._line(final=False)
+
+    def _line(self, final: bool) -> None:
+        now = time.perf_counter()
+        if not self.plain or (now - self._last_line < self.every and not (final and self._printed)):
+            return  # a job shorter than the interval prints nothing; one that printed ends with a line
+        self._last_line, self._printed = now, True
+        share = f" ({100 * self.done // max(self.n_shards, 1)}%)"
+        print(
+            f"progress: {self.description}: {self.done}/{self.n_shards} shards{share}, {_si(self.tokens)} tokens, "
+            f"{_si(self.rate())} tokens/s, elapsed {duration(now - self.start)}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def shard_done(self, tokens: int, counted_here: bool) -> None:
+        """A shard is done; its ``tokens`` join the total unless its batches were reported already."""
+        self.done += 1
+        if counted_here:
+            self.add_tokens(tokens)
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1)
+        self._line(final=self.done == self.n_shards)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+class ShardCallbackProgress(CountProgress):
+    """A plain ``advance(n)`` callback (another command's progress bar) advanced by one per shard."""
+
+    def __init__(self, advance: Callable[[int], None]):
+        super().__init__("", 0, enabled=False)
+        self._advance = advance
+
+    def shard_done(self, tokens: int, counted_here: bool) -> None:
+        self._advance(1)
+
+
+def _si(value: float) -> str:
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.1f} {unit}"
+    return f"{value:.0f}"

@@ -232,9 +232,10 @@ def load_counts(
     Every input is checked to merge with the others (tokenizer, max length, options) before
     any corpus is counted. ``reports`` receives what each streamed count did.
     """
-    from ..corpus.marginals import PositionalCounts, compute_counts
+    from ..corpus.marginals import PositionalCounts
     from ..corpus.sources import resolve_source
-    from ..corpus.streaming import CountProgress, CountReport
+    from ..corpus.streaming import CountJob, compute_counts
+    from ..progress import CountProgress
 
     if not sources:
         raise InputError("no corpus given; pass a dataset name, a file or a counts file")
@@ -267,26 +268,22 @@ def load_counts(
             source_notes.append({"source": source, "from": "counts file"})
         else:
             resolved = resolve(source)
-            report = CountReport()
-            counts, cached = compute_counts(
-                resolved,
+            job = CountJob(
                 tokenizer=options.tokenizer or default_tokenizer(source),
                 max_length=options.max_length,
                 exclude_special=options.exclude_special,
                 add_special_tokens=options.add_special_tokens,
                 limit=options.limit,
                 split_seed=options.split_seed,
-                cache=options.cache,
-                progress=bar,
                 sample=options.sample,
                 sample_seed=options.sample_seed,
                 workers=options.workers,
                 cluster=options.cluster,
                 work_dir=options.work_dir,
-                report=report,
             )
-            source_notes.append({"source": source, "from": "cache" if cached else resolved.location})
-            if reports is not None and not cached:
+            counts, report = compute_counts(resolved, job, cache=options.cache, progress=bar)
+            source_notes.append({"source": source, "from": "cache" if report.cached else resolved.location})
+            if reports is not None and not report.cached:
                 reports.append(dict(report.as_dict(), source=source))
         merged = counts if merged is None else merged.merge(counts)
     assert merged is not None

@@ -14,7 +14,6 @@ tokenizer identity, the corpus, the options and the format version.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -26,13 +25,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..cache import KEY_FIELD, cache_entry, cache_holds, cache_key, caching, file_digests, key_matches, write_cache
+from ..cache import file_digests
 from ..errors import FormatError, IncompatibleError, InputError
 from ..geometry.distances import normalise_rows
 from ..hub import packaged_minilm_path
 from ..io import load_arrays, save_arrays
-from .sources import CorpusSource
-from .tokenize import Tokenizer, get_tokenizer
+from .tokenize import Tokenizer
 
 DEFAULT_MIN_COUNT = 100
 _BATCH = 4096
@@ -434,7 +432,7 @@ def count_positions(
 ) -> PositionalCounts:
     """Count tokens per position over a list of texts, batched and vectorised.
 
-    For corpora that do not fit in memory, :func:`compute_counts` streams a source shard by
+    For corpora that do not fit in memory, :func:`~geoanalyze.corpus.streaming.compute_counts` streams a source shard by
     shard through the same :class:`SparseCounter`, with the same split-half coins.
 
     Parameters
@@ -455,198 +453,6 @@ def count_positions(
         if progress is not None:
             progress(len(batch))
     return counter.result(split_seed=split_seed)
-
-
-def compute_counts(
-    source: CorpusSource,
-    tokenizer: str = "bert-base-uncased",
-    max_length: int | None = None,
-    exclude_special: bool = False,
-    add_special_tokens: bool = True,
-    limit: int | None = None,
-    split_seed: int = 0,
-    cache: bool = True,
-    progress: Any = None,
-    sample: float | None = None,
-    sample_seed: int = 0,
-    workers: int | None = None,
-    cluster: str | None = None,
-    work_dir: str | os.PathLike[str] | None = None,
-    report: Any = None,
-) -> tuple[PositionalCounts, bool]:
-    """Counts of a corpus source, streamed shard by shard, from the cache when done before.
-
-    Returns (counts, came_from_cache). ``cache=False`` (``--no-cache``) recounts and neither
-    reads nor writes any cache (:func:`geoanalyze.cache.caching`); an entry is served only if the
-    key recorded in its header is the key asked for.
-    The cache key covers the corpus fingerprint (the SHA-256 of every local file's bytes with
-    its format, a folder's relative names; or the hub id, config and split; or the synthetic
-    spec), the tokenizer (its spec and the digests of the files it loads from), every option that
-    changes the result and the file format version; not the corpus's path, ``workers`` or
-    ``cluster``, which never change it.
-
-    The counting itself is :func:`geoanalyze.corpus.streaming.count_stream`: memory bounded by
-    one batch of text and the n x V counts per worker, ``workers`` processes (default: every
-    core) or the Dask scheduler at ``cluster``, and per-shard partial counts in ``work_dir``
-    (default: a job folder in the cache, removed once the counts are cached) that a re-run of a
-    killed job picks up. ``progress`` is a factory ``(description, n_shards)`` returning a
-    :class:`~geoanalyze.corpus.streaming.CountProgress`, or a callback advanced by one per
-    shard done; ``report`` a
-    :class:`~geoanalyze.corpus.streaming.CountReport` to fill in.
-    """
-    with caching(cache):
-        return _compute_counts(
-            source, tokenizer, max_length, exclude_special, add_special_tokens, limit, split_seed,
-            progress, sample, sample_seed, workers, cluster, work_dir, report,
-        )
-
-
-def _compute_counts(
-    source: CorpusSource,
-    tokenizer: str,
-    max_length: int | None,
-    exclude_special: bool,
-    add_special_tokens: bool,
-    limit: int | None,
-    split_seed: int,
-    progress: Any,
-    sample: float | None,
-    sample_seed: int,
-    workers: int | None,
-    cluster: str | None,
-    work_dir: str | os.PathLike[str] | None,
-    report: Any,
-) -> tuple[PositionalCounts, bool]:
-    """:func:`compute_counts` inside its :func:`~geoanalyze.cache.caching` block."""
-    from .streaming import count_stream, shards_of
-
-    key = _counts_key(source, tokenizer, max_length, exclude_special, add_special_tokens, limit, split_seed)
-    if sample is not None:
-        key.update(sample=float(sample), sample_seed=int(sample_seed))
-    cached = cache_entry("counts", key)
-    if cache_holds(cached):
-        hit = _cached_counts(cached, key)
-        if hit is not None:
-            # Keyed by content: the entry may have been written for a copy at another path.
-            hit.metadata["corpus"] = [corpus_entry(source, limit)]
-            return hit, True
-    if limit is not None and limit < 1:
-        raise InputError(f"--limit must be at least 1, got {limit}")
-    shards = shards_of(source)
-    tok = get_tokenizer(tokenizer, max_length=max_length, add_special_tokens=add_special_tokens)
-    job = _job_description(source, tok, exclude_special, add_special_tokens, split_seed, limit, sample, sample_seed)
-    bar = _shard_progress(progress, f"counting {source.name}", len(shards))
-    try:
-        counts = count_stream(
-            shards,
-            tok,
-            job,
-            exclude_special=exclude_special,
-            split_seed=split_seed,
-            limit=limit,
-            sample=sample,
-            sample_seed=sample_seed,
-            workers=workers,
-            cluster=cluster,
-            work_dir=None if work_dir is None else Path(work_dir),
-            keep_work=work_dir is not None,
-            progress=bar,
-            report=report,
-        )
-    finally:
-        if bar is not None:
-            bar.close()
-    counts.metadata["corpus"] = [corpus_entry(source, limit)]
-    if sample is not None:
-        counts.metadata["sample"] = {"fraction": float(sample), "seed": int(sample_seed)}
-    # The entry records its key (served only under it); an unwritable cache never fails the job;
-    # with --no-cache nothing is written.
-    entry = PositionalCounts(counts.counts, counts.half, {**counts.metadata, KEY_FIELD: cache_key(key)}, counts.vocab)
-    write_cache(lambda: entry.save(cached))
-    return counts, False
-
-
-def corpus_entry(source: CorpusSource, limit: int | None) -> dict[str, Any]:
-    """A corpus as a counts file's header records it: where it was read, the --limit, and its
-    ``fingerprint`` (the digest of its contents), which tells a counts file of a corpus given
-    beside that corpus, or beside another counts file of it, for what it is (counted twice)."""
-    return dict(source.describe(), limit=limit, fingerprint=source.fingerprint)
-
-
-def _counts_key(
-    source: CorpusSource,
-    tokenizer: str,
-    max_length: int | None,
-    exclude_special: bool,
-    add_special_tokens: bool,
-    limit: int | None,
-    split_seed: int,
-) -> dict[str, Any]:
-    """What determines a corpus's counts: the cache key of :func:`compute_counts` (its format: version 3,
-    content fingerprints)."""
-    return {
-        "source": source.fingerprint,
-        "text_column": source.text_column,
-        "tokenizer": tokenizer,
-        "tokenizer_files": tokenizer_fingerprint(tokenizer),
-        "max_length": max_length,
-        "exclude_special": exclude_special,
-        "add_special_tokens": add_special_tokens,
-        "limit": limit,
-        "split_seed": split_seed,
-        "version": 3,
-    }
-
-
-def _job_description(
-    source: CorpusSource,
-    tok: Tokenizer,
-    exclude_special: bool,
-    add_special_tokens: bool,
-    split_seed: int,
-    limit: int | None,
-    sample: float | None,
-    sample_seed: int,
-) -> dict[str, Any]:
-    """What determines a streamed count's result: the key of its work folder."""
-    return {
-        "corpus": source.name,
-        "location": source.location,
-        "text_column": source.text_column,
-        "tokenizer": tokenizer_identity(tok),
-        "max_length": tok.max_length,
-        "exclude_special": bool(exclude_special),
-        "add_special_tokens": bool(add_special_tokens),
-        "split_seed": int(split_seed),
-        "limit": limit,
-        "sample": None if sample is None else [float(sample), int(sample_seed)],
-    }
-
-
-def _cached_counts(path: Path, key: dict[str, Any]) -> PositionalCounts | None:
-    """The counts of a cache entry, or None for a damaged one or one whose recorded key is not
-    ``key`` (removed: it is recomputed, never trusted)."""
-    try:
-        counts = PositionalCounts.load(path)
-        if not key_matches(counts.metadata, key):
-            raise FormatError(f"{path} records another key")
-        counts.metadata.pop(KEY_FIELD, None)
-        return counts
-    except FormatError:
-        with contextlib.suppress(OSError):  # a read-only cache keeps it; it is never trusted
-            path.unlink(missing_ok=True)
-    return None
-
-
-def _shard_progress(progress: Any, description: str, n_shards: int) -> Any:
-    """The CountProgress of a ``progress`` factory; a plain ``(description, total) -> advance``
-    factory is wrapped to advance by one per shard done. None without a factory."""
-    bar = progress(description, n_shards) if progress else None
-    if bar is not None and not hasattr(bar, "shard_done"):
-        from .streaming import ShardCallbackProgress
-
-        bar = ShardCallbackProgress(bar)
-    return bar
 
 
 def token_positions(lengths: np.ndarray) -> np.ndarray:

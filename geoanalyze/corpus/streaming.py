@@ -32,7 +32,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -40,9 +40,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..cache import cache_dir
+from ..cache import KEY_FIELD, cache_dir, cache_entry, cache_holds, cache_key, caching, key_matches, write_cache
 from ..errors import FormatError, GeoanalyzeError, IncompatibleError, InputError, first_line
 from ..io import write_text
+from ..progress import CountProgress, ShardCallbackProgress
 from .marginals import (
     PositionalCounts,
     SparseCounter,
@@ -50,9 +51,11 @@ from .marginals import (
     csr_keys,
     keys_to_csr,
     merge_sorted,
+    tokenizer_fingerprint,
+    tokenizer_identity,
 )
 from .sources import CorpusSource, Shard
-from .tokenize import Tokenizer, TokenizerSpec, fresh_tokenizer
+from .tokenize import Tokenizer, TokenizerSpec, fresh_tokenizer, get_tokenizer
 
 BATCH = 4096
 # A batch also ends at this many characters: the tokenizer's per-token structures (~160 bytes a
@@ -161,16 +164,31 @@ def count_shard(job: ShardJob, progress: Callable[[int], None] | None = None) ->
     return counts
 
 
-def count_and_store(job: ShardJob, path: str, stamp: dict[str, Any]) -> dict[str, Any]:
-    """Count a shard and write its counts to ``path`` (a work folder on this machine's disk);
-    return only their metadata, so the counts do not travel through a pipe."""
-    counts = count_shard(job)
+@dataclass(frozen=True)
+class ShardReport:
+    """What counting one shard did: texts read, whether to its end, tokens; and the counts, unless
+    the worker wrote them to the work folder (then they do not travel through a pipe)."""
+
+    n_read: int
+    complete: bool
+    n_tokens: int
+    counts: PositionalCounts | None = None
+
+
+def count_and_store(
+    job: ShardJob, path: str | None, stamp: Mapping[str, str], progress: Callable[[int], None] | None = None
+) -> ShardReport:
+    """Count a shard (the worker's task) and write its counts, stamped, to ``path`` (a work folder
+    on this machine's disk; None: none shared); they come back only when they were not written."""
+    counts = count_shard(job, progress)
     counts.metadata.update(stamp)
-    try:
-        counts.save(path)
-    except Exception:  # a full or unwritable work folder: the counts travel through the pipe instead
-        return counts  # type: ignore[return-value]
-    return dict(counts.metadata)
+    metadata = counts.metadata
+    report = ShardReport(int(metadata["n_read"]), bool(metadata["complete"]), int(metadata["n_tokens"]), counts)
+    if path is not None:
+        with contextlib.suppress(Exception):  # a full or unwritable work folder: the counts travel instead
+            counts.save(path)
+            return replace(report, counts=None)
+    return report
 
 
 def shard_size(shard: Shard) -> int:
@@ -251,16 +269,10 @@ class _InProcess(_Executor):
     parallel = False
     description = "1 process"
 
-    def __init__(self, progress: Callable[[int], None] | None = None):
-        self._progress = progress
-
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         future: cf.Future[Any] = cf.Future()
         try:
-            if fn is count_shard:
-                future.set_result(fn(*args, progress=self._progress))
-            else:
-                future.set_result(fn(*args))
+            future.set_result(fn(*args))
         except GeoanalyzeError as exc:
             future.set_exception(exc)
         return future
@@ -279,6 +291,7 @@ class _ProcessPool(_Executor):
 
         threads = max(1, default_workers() // workers)
         self.description = f"{workers} processes"
+        self._others = set(multiprocessing.active_children())  # the pool's workers are the children not here
         self._pool = cf.ProcessPoolExecutor(
             max_workers=workers,
             mp_context=multiprocessing.get_context("spawn"),
@@ -306,7 +319,9 @@ class _ProcessPool(_Executor):
         if abort:
             # A failed job stops now: the shards in flight are abandoned (their partial counts
             # were never written), not waited for.
-            for process in list(getattr(self._pool, "_processes", {}).values()):
+            import multiprocessing
+
+            for process in set(multiprocessing.active_children()) - self._others:
                 with contextlib.suppress(Exception):
                     process.terminate()
         self._pool.shutdown(wait=not abort, cancel_futures=True)
@@ -385,9 +400,7 @@ def connect(address: str) -> Any:
         ) from exc
 
 
-def make_executor(
-    workers: int | None, cluster: str | None, n_jobs: int, progress: Callable[[int], None] | None = None
-) -> _Executor:
+def make_executor(workers: int | None, cluster: str | None, n_jobs: int) -> _Executor:
     """The engine: a Dask cluster when ``cluster`` is given, else a process pool of
     min(workers, shards) processes, else this process."""
     workers = default_workers() if workers is None else workers
@@ -396,106 +409,8 @@ def make_executor(
     if cluster:
         return _Dask(cluster, workers)
     if min(workers, n_jobs) <= 1:
-        return _InProcess(progress)
+        return _InProcess()
     return _ProcessPool(min(workers, n_jobs))
-
-
-# --- progress -----------------------------------------------------------------------------
-
-
-class CountProgress:
-    """Shards done and tokens/s on stderr: a bar on a terminal, else a plain line now and then.
-
-    Plain lines are for logs (Slurm, CI): ``progress: ...`` at most every ``every`` seconds
-    (``GEOANALYZE_PROGRESS_SECONDS``, default 30, as every other command's), also inside a long
-    shard, and a last one when the job ends.
-    """
-
-    def __init__(self, description: str, n_shards: int, enabled: bool = True, every: float | None = None):
-        from ..progress import progress_interval
-
-        self.description, self.n_shards = description, n_shards
-        self.every = progress_interval() if every is None else every
-        self.tty = enabled and sys.stderr.isatty()
-        self.plain = enabled and not self.tty
-        self.tokens = 0
-        self.done = 0
-        self.start = time.perf_counter()
-        self._last_line = self.start
-        self._printed = False
-        self._bar: Any = None
-        if self.tty:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            from ..progress import stderr_console
-
-            self._bar = Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("shards  {task.fields[rate]}"),
-                TimeElapsedColumn(),
-                console=stderr_console,
-                transient=True,
-            )
-            self._task = self._bar.add_task(description, total=n_shards, rate="")
-            self._bar.start()
-
-    def rate(self) -> float:
-        return self.tokens / max(time.perf_counter() - self.start, 1e-9)
-
-    def add_tokens(self, tokens: int) -> None:
-        self.tokens += tokens
-        if self._bar is not None:
-            self._bar.update(self._task, rate=f"{_si(self.tokens)} tokens, {_si(self.rate())} tokens/s")
-        self._line(final=False)
-
-    def _line(self, final: bool) -> None:
-        now = time.perf_counter()
-        if not self.plain or (now - self._last_line < self.every and not (final and self._printed)):
-            return  # a job shorter than the interval prints nothing; one that printed ends with a line
-        from ..progress import duration
-
-        self._last_line = now
-        self._printed = True
-        share = f" ({100 * self.done // max(self.n_shards, 1)}%)"
-        print(
-            f"progress: {self.description}: {self.done}/{self.n_shards} shards{share}, {_si(self.tokens)} tokens, "
-            f"{_si(self.rate())} tokens/s, elapsed {duration(now - self.start)}",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    def shard_done(self, tokens: int, counted_here: bool) -> None:
-        self.done += 1
-        if counted_here:
-            self.add_tokens(tokens)
-        if self._bar is not None:
-            self._bar.update(self._task, advance=1)
-        self._line(final=self.done == self.n_shards)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
-
-class ShardCallbackProgress(CountProgress):
-    """A plain ``advance(n)`` callback (another command's progress bar) advanced per shard."""
-
-    def __init__(self, advance: Callable[[int], None]):
-        super().__init__("", 0, enabled=False)
-        self._advance = advance
-
-    def shard_done(self, tokens: int, counted_here: bool) -> None:
-        super().shard_done(tokens, counted_here)
-        self._advance(1)
-
-
-def _si(value: float) -> str:
-    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if value >= scale:
-            return f"{value / scale:.1f} {unit}"
-    return f"{value:.0f}"
 
 
 # --- the work folder ----------------------------------------------------------------------
@@ -666,9 +581,41 @@ class ShardMerger:
 # --- the driver ---------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
+class CountJob:
+    """A count's settings: what determines the counts, and how they are made (never changing them).
+
+    tokenizer : its spec (a Hugging Face name or folder, ``whitespace``, ``char``), loaded by
+        :func:`compute_counts` (:func:`count_stream` is handed the loaded tokenizer).
+    max_length, add_special_tokens : the tokenizer's truncation and special tokens.
+    exclude_special : special tokens ([CLS], [SEP], ...) are not counted.
+    limit : count the first ``limit`` texts kept.
+    split_seed : the seed of the split-half coins.
+    sample, sample_seed : keep the text of raw index r when the r-th uniform of the sample stream
+        of ``sample_seed`` is below ``sample``.
+    workers, cluster : processes on this machine (default: every core), or a Dask scheduler's address.
+    work_dir : the per-shard partial counts, kept (default: a job folder in the cache, removed
+        once the counts are done).
+    fresh : earlier partial counts in the work folder are discarded.
+    """
+
+    tokenizer: str = "bert-base-uncased"
+    max_length: int | None = None
+    exclude_special: bool = False
+    add_special_tokens: bool = True
+    limit: int | None = None
+    split_seed: int = 0
+    sample: float | None = None
+    sample_seed: int = 0
+    workers: int | None = None
+    cluster: str | None = None
+    work_dir: str | os.PathLike[str] | None = None
+    fresh: bool = False
+
+
+@dataclass(frozen=True)
 class CountReport:
-    """What a streamed count did: shards counted now and reused, tokens, time, engine."""
+    """What a count did: shards counted now and reused, tokens, time, engine; or ``cached``: none."""
 
     shards: int = 0
     counted: int = 0
@@ -677,6 +624,7 @@ class CountReport:
     seconds: float = 0.0
     engine: str = ""
     work_dir: str | None = None
+    cached: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -691,39 +639,139 @@ class CountReport:
         }
 
 
+def compute_counts(
+    source: CorpusSource, job: CountJob = CountJob(), cache: bool = True, progress: Any = None
+) -> tuple[PositionalCounts, CountReport]:
+    """Counts of a corpus source, streamed shard by shard, from the cache when done before.
+
+    Returns the counts and what counting them did (``cached`` when they came from the cache).
+    ``cache=False`` (``--no-cache``) recounts and neither reads nor writes any cache
+    (:func:`geoanalyze.cache.caching`); an entry is served only if the key recorded in its header
+    is the key asked for. The cache key covers the corpus fingerprint (the SHA-256 of every local
+    file's bytes with its format, a folder's relative names; or the hub id, config and split; or
+    the synthetic spec), the tokenizer (its spec and the digests of the files it loads from),
+    every setting of ``job`` that changes the result and the file format version; not the
+    corpus's path, ``workers``, ``cluster`` or ``work_dir``, which never change it.
+
+    The counting itself is :func:`count_stream`. ``progress`` is a factory ``(description,
+    n_shards)`` returning a :class:`~geoanalyze.progress.CountProgress`, or a callback advanced
+    by one per shard done.
+    """
+    with caching(cache):
+        key = _counts_key(source, job)
+        cached = cache_entry("counts", key)
+        if cache_holds(cached):
+            hit = _cached_counts(cached, key)
+            if hit is not None:
+                # Keyed by content: the entry may have been written for a copy at another path.
+                hit.metadata["corpus"] = [corpus_entry(source, job.limit)]
+                return hit, CountReport(cached=True)
+        if job.limit is not None and job.limit < 1:
+            raise InputError(f"--limit must be at least 1, got {job.limit}")
+        shards = shards_of(source)
+        tok = get_tokenizer(job.tokenizer, max_length=job.max_length, add_special_tokens=job.add_special_tokens)
+        bar = progress(f"counting {source.name}", len(shards)) if progress else None
+        if bar is not None and not hasattr(bar, "shard_done"):
+            bar = ShardCallbackProgress(bar)
+        try:
+            counts, report = count_stream(shards, tok, job, _job_description(source, tok, job), bar)
+        finally:
+            if bar is not None:
+                bar.close()
+        counts.metadata["corpus"] = [corpus_entry(source, job.limit)]
+        if job.sample is not None:
+            counts.metadata["sample"] = {"fraction": float(job.sample), "seed": int(job.sample_seed)}
+        # The entry records its key (served only under it); an unwritable cache never fails the job;
+        # with --no-cache nothing is written.
+        metadata = {**counts.metadata, KEY_FIELD: cache_key(key)}
+        entry = PositionalCounts(counts.counts, counts.half, metadata, counts.vocab)
+        write_cache(lambda: entry.save(cached))
+        return counts, report
+
+
+def corpus_entry(source: CorpusSource, limit: int | None) -> dict[str, Any]:
+    """A corpus as a counts file's header records it: where it was read, the --limit, and its
+    ``fingerprint`` (the digest of its contents), which tells a counts file of a corpus given
+    beside that corpus, or beside another counts file of it, for what it is (counted twice)."""
+    return dict(source.describe(), limit=limit, fingerprint=source.fingerprint)
+
+
+def _counts_key(source: CorpusSource, job: CountJob) -> dict[str, Any]:
+    """What determines a corpus's counts: the cache key of :func:`compute_counts` (its format:
+    version 3, content fingerprints)."""
+    key: dict[str, Any] = {
+        "source": source.fingerprint,
+        "text_column": source.text_column,
+        "tokenizer": job.tokenizer,
+        "tokenizer_files": tokenizer_fingerprint(job.tokenizer),
+        "max_length": job.max_length,
+        "exclude_special": job.exclude_special,
+        "add_special_tokens": job.add_special_tokens,
+        "limit": job.limit,
+        "split_seed": job.split_seed,
+        "version": 3,
+    }
+    if job.sample is not None:
+        key.update(sample=float(job.sample), sample_seed=int(job.sample_seed))
+    return key
+
+
+def _job_description(source: CorpusSource, tok: Tokenizer, job: CountJob) -> dict[str, Any]:
+    """What determines a streamed count's result: the key of its work folder."""
+    return {
+        "corpus": source.name,
+        "location": source.location,
+        "text_column": source.text_column,
+        "tokenizer": tokenizer_identity(tok),
+        "max_length": tok.max_length,
+        "exclude_special": bool(job.exclude_special),
+        "add_special_tokens": bool(job.add_special_tokens),
+        "split_seed": int(job.split_seed),
+        "limit": job.limit,
+        "sample": None if job.sample is None else [float(job.sample), int(job.sample_seed)],
+    }
+
+
+def _cached_counts(path: Path, key: dict[str, Any]) -> PositionalCounts | None:
+    """The counts of a cache entry, or None for a damaged one or one whose recorded key is not
+    ``key`` (removed: it is recomputed, never trusted)."""
+    try:
+        counts = PositionalCounts.load(path)
+        if not key_matches(counts.metadata, key):
+            raise FormatError(f"{path} records another key")
+        counts.metadata.pop(KEY_FIELD, None)
+        return counts
+    except FormatError:
+        with contextlib.suppress(OSError):  # a read-only cache keeps it; it is never trusted
+            path.unlink(missing_ok=True)
+    return None
+
+
 def count_stream(
     shards: list[Shard],
     tokenizer: Tokenizer,
-    job: dict[str, Any],
-    exclude_special: bool = False,
-    split_seed: int = 0,
-    limit: int | None = None,
-    sample: float | None = None,
-    sample_seed: int = 0,
-    workers: int | None = None,
-    cluster: str | None = None,
-    work_dir: Path | None = None,
-    keep_work: bool = True,
-    fresh: bool = False,
+    job: CountJob,
+    key: Mapping[str, Any],
     progress: CountProgress | None = None,
-    report: CountReport | None = None,
-) -> PositionalCounts:
+) -> tuple[PositionalCounts, CountReport]:
     """Count shards into one :class:`PositionalCounts`, streamed, in parallel, resumably.
 
-    ``job`` describes everything that determines the result (it keys the work folder); the
-    partial counts land in ``work_dir`` (a temporary job folder under the cache when None,
-    removed after success unless ``keep_work``). ``fresh`` discards earlier partial counts.
+    ``key`` describes everything that determines the result (it keys the work folder); the
+    partial counts land in ``job.work_dir`` (kept), else in a temporary job folder under the
+    cache (removed after success). Memory is bounded by one batch of text and the n x V counts
+    per worker; ``progress`` receives the runner's events.
     """
-    if limit is not None and limit < 1:
-        raise InputError(f"--limit must be at least 1, got {limit}")
-    if sample is not None and not 0.0 < sample <= 1.0:
-        raise InputError(f"--sample must be a fraction in (0, 1], got {sample}")
+    if job.limit is not None and job.limit < 1:
+        raise InputError(f"--limit must be at least 1, got {job.limit}")
+    if job.sample is not None and not 0.0 < job.sample <= 1.0:
+        raise InputError(f"--sample must be a fraction in (0, 1], got {job.sample}")
     return_freed_memory()
-    job = dict(job, version=WORK_VERSION, shards=[s.name for s in shards])
-    folder, keep_work = _open_work_folder(work_dir, job, [shard.fingerprint() for shard in shards], fresh, keep_work)
+    key = dict(key, version=WORK_VERSION, shards=[s.name for s in shards])
+    work_dir = None if job.work_dir is None else Path(job.work_dir)
+    fingerprints = [shard.fingerprint() for shard in shards]
+    folder, keep_work = _open_work_folder(work_dir, key, fingerprints, job.fresh, work_dir is not None)
     try:
-        return _count_into(folder, keep_work, shards, tokenizer, job, exclude_special, split_seed, limit, sample,
-                           sample_seed, workers, cluster, progress, report)  # fmt: skip
+        return _count_into(folder, keep_work, shards, tokenizer, job, str(key.get("corpus", "")), progress)
     except BaseException:
         if folder.temporary:  # a temporary folder never outlives its job (a cache's job folder is resumed)
             shutil.rmtree(folder.path, ignore_errors=True)
@@ -733,44 +781,33 @@ def count_stream(
 def _count_into(
     folder: WorkFolder,
     keep_work: bool,
-    shards: list[Any],
-    tokenizer: Any,
-    job: dict[str, Any],
-    exclude_special: bool,
-    split_seed: int,
-    limit: int | None,
-    sample: float | None,
-    sample_seed: int,
-    workers: int | None,
-    cluster: str | None,
+    shards: list[Shard],
+    tokenizer: Tokenizer,
+    job: CountJob,
+    corpus: str,
     progress: CountProgress | None,
-    report: CountReport | None,
-) -> PositionalCounts:
+) -> tuple[PositionalCounts, CountReport]:
     """:func:`count_stream` in its work folder."""
-    report = report if report is not None else CountReport()
-    report.shards, report.work_dir = len(shards), str(folder.path)
-    template = ShardJob(
-        0, shards[0], tokenizer.spec(), exclude_special, split_seed, sample=sample, sample_seed=sample_seed
-    )
+    template = ShardJob(0, shards[0], tokenizer.spec(), job.exclude_special, job.split_seed,
+                        sample=job.sample, sample_seed=job.sample_seed)  # fmt: skip
     earlier = _earlier_headers(folder)
     start = time.perf_counter()
-    tick = progress.add_tokens if progress is not None else None
-    executor = make_executor(workers, cluster, len(shards) - len(earlier), progress=tick)
-    report.engine = executor.description
-    scheduler = _Scheduler(shards, folder, template, limit, executor, report, progress, earlier)
+    executor = make_executor(job.workers, job.cluster, len(shards) - len(earlier))
+    scheduler = _Scheduler(shards, folder, template, job.limit, executor, progress, earlier)
     aborted = True
     try:
         scheduler.run()
         aborted = False
     finally:
         executor.close(abort=aborted)
-        report.seconds = time.perf_counter() - start
+    tally = (scheduler.counted, scheduler.reused, scheduler.tokens, time.perf_counter() - start)
+    report = CountReport(len(shards), *tally, executor.description, str(folder.path))
     merged = scheduler.merger.result()
     if merged is None or merged.n_sequences == 0:
-        raise InputError(f"the corpus {job.get('corpus', '')} holds no text; check the files or the split")
+        raise InputError(f"the corpus {corpus} holds no text; check the files or the split")
     if not keep_work:
         shutil.rmtree(folder.path, ignore_errors=True)
-    return _finished(merged)
+    return _finished(merged), report
 
 
 def _open_work_folder(
@@ -834,12 +871,12 @@ class _Scheduler:
         template: ShardJob,
         limit: int | None,
         executor: _Executor,
-        report: CountReport,
         progress: CountProgress | None,
         earlier: dict[int, dict[str, Any]],
     ):
         self.shards, self.folder, self.template, self.limit = shards, folder, template, limit
-        self.executor, self.report, self.progress, self.earlier = executor, report, progress, earlier
+        self.executor, self.progress, self.earlier = executor, progress, earlier
+        self.counted = self.reused = self.tokens = 0
         self.sizes = folder.sizes
         self.prefix: list[tuple[int, int]] = [(0, 0)]  # (raw first, counted first) of shard k
         self.results: dict[int, PositionalCounts | None] = {}  # None: in the work folder
@@ -909,7 +946,7 @@ class _Scheduler:
 
     def _reuse(self, index: int, header: dict[str, Any]) -> None:
         self.results[index] = None  # read from the work folder when merged
-        self.report.reused += 1
+        self.reused += 1
         if self.progress is not None:
             self.progress.shard_done(0, counted_here=False)
         if not header.get("complete"):
@@ -920,12 +957,11 @@ class _Scheduler:
         job = replace(
             self.template, index=index, shard=self.shards[index], first=counted_first, raw_first=raw_first, take=take
         )
-        if self.executor.shares_disk:
-            stamp = {"job_key": self.folder.key, "shard_fingerprint": self.folder.fingerprints[index]}
-            handle = self.executor.submit(count_and_store, job, str(self.folder.shard_file(index)), stamp)
-        else:
-            handle = self.executor.submit(count_shard, job)
-        self.pending[handle] = ("count", index)
+        path = str(self.folder.shard_file(index)) if self.executor.shares_disk else None
+        stamp = {"job_key": self.folder.key, "shard_fingerprint": self.folder.fingerprints[index]}
+        # One process reports every batch; workers elsewhere report their shards when done.
+        tick = self.progress.add_tokens if self.progress is not None and not self.executor.parallel else None
+        self.pending[self.executor.submit(count_and_store, job, path, stamp, tick)] = ("count", index)
 
     def merge_ready(self) -> None:
         """Merge, in shard order, whatever is ready (built vocabularies need that order)."""
@@ -941,30 +977,25 @@ class _Scheduler:
             self.next_to_merge += 1
 
     def collect(self, handle: Any) -> None:
-        """A finished job: a shard's size, or its counts (or, written by the worker, their metadata)."""
+        """A finished job: a shard's size, or its report (with its counts unless the worker wrote them)."""
         what, index = self.pending.pop(handle)
         value = self.executor.result(handle)
         if what == "size":
             self.sizes[index] = int(value)
             self.folder.save_plan()
             return
-        if isinstance(value, PositionalCounts):
-            self.folder.store(index, value)
-            self.results[index] = value
-            metadata = value.metadata
-        else:  # written to the work folder by the worker: read back when merged
-            self.results[index] = None
-            metadata = value
-        if metadata.get("complete") and self.sizes[index] is None:
-            self.sizes[index] = int(metadata["n_read"])
+        if value.counts is not None:
+            self.folder.store(index, value.counts)
+        self.results[index] = value.counts  # None: written to the work folder, read back when merged
+        if value.complete and self.sizes[index] is None:
+            self.sizes[index] = value.n_read
             self.folder.save_plan()
-        elif not metadata.get("complete"):
+        elif not value.complete:
             self.limit_reached_after(index)
-        self.report.counted += 1
-        tokens = int(metadata["n_tokens"])
-        self.report.tokens += tokens
+        self.counted += 1
+        self.tokens += value.n_tokens
         if self.progress is not None:
-            self.progress.shard_done(tokens, counted_here=self.executor.parallel)
+            self.progress.shard_done(value.n_tokens, counted_here=self.executor.parallel)
 
 
 def _finished(counts: PositionalCounts) -> PositionalCounts:

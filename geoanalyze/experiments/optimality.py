@@ -213,12 +213,12 @@ def sampled_stationary(length: int, vocab: int, sequences: int, seed: int) -> np
 
 def sst2_geometry(options: ExperimentOptions) -> dict[str, Any]:
     """SST-2 train's Hellinger geometry as `geoanalyze stress` measures it (bert-base-uncased, N_i >= 100)."""
-    from ..corpus.marginals import compute_counts
     from ..corpus.sources import resolve_source
+    from ..corpus.streaming import CountJob, compute_counts
     from ..geometry.distances import position_geometry
 
     source = resolve_source("sst2", data_dir=options.data_dir)
-    counts, _ = compute_counts(source, tokenizer="bert-base-uncased", max_length=512)
+    counts, _ = compute_counts(source, CountJob(tokenizer="bert-base-uncased", max_length=512))
     geometry = position_geometry(counts, min_count=100)
     return {"positions": geometry.positions, "naive": geometry.naive, "corrected": geometry.corrected}
 
@@ -794,8 +794,8 @@ def parameter_checks(results: dict[str, dict[str, Any]], tolerance: float = OPTI
 )
 def mds_parameters(options: ExperimentOptions) -> ExperimentResult:
     """r (n + d) vs n d at the smallest rank with scaled stress <= 0.01 against D: samples, SST-2, IMDB."""
-    from ..corpus.marginals import compute_counts
     from ..corpus.sources import resolve_source
+    from ..corpus.streaming import CountJob, compute_counts
     from ..corpus.synthetic import rough_marginals
     from ..geometry.distances import hellinger_distances, position_geometry
 
@@ -815,7 +815,7 @@ def mds_parameters(options: ExperimentOptions) -> ExperimentResult:
     if settings.real:
         for dataset in ("sst2", "imdb"):
             counts, _ = compute_counts(
-                resolve_source(dataset, data_dir=options.data_dir), tokenizer="bert-base-uncased", max_length=512
+                resolve_source(dataset, data_dir=options.data_dir), CountJob(tokenizer="bert-base-uncased", max_length=512)
             )
             geometry = position_geometry(counts, min_count=100)
             for which in ("naive", "corrected"):

@@ -52,13 +52,13 @@ def table_trajectory(
 def corpus_geometry(config: Any, options: ExperimentOptions, limit: int | None = None) -> Any:
     """Hellinger geometry of the training corpus, tokenized as the MLM task tokenizes it (same positions);
     ``limit``: of its first texts only (as the run reads them)."""
-    from ..corpus.marginals import compute_counts
     from ..corpus.sources import default_tokenizer, resolve_source
+    from ..corpus.streaming import CountJob, compute_counts
     from ..geometry.distances import position_geometry
 
     source = resolve_source(config.dataset, split=config.split, data_dir=config.data_dir)
     tokenizer = config.tokenizer or default_tokenizer(config.dataset)
-    counts, _ = compute_counts(source, tokenizer=tokenizer, max_length=config.max_length, limit=limit)
+    counts, _ = compute_counts(source, CountJob(tokenizer=tokenizer, max_length=config.max_length, limit=limit))
     return position_geometry(counts, min_count=100)
 
 

@@ -24,8 +24,9 @@ import pytest
 import scipy.sparse as sp
 from helpers import GEOANALYZE, REPO_ROOT, geoanalyze, geoanalyze_process, ok, refused
 
-from geoanalyze.corpus.marginals import PositionalCounts, compute_counts, count_positions
+from geoanalyze.corpus.marginals import PositionalCounts, count_positions
 from geoanalyze.corpus.sources import resolve_source
+from geoanalyze.corpus.streaming import CountJob, compute_counts
 from geoanalyze.corpus.tokenize import HFTokenizer
 
 DOC = REPO_ROOT / "docs" / "large-corpora.md"
@@ -159,10 +160,9 @@ def test_a_local_dask_cluster_of_two_workers_gives_identical_counts(
         Client(cluster) as client,
     ):
         assert len(client.scheduler_info()["workers"]) == 2
-        on_cluster, _ = compute_counts(
-            source, tokenizer=str(bert.resolved), cluster=cluster.scheduler_address, cache=False
-        )
-    one_process, _ = compute_counts(source, tokenizer=str(bert.resolved), workers=1, cache=False)
+        job = CountJob(tokenizer=str(bert.resolved), cluster=cluster.scheduler_address)
+        on_cluster, _ = compute_counts(source, job, cache=False)
+    one_process, _ = compute_counts(source, CountJob(tokenizer=str(bert.resolved), workers=1), cache=False)
     identical(on_cluster, one_process)
     identical(one_process, count_positions(reviews, bert))
 

@@ -183,11 +183,11 @@ def test_recording_hands_back_every_saved_figure(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def drift() -> Any:
-    from geoanalyze.corpus.marginals import compute_counts
     from geoanalyze.corpus.sources import resolve_source
+    from geoanalyze.corpus.streaming import CountJob, compute_counts
     from geoanalyze.geometry.distances import position_geometry
 
-    counts, _ = compute_counts(resolve_source(str(SAMPLES / "drift.txt")), tokenizer="whitespace")
+    counts, _ = compute_counts(resolve_source(str(SAMPLES / "drift.txt")), CountJob(tokenizer="whitespace"))
     return position_geometry(counts)
 
 

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from safetensors.numpy import save_file
 
 from geoanalyze.cache import CACHE_ENV
-from geoanalyze.corpus.marginals import PositionalCounts, compute_counts, count_positions
+from geoanalyze.corpus.marginals import PositionalCounts, count_positions
 from geoanalyze.corpus.sources import resolve_source
+from geoanalyze.corpus.streaming import CountJob, compute_counts
 from geoanalyze.corpus.tokenize import CharTokenizer, HFTokenizer, WhitespaceTokenizer
 from geoanalyze.errors import FormatError, IncompatibleError
 from geoanalyze.io import save_arrays
@@ -402,37 +403,43 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
+def counted(source: Any, cache: bool = True, **job: Any) -> tuple[PositionalCounts, bool]:
+    """compute_counts' counts of a :class:`CountJob` of ``job``, and whether they came from the cache."""
+    counts, report = compute_counts(source, CountJob(**job), cache=cache)
+    return counts, report.cached
+
+
 def test_compute_counts_caches(tmp_path: Path, cache: Path) -> None:
     corpus = tmp_path / "c.txt"
     corpus.write_text("the cat sat\n\na dog ran\nthe end\n", encoding="utf-8")
     source = resolve_source(str(corpus))
-    first, hit = compute_counts(source, tokenizer="whitespace", split_seed=2)
+    first, hit = counted(source, tokenizer="whitespace", split_seed=2)
     assert hit is False
     assert as_counter(first.counts, first.vocab) == brute_force(
         t.split() for t in ["the cat sat", "a dog ran", "the end"]
     )
     assert first.metadata["corpus"] == [dict(source.describe(), limit=None, fingerprint=source.fingerprint)]
     assert len(list((cache / "counts").glob("*.safetensors"))) == 1
-    second, hit = compute_counts(source, tokenizer="whitespace", split_seed=2)
+    second, hit = counted(source, tokenizer="whitespace", split_seed=2)
     assert hit is True
     assert_identical(second, first)
-    third, hit = compute_counts(source, tokenizer="whitespace", split_seed=2, cache=False)
+    third, hit = counted(source, tokenizer="whitespace", split_seed=2, cache=False)
     assert hit is False
     assert_identical(third, first)
     # Other options are other jobs.
-    assert compute_counts(source, tokenizer="whitespace", split_seed=3)[1] is False
-    limited, hit = compute_counts(source, tokenizer="whitespace", split_seed=2, limit=1)
+    assert counted(source, tokenizer="whitespace", split_seed=3)[1] is False
+    limited, hit = counted(source, tokenizer="whitespace", split_seed=2, limit=1)
     assert hit is False
     assert limited.n_sequences == 1
-    assert compute_counts(source, tokenizer="char", split_seed=2)[1] is False
+    assert counted(source, tokenizer="char", split_seed=2)[1] is False
 
 
 def test_compute_counts_recounts_a_changed_file(tmp_path: Path, cache: Path) -> None:
     corpus = tmp_path / "c.txt"
     corpus.write_text("one two\n", encoding="utf-8")
-    before, _ = compute_counts(resolve_source(str(corpus)), tokenizer="whitespace")
+    before, _ = counted(resolve_source(str(corpus)), tokenizer="whitespace")
     corpus.write_text("one two\nthree four five\n", encoding="utf-8")
-    after, hit = compute_counts(resolve_source(str(corpus)), tokenizer="whitespace")
+    after, hit = counted(resolve_source(str(corpus)), tokenizer="whitespace")
     assert hit is False
     assert before.n_sequences == 1
     assert after.n_sequences == 2
@@ -442,13 +449,13 @@ def test_compute_counts_replaces_a_corrupt_cache_entry(tmp_path: Path, cache: Pa
     corpus = tmp_path / "c.txt"
     corpus.write_text("one two\nthree\n", encoding="utf-8")
     source = resolve_source(str(corpus))
-    expected, _ = compute_counts(source, tokenizer="whitespace")
+    expected, _ = counted(source, tokenizer="whitespace")
     (entry,) = (cache / "counts").glob("*.safetensors")
     entry.write_bytes(entry.read_bytes()[:50])
-    again, hit = compute_counts(source, tokenizer="whitespace")
+    again, hit = counted(source, tokenizer="whitespace")
     assert hit is False
     assert_identical(again, expected)
-    assert compute_counts(source, tokenizer="whitespace")[1] is True  # rewritten
+    assert counted(source, tokenizer="whitespace")[1] is True  # rewritten
 
 
 def test_compute_counts_with_the_real_tokenizer(
@@ -457,11 +464,11 @@ def test_compute_counts_with_the_real_tokenizer(
     corpus = tmp_path / "s.tsv"
     corpus.write_text("sentence\tlabel\n" + "".join(f"{s}\t1\n" for s in sst2_sentences[:80]), encoding="utf-8")
     source = resolve_source(str(corpus))
-    counts, hit = compute_counts(source, tokenizer=str(minilm_path), max_length=20, exclude_special=True, limit=60)
+    counts, hit = counted(source, tokenizer=str(minilm_path), max_length=20, exclude_special=True, limit=60)
     assert hit is False
     sequences = hf_reference(reference_tokenizer, sst2_sentences[:60], 20)
     expected = Counter({k: v for k, v in brute_force(sequences).items() if k[1] not in (CLS, SEP)})
     assert as_counter(counts.counts) == expected
-    cached, hit = compute_counts(source, tokenizer=str(minilm_path), max_length=20, exclude_special=True, limit=60)
+    cached, hit = counted(source, tokenizer=str(minilm_path), max_length=20, exclude_special=True, limit=60)
     assert hit is True
     assert_identical(cached, counts)

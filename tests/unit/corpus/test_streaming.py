@@ -20,11 +20,12 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from geoanalyze.corpus.marginals import PositionalCounts, compute_counts, count_positions
+from geoanalyze.corpus.marginals import PositionalCounts, count_positions
 from geoanalyze.corpus.sources import HubSource, SyntheticSource, resolve_source
 from geoanalyze.corpus.streaming import (
-    CountReport,
+    CountJob,
     Shard,
+    compute_counts,
     count_stream,
     shards_of,
     uniforms,
@@ -72,7 +73,7 @@ def stream(source: str, tokenizer: Any, tmp_path: Path, **kwargs: Any) -> Positi
     resolved = resolve_source(source)
     job = {"corpus": resolved.name, "source": resolved.fingerprint, "tokenizer": tokenizer.identity()}
     job.update({k: v for k, v in kwargs.items() if k in ("limit", "sample", "sample_seed", "split_seed")})
-    return count_stream(shards_of(resolved), tokenizer, job, work_dir=tmp_path / "work", fresh=True, **kwargs)
+    return count_stream(shards_of(resolved), tokenizer, CountJob(work_dir=tmp_path / "work", fresh=True, **kwargs), job)[0]
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +164,7 @@ def test_any_sharding_of_a_built_vocabulary_equals_one_pass(
     resolved = resolve_source(str(tmp / "s"))
     job = {"source": resolved.fingerprint, "seed": seed, "batch": batch_size}
     shards = shards_of(resolved)
-    streamed = count_stream(shards, WhitespaceTokenizer(5), job, split_seed=seed, work_dir=tmp / "w", workers=1)
+    streamed, _ = count_stream(shards, WhitespaceTokenizer(5), CountJob(split_seed=seed, work_dir=tmp / "w", workers=1), job)
     identical(streamed, reference)
 
 
@@ -218,7 +219,7 @@ def test_folder_of_one_text_files_is_sharded(tmp_path: Path) -> None:
         streaming.FILES_PER_SHARD = old
     assert len(shards) == 7
     job = {"source": source.fingerprint}
-    counted = count_stream(shards, WhitespaceTokenizer(), job, work_dir=tmp_path / "w", workers=2)
+    counted, _ = count_stream(shards, WhitespaceTokenizer(), CountJob(work_dir=tmp_path / "w", workers=2), job)
     identical(counted, count_positions(source.read(), WhitespaceTokenizer()))
 
 
@@ -231,12 +232,10 @@ def test_resume_counts_only_the_missing_shards(bert: HFTokenizer, imdb_head: lis
     source = resolve_source(str(tmp_path / "shards"))
     job = {"source": source.fingerprint}
     work = tmp_path / "resumed"
-    first = CountReport()
-    count_stream(shards_of(source), bert, job, work_dir=work, report=first)
+    _, first = count_stream(shards_of(source), bert, CountJob(work_dir=work), job)
     for k in (1, 4):
         (work / f"shard-{k:06d}.safetensors").unlink()
-    again = CountReport()
-    resumed = count_stream(shards_of(source), bert, job, work_dir=work, report=again, workers=2)
+    resumed, again = count_stream(shards_of(source), bert, CountJob(work_dir=work, workers=2), job)
     assert (first.counted, again.counted, again.reused) == (6, 2, 4)
     identical(resumed, whole)
 
@@ -246,17 +245,18 @@ def test_work_folder_of_another_tokenizer_is_refused_before_counting(
 ) -> None:
     write_jsonl_shards(tmp_path / "shards", imdb_head[:50], [20])
     source = resolve_source(str(tmp_path / "shards"))
-    count_stream(shards_of(source), bert, {"tokenizer": bert.identity()}, work_dir=tmp_path / "w")
+    work = CountJob(work_dir=tmp_path / "w")
+    count_stream(shards_of(source), bert, work, {"tokenizer": bert.identity()})
     whitespace = WhitespaceTokenizer()
     with pytest.raises(IncompatibleError, match="another tokenizer"):
-        count_stream(shards_of(source), whitespace, {"tokenizer": whitespace.identity()}, work_dir=tmp_path / "w")
+        count_stream(shards_of(source), whitespace, work, {"tokenizer": whitespace.identity()})
     short = get_tokenizer(str(bert.resolved), max_length=64)
     with pytest.raises(IncompatibleError, match=r"another tokenizer|another max length"):
         count_stream(
             shards_of(source),
             short,
+            work,
             {"tokenizer": short.identity(), "max_length": 64},
-            work_dir=tmp_path / "w",
         )
 
 
@@ -269,12 +269,11 @@ def test_corrupt_shard_names_itself_and_keeps_the_shards_done(
     source = resolve_source(str(tmp_path / "shards"))
     job = {"source": "fixed"}
     with pytest.raises(FormatError, match=r"part-002\.jsonl\.gz"):
-        count_stream(shards_of(source), bert, job, work_dir=tmp_path / "w", workers=1)
+        count_stream(shards_of(source), bert, CountJob(work_dir=tmp_path / "w", workers=1), job)
     kept = sorted(p.name for p in (tmp_path / "w").glob("shard-*"))
     assert kept == ["shard-000000.safetensors", "shard-000001.safetensors"]
     paths[2].write_bytes(good)
-    report = CountReport()
-    resumed = count_stream(shards_of(source), bert, job, work_dir=tmp_path / "w", report=report)
+    resumed, report = count_stream(shards_of(source), bert, CountJob(work_dir=tmp_path / "w"), job)
     assert (report.reused, report.counted) == (2, 2)
     identical(resumed, count_positions(imdb_head, bert))
 
@@ -285,9 +284,10 @@ def test_corrupt_shard_names_itself_and_keeps_the_shards_done(
 def test_compute_counts_streams_and_caches(bert: HFTokenizer, imdb_head: list[str], tmp_path: Path) -> None:
     write_jsonl_shards(tmp_path / "shards", imdb_head, [300])
     source = resolve_source(str(tmp_path / "shards" / "*.jsonl.gz"))
-    counts, cached = compute_counts(source, tokenizer=str(bert.resolved), workers=2, limit=400)
-    again, cached_again = compute_counts(source, tokenizer=str(bert.resolved), workers=1, limit=400)
-    assert (cached, cached_again) == (False, True)
+    counts, first = compute_counts(source, CountJob(tokenizer=str(bert.resolved), workers=2, limit=400))
+    again, second = compute_counts(source, CountJob(tokenizer=str(bert.resolved), workers=1, limit=400))
+    assert (first.cached, second.cached) == (False, True)
+    assert (first.shards, first.counted, first.engine) == (2, 2, "2 processes")
     identical(counts, count_positions(imdb_head[:400], bert))
     identical(again, counts)
 
@@ -296,15 +296,15 @@ def test_hub_streaming_reads_what_datasets_streams(bert: HFTokenizer, imdb_head:
     """datasets' streaming mode over local files (a hub id streams through the same code)."""
     paths = write_jsonl_shards(tmp_path / "local", imdb_head[:200], [90], gz=False)
     shard = Shard("json", HubSource("json", "json", "", "train", data_files=tuple(str(p) for p in paths)))
-    streamed = count_stream([shard], bert, {"hub": "json"}, work_dir=tmp_path / "w")
+    streamed, _ = count_stream([shard], bert, CountJob(work_dir=tmp_path / "w"), {"hub": "json"})
     identical(streamed, count_positions(imdb_head[:200], bert))
 
 
 def test_bad_options(bert: HFTokenizer, tmp_path: Path) -> None:
     shard = Shard("s", SyntheticSource.of("synthetic:drift,n=20"))
     with pytest.raises(InputError, match="--sample"):
-        count_stream([shard], bert, {}, sample=1.5, work_dir=tmp_path / "w")
+        count_stream([shard], bert, CountJob(sample=1.5, work_dir=tmp_path / "w"), {})
     with pytest.raises(InputError, match="--workers"):
-        count_stream([shard], bert, {}, workers=0, work_dir=tmp_path / "w")
+        count_stream([shard], bert, CountJob(workers=0, work_dir=tmp_path / "w"), {})
     with pytest.raises(InputError, match="no file matches"):
         resolve_source(str(tmp_path / "nothing" / "*.jsonl"))

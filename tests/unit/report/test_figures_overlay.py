@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from helpers import SAMPLES, invoke
 
-from geoanalyze.corpus.marginals import compute_counts
 from geoanalyze.corpus.sources import resolve_source
+from geoanalyze.corpus.streaming import CountJob, compute_counts
 from geoanalyze.geometry.distances import position_geometry
 from geoanalyze.report.figures import (
     TRUE_LABEL,
@@ -34,7 +34,7 @@ def hellinger(marginals: np.ndarray) -> np.ndarray:
 
 
 def geometry_of(source: str, tokenizer: str = "whitespace", **options: object):  # type: ignore[no-untyped-def]
-    counts, _ = compute_counts(resolve_source(source), tokenizer=tokenizer, **options)  # type: ignore[arg-type]
+    counts, _ = compute_counts(resolve_source(source), CountJob(tokenizer=tokenizer, **options))  # type: ignore[arg-type]
     return position_geometry(counts)
 
 
