@@ -6,7 +6,7 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -119,10 +119,10 @@ def train(
     shortcuts.update(data_dir=data_dir)
     shortcuts.update(steps=steps, device=device, seed=seed)
     config = _training_config(preset, config_file, sets or [], shortcuts, allow_eval_on_train)
-    metrics = run_training(config, output_dir, resume, True, extras=_extras(geometry_every, keep_checkpoints, config))
+    result = run_training(config, output_dir, resume, True, extras=_extras(geometry_every, keep_checkpoints, config))
     if int(os.environ.get("RANK", "0")) != 0:
         return  # under torchrun, rank 0 reports for all
-    _print_training(config, output_dir, metrics, format)
+    _print_training(result, format)
 
 
 def _extras(geometry_every: int, keep_checkpoints: int, config: Any) -> Any:
@@ -210,35 +210,23 @@ def _check_training_outputs(output_dir: Path, inputs: list[Any]) -> None:
     )
 
 
-def _print_training(config: Any, output_dir: Path, metrics: dict[str, Any], format: str) -> None:
+def _print_training(result: Any, format: str) -> None:
     """The finished run: its figure drawn, then its metrics, parameter counts and files in ``format``."""
-    from ..models import Transformer
-
+    config, output_dir = result.config, result.output_dir
     corpus = (
         f"synthetic {config.order_length}-token sequences" if config.task == "order" else Path(config.dataset).name
     )  # a corpus file by its name (a dataset name is its own), wherever it lies
     named = f"{config.task} on {corpus}, pe {config.model.pe}"  # the task's corpus (order: synthetic), the encoding
-    curves = _draw_training_curves(output_dir, named)
-    model = Transformer.load(output_dir / "checkpoint")
-    parameters = sum(p.numel() for p in model.parameters())
-    pe_parameters = sum(p.numel() for p in model.pe.parameters())
-    result = {
-        "output_dir": str(output_dir),
-        "metrics": metrics,
-        "parameters": parameters,
-        "pe_parameters": pe_parameters,
-        "config": config.to_dict(),
-        "figure": str(curves),
-    }
+    result = replace(result, figure=_draw_training_curves(output_dir, named))
     if format == "json":
-        print_json(result)
+        print(result.to_json())
         return
     rows: list[tuple[str, Any]] = [
         ("task", config.task),
         ("model", f"{config.model.arch}, pe {config.model.pe}, d {config.model.d_model}, L {config.model.n_layers}"),
-        ("parameters", f"{parameters:,} (position encoding {pe_parameters:,})"),
-        *((key, value) for key, value in metrics.items()),
-        ("written", f"{output_dir}/metrics.jsonl, {output_dir}/checkpoint/, {curves}"),
+        ("parameters", f"{result.parameters:,} (position encoding {result.pe_parameters:,})"),
+        *result.metrics.items(),
+        ("written", f"{output_dir}/metrics.jsonl, {output_dir}/checkpoint/, {result.figure}"),
     ]
     print_table(key_value_table("training run", rows), format)
 

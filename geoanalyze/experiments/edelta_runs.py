@@ -254,7 +254,7 @@ def train_one(model: Any, data: Any, fit_config: Any, device: torch.device) -> d
     """Train ``model`` (seeded by the caller); its record: seed, final validation MSE and gate, the history."""
     from ..train.geometric import train_sequence_task
 
-    history = train_sequence_task(model, data, fit_config, device)
+    history = train_sequence_task(model, data, fit_config, device).records
     return {
         "seed": fit_config.seed,
         "valid_mse": history[-1]["valid_mse"],
@@ -348,7 +348,7 @@ def causal_negation(name: str, size: int, seed: int, s: BenchmarkSettings, devic
         eval_every=max(1, s.negation_steps // 20),
         seed=seed,
     )
-    return fit(op, train, -train, config, evaluate, device, op.aux_loss)
+    return list(fit(op, train, -train, config, evaluate, device, op.aux_loss).records)
 
 
 @contextlib.contextmanager

@@ -147,7 +147,7 @@ def length_generalization(options: ExperimentOptions) -> ExperimentResult:
         for name, settings in LM_VARIANTS.items():
             config = resolve_config(training_preset(preset), [*base, f"seed={seed}", *settings, *overrides])
             out = Path(options.work_dir) / f"lm-{name}" / f"seed-{seed}"
-            metrics = train(config, out, progress=options.progress)
+            metrics = train(config, out, progress=options.progress).metrics
             if held_out is None:  # the same stream the runs held out (the tokenization is deterministic)
                 held_out = build_task(config).held_out  # type: ignore[attr-defined]
             device = select_device(config.device)

@@ -169,6 +169,18 @@ class FitConfig:
             raise InputError(f"lr must be positive, got {self.lr}")
 
 
+@dataclass(frozen=True)
+class FitHistory:
+    """A fit's evaluations in order: each record holds step, lr, train_loss (the mean since the
+    record before), the ``evaluate()`` metrics and time_s."""
+
+    records: tuple[dict[str, float], ...]
+
+    @property
+    def last(self) -> dict[str, float]:
+        return self.records[-1]
+
+
 def fit(
     model: nn.Module,
     inputs: torch.Tensor,
@@ -178,7 +190,7 @@ def fit(
     device: torch.device,
     aux_loss: Callable[[], Any] | None = None,
     on_step: Callable[[int], None] | None = None,
-) -> list[dict[str, float]]:
+) -> FitHistory:
     """Train ``model`` with MSE(model(inputs[batch]), targets[batch]) (+ ``aux_loss()``); return the eval history.
 
     Batches are drawn with a generator seeded by ``config.seed`` (with replacement when the set is
@@ -188,7 +200,7 @@ def fit(
     with deterministic kernels (:func:`.determinism.deterministic`): bit-identical per seed.
     """
     with deterministic(device):
-        return _fit(model, inputs, targets, config, evaluate, device, aux_loss, on_step)
+        return FitHistory(tuple(_fit(model, inputs, targets, config, evaluate, device, aux_loss, on_step)))
 
 
 def _fit(
@@ -265,7 +277,7 @@ def train_sequence_task(
     config: FitConfig,
     device: torch.device,
     on_step: Callable[[int], None] | None = None,
-) -> list[dict[str, float]]:
+) -> FitHistory:
     """Fit ``model`` (an :class:`~geoanalyze.models.edelta.EDeltaModel`) to next-step prediction on ``data``.
 
     Each record has ``valid_mse`` and ``gate`` (mean gamma of the hybrids in the evaluation, or NaN).

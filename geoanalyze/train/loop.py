@@ -36,7 +36,7 @@ import os
 import random
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -70,6 +70,34 @@ DROPOUT_STREAM = 2  # the third stream of (seed, stream, step) seeds, after the 
 INFO_SECONDS = 1.0
 
 
+@dataclass(frozen=True)
+class TrainResult:
+    """A finished run: the metrics of its last evaluation, its parameter counts and settings.
+
+    :meth:`to_json` is what ``geoanalyze train -f json`` prints; ``figure`` is where the command
+    drew the training curves (None until drawn).
+    """
+
+    output_dir: Path
+    metrics: Mapping[str, float]
+    parameters: int
+    pe_parameters: int
+    config: TrainConfig
+    figure: Path | None = None
+
+    def to_json(self) -> str:
+        """The run as JSON (non-finite numbers as null)."""
+        document = {
+            "output_dir": str(self.output_dir),
+            "metrics": dict(self.metrics),
+            "parameters": self.parameters,
+            "pe_parameters": self.pe_parameters,
+            "config": self.config.to_dict(),
+            "figure": None if self.figure is None else str(self.figure),
+        }
+        return json.dumps(to_jsonable(document), indent=2, allow_nan=False)
+
+
 def train(
     config: TrainConfig,
     output_dir: str | Path,
@@ -77,8 +105,8 @@ def train(
     progress: bool = True,
     observe: Callable[[Transformer], dict[str, float]] | None = None,
     extras: RunExtras | None = None,
-) -> dict[str, Any]:
-    """Train the model ``config`` describes on its task; return the metrics of the last evaluation.
+) -> TrainResult:
+    """Train the model ``config`` describes on its task; return the run with the metrics of its last evaluation.
 
     Parameters
     ----------
@@ -104,24 +132,45 @@ def train(
     """
     group = init_distributed(config)
     try:
-        with deterministic(select_device(config.device, group.local_rank)):
-            return _train(config, Path(output_dir).expanduser(), resume, progress, observe, group, extras)
+        # the staged run folder is removed by the CLI's signal handler too
+        with deterministic(select_device(config.device, group.local_rank)), contextlib.ExitStack() as staging:
+            run = _start(config, Path(output_dir).expanduser(), resume, group, staging)
+            try:
+                metrics = _loop(run, progress, observe, extras)
+            finally:
+                if run.staged is not None:
+                    shutil.rmtree(run.staged, ignore_errors=True)
     finally:
         group.close()
+    parameters = sum(p.numel() for p in run.model.parameters())
+    pe_parameters = sum(p.numel() for p in run.model.pe.parameters())
+    return TrainResult(Path(output_dir), metrics, parameters, pe_parameters, config)
 
 
-def _train(
-    config: TrainConfig,
-    out: Path,
-    resume: bool,
-    progress: bool,
-    observe: Callable[[Transformer], dict[str, float]] | None,
-    group: ProcessGroup,
-    extras: RunExtras | None = None,
-) -> dict[str, Any]:
-    metrics_path = out / METRICS_FILE
+@dataclass
+class Run:
+    """A run's state as the runner threads it: settings, folder, task, model, optimiser and where it starts.
+
+    A new run is written into ``staged`` and renamed onto ``out`` with its first checkpoint; ``last``
+    is the latest evaluation's metrics (a resumed run's checkpoint's until the first).
+    """
+
+    config: TrainConfig
+    out: Path
+    metrics_path: Path
+    task: Task
+    model: Transformer
+    optimizer: torch.optim.Optimizer
+    device: torch.device
+    group: ProcessGroup
     staged: Path | None = None
-    staging = contextlib.ExitStack()  # the staged run folder, removed by the CLI's signal handler too
+    start: int = 0
+    time_before: float = 0.0
+    last: dict[str, Any] = field(default_factory=dict)
+
+
+def _start(config: TrainConfig, out: Path, resume: bool, group: ProcessGroup, staging: contextlib.ExitStack) -> Run:
+    """The run to train: its checkpoint's state when resumed, else a new model in a staged folder."""
     device = select_device(config.device, group.local_rank)
     # Checked before the data is read and tokenized, so a wrong folder fails at once.
     checkpoint = _read_checkpoint(out, config) if resume else None
@@ -130,7 +179,7 @@ def _train(
     if not resume and group.is_main and _stopped_before_first_checkpoint(out):
         # Nothing to resume: the run is started over in the same folder, and says so.
         notes.note(f"{out} held a run stopped before its first checkpoint; it was started over")
-        metrics_path.unlink(missing_ok=True)
+        (out / METRICS_FILE).unlink(missing_ok=True)
         shutil.rmtree(out / f"{CHECKPOINT_DIR}.partial", ignore_errors=True)
     group.barrier()  # every rank has looked at the folder before rank 0 writes into it
     task = build_task(config)
@@ -139,48 +188,27 @@ def _train(
     if checkpoint is not None:
         folder, state = checkpoint
         model, optimizer = _restore(folder, state, config, model_config, device)
-        start, time_before, last = int(state["step"]), float(state["time_s"]), state["metrics"]
+        run = Run(config, out, out / METRICS_FILE, task, model, optimizer, device, group)
+        run.start, run.time_before, run.last = int(state["step"]), float(state["time_s"]), state["metrics"]
         if group.is_main:
-            _truncate_metrics(metrics_path, start)
-    else:
-        model = Transformer(model_config).to(device)
-        optimizer = make_optimizer(model, config)
-        start, time_before, last = 0, 0.0, {}
-        if group.is_main:
-            try:
-                out.parent.mkdir(parents=True, exist_ok=True)
-                if out.is_dir() and any(out.iterdir()):
-                    out.mkdir(exist_ok=True)  # a folder of other files: the run is written into it
-                else:
-                    # A new run is written aside and appears with its first checkpoint: a run that
-                    # fails or is killed before it leaves no folder that holds nothing to resume.
-                    _remove_dead_stagings(out)
-                    staged = staging.enter_context(staged_folder(out.with_name(f".{out.name}.{os.getpid()}.staged")))
-                    metrics_path = staged / METRICS_FILE
-            except OSError as exc:
-                raise InputError(f"cannot write {out}: {exc.strerror}; choose another output folder") from exc
-    try:
-        return _loop(
-            config,
-            out,
-            staged,
-            metrics_path,
-            task,
-            model,
-            optimizer,
-            start,
-            time_before,
-            last,
-            device,
-            group,
-            progress,
-            observe,
-            extras,
-        )
-    finally:
-        if staged is not None:
-            shutil.rmtree(staged, ignore_errors=True)
-        staging.close()
+            _truncate_metrics(run.metrics_path, run.start)
+        return run
+    model = Transformer(model_config).to(device)
+    run = Run(config, out, out / METRICS_FILE, task, model, make_optimizer(model, config), device, group)
+    if group.is_main:
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            if out.is_dir() and any(out.iterdir()):
+                out.mkdir(exist_ok=True)  # a folder of other files: the run is written into it
+            else:
+                # A new run is written aside and appears with its first checkpoint: a run that
+                # fails or is killed before it leaves no folder that holds nothing to resume.
+                _remove_dead_stagings(out)
+                run.staged = staging.enter_context(staged_folder(out.with_name(f".{out.name}.{os.getpid()}.staged")))
+                run.metrics_path = run.staged / METRICS_FILE
+        except OSError as exc:
+            raise InputError(f"cannot write {out}: {exc.strerror}; choose another output folder") from exc
+    return run
 
 
 def _remove_dead_stagings(out: Path) -> None:
@@ -198,71 +226,44 @@ def _remove_dead_stagings(out: Path) -> None:
 
 
 def _loop(
-    config: TrainConfig,
-    out: Path,
-    staged: Path | None,
-    metrics_path: Path,
-    task: Task,
-    model: Transformer,
-    optimizer: torch.optim.Optimizer,
-    start: int,
-    time_before: float,
-    last: dict[str, Any],
-    device: torch.device,
-    group: ProcessGroup,
-    progress: bool,
-    observe: Callable[[Transformer], dict[str, float]] | None,
-    extras: RunExtras | None = None,
+    run: Run, progress: bool, observe: Callable[[Transformer], dict[str, float]] | None, extras: RunExtras | None
 ) -> dict[str, Any]:
-    """The run from step ``start`` to ``config.steps``: :func:`.core.fit` with the runner's batches, loss and hooks."""
-    model.train()
+    """The run from step ``run.start`` to ``config.steps``: :func:`.core.fit` with the runner's batches, loss and hooks."""
+    config, task, group = run.config, run.task, run.group
+    run.model.train()
     sequence_level = task.n_classes > 0
-    trained = group.wrap(model, unused_heads=sequence_level)
+    trained = group.wrap(run.model, unused_heads=sequence_level)
     with contextlib.ExitStack() as stack:
         bars = stack.enter_context(ProgressBars(progress and group.is_main))
-        metrics_file = stack.enter_context(metrics_path.open("a", encoding="utf-8")) if group.is_main else None
+        metrics_file = stack.enter_context(run.metrics_path.open("a", encoding="utf-8")) if group.is_main else None
         advance = bars.track(f"training {task.name}", total=config.steps)
-        advance(start)
-        log = RunLog(
-            config, task, model, device, group, advance, progress, observe, metrics_file, out, staged, last, time_before
-        )
+        advance(run.start)
+        log = RunLog(run, advance, progress, observe, metrics_file)
 
         def step_loss(trained: nn.Module, batch: Batch, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-            return _train_step(trained, batch, config, device, sequence_level, step, group)
+            return _train_step(trained, batch, config, run.device, sequence_level, step, group)
 
         fit(
             trained,
             lambda step: group.shard(task.train_batch(step)),
             step_loss,
             Schedule(config.steps, lambda step: lr_at(step, config), config.grad_clip),
-            [log, *(extras.hooks(config, task, model, log) if extras is not None and group.is_main else [])],
-            RunState(optimizer, step=start),
+            [log, *(extras.hooks(config, task, run.model, log) if extras is not None and group.is_main else [])],
+            RunState(run.optimizer, step=run.start),
         )
-    return log.last
+    return run.last
 
 
 @dataclass
 class RunLog:
     """The runner's hook: the running sums since the last evaluation, the progress line, and every
-    ``eval_every`` steps (and after the last) an evaluation, one metrics line and a checkpoint.
+    ``eval_every`` steps (and after the last) an evaluation, one metrics line and a checkpoint."""
 
-    A new run is written into ``staged`` and renamed onto ``out`` with its first checkpoint; ``last``
-    is the latest evaluation's metrics (a resumed run's checkpoint's until the first).
-    """
-
-    config: TrainConfig
-    task: Task
-    model: Transformer
-    device: torch.device
-    group: ProcessGroup
+    run: Run
     advance: Callable[..., None]
     progress: bool
     observe: Callable[[Transformer], dict[str, float]] | None
     metrics_file: TextIO | None
-    out: Path
-    staged: Path | None
-    last: dict[str, Any]
-    time_before: float
     began: float = field(init=False)
     shown: float = field(init=False)
     refresh: float = field(init=False)
@@ -271,53 +272,49 @@ class RunLog:
     def __post_init__(self) -> None:
         self.began = self.shown = time.perf_counter()
         self.refresh = min(INFO_SECONDS, progress_interval())
-        self.train_sums = _zeros(self.device)
+        self.train_sums = _zeros(self.run.device)
 
     def __call__(self, state: RunState) -> None:
         assert state.logged is not None
         self.train_sums += state.logged
         self.advance(1)
-        if self.progress and self.group.is_main and time.perf_counter() - self.shown >= self.refresh:
+        if self.progress and self.run.group.is_main and time.perf_counter() - self.shown >= self.refresh:
             # the running loss since the last evaluation, read (one device sync) at most once a second
             loss_sum, _, _, steps_done = self.train_sums.tolist()
-            accuracy = self.last.get("eval_accuracy")
+            accuracy = self.run.last.get("eval_accuracy")
             evaluated = f", eval acc {accuracy:.3g}" if isinstance(accuracy, float | int) else ""
             self.advance(0, info=f"loss {loss_sum / max(steps_done, 1.0):.4g}{evaluated}")
             self.shown = time.perf_counter()
-        if state.step % self.config.eval_every == 0 or state.step == self.config.steps:
+        if state.step % self.run.config.eval_every == 0 or state.step == self.run.config.steps:
             self.evaluate(state)
 
     def evaluate(self, state: RunState) -> None:
         """Score the held-out stream, log the metrics line, write the checkpoint; reset the running sums."""
-        config, group = self.config, self.group
-        sequence_level = self.task.n_classes > 0
-        eval_loss, eval_accuracy = evaluate(
-            self.model, self.task, config.eval_batches, self.device, sequence_level, group
-        )
+        run, config, group = self.run, self.run.config, self.run.group
+        sequence_level = run.task.n_classes > 0
+        eval_loss, eval_accuracy = evaluate(run.model, run.task, config.eval_batches, run.device, sequence_level, group)
         loss_sum, correct, count, steps_done = group.sum(self.train_sums).tolist()
-        self.last = last = {
+        run.last = last = {
             "step": state.step,
             "lr": lr_at(state.step, config),
             "train_loss": loss_sum / steps_done,  # steps_done summed over ranks, as the losses
             "train_accuracy": correct / max(count, 1.0),
             "eval_loss": eval_loss,
             "eval_accuracy": eval_accuracy,
-            **(self.observe(self.model) if self.observe is not None else {}),
-            "time_s": round(self.time_before + time.perf_counter() - self.began, 3),
+            **(self.observe(run.model) if self.observe is not None else {}),
+            "time_s": round(run.time_before + time.perf_counter() - self.began, 3),
         }
         self.advance(0, info=f"loss {last['train_loss']:.4g}, eval acc {last['eval_accuracy']:.3g}")
         if self.metrics_file is not None:
             # Standard JSON, as every geoanalyze output: a diverged (NaN) loss is written as null.
             self.metrics_file.write(json.dumps(to_jsonable(last), allow_nan=False) + "\n")
             self.metrics_file.flush()
-            _save_checkpoint(self.staged or self.out, self.model, state.optimizer, config, state.step, last)
-            if self.staged is not None:
-                os.replace(
-                    self.staged, self.out
-                )  # the run appears with its first checkpoint (onto an empty folder too)
-                self.staged = None
+            _save_checkpoint(run.staged or run.out, run.model, state.optimizer, config, state.step, last)
+            if run.staged is not None:
+                os.replace(run.staged, run.out)  # the run appears with its first checkpoint (onto an empty folder too)
+                run.staged = None
         group.barrier()
-        self.train_sums = _zeros(self.device)
+        self.train_sums = _zeros(run.device)
 
 
 @dataclass(frozen=True)
@@ -347,7 +344,7 @@ class RunExtras:
 
             def keep(state: RunState) -> None:
                 if state.step % config.eval_every == 0 or state.step == config.steps:
-                    keep_checkpoint(log.out, state.step, kept)
+                    keep_checkpoint(log.run.out, state.step, kept)
 
             hooks.append(keep)
         return hooks

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import sys
@@ -34,6 +35,21 @@ def test_train_writes_metrics_and_a_checkpoint_and_reports_json(tmp_path: Path) 
     # the loss and accuracy curves are drawn beside the metrics
     assert document["figure"] == "run/training.png"
     assert (tmp_path / "run" / "training.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_train_result_to_json_is_the_commands_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """geoanalyze.TrainResult.to_json() is what `geoanalyze train -f json` prints, byte for byte: the
+    run the command trained, resumed with nothing left to train, returns it with the same metrics."""
+    from geoanalyze import TrainResult
+    from geoanalyze.train import resolve_config, train
+
+    result = geoanalyze("train", "-o", "run", "--pe", "rope", *sets(*TINY), "-f", "json", cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    monkeypatch.chdir(tmp_path)
+    run = train(resolve_config("ci", ["model.pe=rope", *TINY]), Path("run"), resume=True, progress=False)
+    assert isinstance(run, TrainResult)
+    drawn = dataclasses.replace(run, figure=Path("run") / "training.png")
+    assert drawn.to_json() + "\n" == result.stdout
 
 
 def test_train_resumes_with_more_steps(tmp_path: Path) -> None:

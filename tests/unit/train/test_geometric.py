@@ -126,7 +126,7 @@ def test_fit_learns_a_linear_map_and_records_evaluations() -> None:
         return {"valid_mse": float(torch.nn.functional.mse_loss(model(x), x @ w))}
 
     config = FitConfig(steps=120, batch_size=32, lr=5e-2, warmup_steps=5, eval_every=40, weight_decay=0.0, seed=1)
-    history = fit(model, x, x @ w, config, evaluate, torch.device("cpu"))
+    history = fit(model, x, x @ w, config, evaluate, torch.device("cpu")).records
     assert [r["step"] for r in history] == [40, 80, 120]
     assert history[-1]["valid_mse"] < 1e-3 < history[0]["train_loss"]
 

@@ -320,7 +320,7 @@ def test_a_killed_run_resumes_to_the_same_metrics_and_weights(
     for a, b in zip(expected, got, strict=True):
         for key in ("lr", "train_loss", "train_accuracy", "eval_loss", "eval_accuracy"):
             assert a[key] == pytest.approx(b[key], abs=1e-6), (a["step"], key)
-    assert straight["eval_loss"] == pytest.approx(resumed["eval_loss"], abs=1e-6)
+    assert straight.metrics["eval_loss"] == pytest.approx(resumed.metrics["eval_loss"], abs=1e-6)
     first = Transformer.load(tmp_path / "straight" / loop.CHECKPOINT_DIR).state_dict()
     second = Transformer.load(tmp_path / "resumed" / loop.CHECKPOINT_DIR).state_dict()
     assert all(torch.equal(first[name], second[name]) for name in first)
@@ -372,7 +372,7 @@ def test_every_task_trains(tmp_path: Path, settings: list[str]) -> None:
     config = resolve_config(
         "ci", [*TINY, "steps=3", "eval_every=2", f"dataset={corpus}", "tokenizer=whitespace", *settings]
     )
-    metrics = train(config, tmp_path / "run", progress=False)
+    metrics = train(config, tmp_path / "run", progress=False).metrics
     assert metrics["step"] == 3 and math.isfinite(metrics["eval_loss"]) and 0 <= metrics["eval_accuracy"] <= 1
     assert [line["step"] for line in lines(tmp_path / "run")] == [2, 3]
 
@@ -382,6 +382,6 @@ def test_order_task_needs_positions(tmp_path: Path) -> None:
     accuracy = {}
     for pe in ("none", "learned"):
         settings = ["model.dropout=0", "eval_batches=16", f"model.pe={pe}"]  # the ci preset: order_length 16
-        accuracy[pe] = train(resolve_config("ci", settings), tmp_path / pe, progress=False)["eval_accuracy"]
+        accuracy[pe] = train(resolve_config("ci", settings), tmp_path / pe, progress=False).metrics["eval_accuracy"]
     assert accuracy["none"] < 0.62  # 512 held-out sequences: chance is 0.5 +- 0.022
     assert accuracy["learned"] > 0.9
