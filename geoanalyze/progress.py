@@ -13,7 +13,6 @@ import sys
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -32,18 +31,14 @@ def duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
-def _interval() -> float:
+def progress_interval() -> float:
+    """Seconds between plain progress lines (GEOANALYZE_PROGRESS_SECONDS, default 30)."""
     try:
         value = float(os.environ.get("GEOANALYZE_PROGRESS_SECONDS", DEFAULT_INTERVAL))
     except ValueError:
         return DEFAULT_INTERVAL
     # garbage (a word, a negative number, nan) is the default, not a line at every update
     return value if value >= 0 else DEFAULT_INTERVAL
-
-
-def progress_interval() -> float:
-    """Seconds between plain progress lines (GEOANALYZE_PROGRESS_SECONDS, default 30)."""
-    return _interval()
 
 
 class _PlainLine:
@@ -122,12 +117,14 @@ class ProgressBars:
     def track(self, description: str, total: int) -> Callable[..., None]:
         """Add a task; return the function that advances it by a number of items (and sets its info)."""
         if self.plain:
-            return _PlainLine(description, total, _interval(), self.clock)
+            return _PlainLine(description, total, progress_interval(), self.clock)
         task = self._progress.add_task(description, total=total, info="")
 
         def advance(done: int, info: str | None = None) -> None:
-            fields: dict[str, Any] = {} if info is None else {"info": info}
-            self._progress.update(task, advance=done, **fields)
+            if info is None:
+                self._progress.update(task, advance=done)
+            else:
+                self._progress.update(task, advance=done, info=info)
 
         return advance
 

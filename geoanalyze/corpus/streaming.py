@@ -473,18 +473,12 @@ class WorkFolder:
 
     def load(self, index: int) -> PositionalCounts | None:
         """The partial counts of a shard done before, or None (a damaged file is counted again)."""
-        file = self.shard_file(index)
-        if not file.is_file():
+        if self.peek(index) is None:
             return None
         try:
-            counts = PositionalCounts.load(file)
+            return PositionalCounts.load(self.shard_file(index))
         except GeoanalyzeError:
             return None
-        same = (counts.metadata.get("job_key"), counts.metadata.get("shard_fingerprint")) == (
-            self.key,
-            self.fingerprints[index],
-        )
-        return counts if same else None
 
     def peek(self, index: int) -> dict[str, Any] | None:
         """The metadata of a shard's partial counts done before (its header only), or None."""

@@ -72,7 +72,7 @@ class Tokenizer(ABC):
         return None
 
     def spec(self) -> TokenizerSpec:
-        """A picklable recipe that rebuilds this tokenizer in another process (see :func:`from_spec`)."""
+        """A picklable recipe that rebuilds this tokenizer in another process (see :func:`fresh_tokenizer`)."""
         raise NotImplementedError
 
 
@@ -93,19 +93,11 @@ class TokenizerSpec:
     backend_json: str | None = None
 
 
-@functools.lru_cache(maxsize=4)
-def from_spec(spec: TokenizerSpec) -> Tokenizer:
-    """The tokenizer of a :class:`TokenizerSpec` (cached per process; built vocabularies are not,
-    since they grow: :func:`fresh_tokenizer` gives those a new one per shard)."""
-    if spec.kind == "hf":
-        return _BackendTokenizer(spec)
-    return get_tokenizer(spec.kind, max_length=spec.max_length)
-
-
 def fresh_tokenizer(spec: TokenizerSpec) -> Tokenizer:
-    """A tokenizer for one shard: shared for fixed vocabularies, new for corpus-built ones."""
+    """The tokenizer of a :class:`TokenizerSpec` for one shard: a fixed vocabulary's is cached per
+    process, a corpus-built one (it grows) is new."""
     if spec.kind == "hf":
-        return from_spec(spec)
+        return _backend_tokenizer(spec)
     return get_tokenizer(spec.kind, max_length=spec.max_length)
 
 
@@ -138,6 +130,9 @@ class _BackendTokenizer(Tokenizer):
 
     def spec(self) -> TokenizerSpec:
         return self._spec
+
+
+_backend_tokenizer = functools.lru_cache(maxsize=4)(_BackendTokenizer)
 
 
 class HFTokenizer(Tokenizer):

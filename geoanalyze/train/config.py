@@ -17,21 +17,27 @@ import math
 import tomllib
 import types
 import typing
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError, InputError
 from ..models.config import ModelConfig
+from ..models.config import _integer as _at_least
 
 TASKS = ("mlm", "classification", "order", "lm")
 DEVICES = ("auto", "cpu", "cuda")
 
+#: a setting's value, as a preset, a TOML file or --set gives it; a preset's ``model`` is a table of them
+Setting = int | float | str | bool | None
+Settings = dict[str, Setting | dict[str, Setting]]
+
 #: the model of the ci preset (and of TrainConfig()): the order task in seconds, SST-2 in a minute or two on 2 CPU cores
-CI_MODEL: dict[str, Any] = {"n_positions": 128, "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 256, "dropout": 0.1}
+CI_MODEL = ModelConfig(n_positions=128, d_model=64, n_layers=2, n_heads=4, d_ff=256, dropout=0.1)
 
 #: nested overrides of the defaults; the defaults themselves are the ci preset
-PRESETS: dict[str, dict[str, Any]] = {
+PRESETS: dict[str, Settings] = {
     # seconds on a CPU: a check that a run goes through end to end, not a trained model
     "smoke": {"steps": 20, "warmup_steps": 2, "eval_every": 10, "eval_batches": 1, "limit": 2000},
     "ci": {},
@@ -103,7 +109,7 @@ class TrainConfig:
     """
 
     task: str = "order"
-    model: ModelConfig = field(default_factory=lambda: ModelConfig(**CI_MODEL))
+    model: ModelConfig = field(default_factory=lambda: replace(CI_MODEL))
     steps: int = 200
     batch_size: int = 32
     lr: float = 1e-3
@@ -198,8 +204,9 @@ def resolve_config(
         if not sep or not key:
             raise InputError(f"--set {item!r} is not key=value; write e.g. --set steps=100 or --set model.pe=rope")
         values[key] = _typed(key, raw.strip(), "--set")
-    model = ModelConfig(**{key[len("model.") :]: v for key, v in values.items() if key.startswith("model.")})
-    return TrainConfig(model=model, **{key: v for key, v in values.items() if not key.startswith("model.")})
+    # every value has its field's type (_typed checked it), which mypy cannot see through **
+    model = ModelConfig(**{key[len("model.") :]: v for key, v in values.items() if key.startswith("model.")})  # type: ignore[arg-type]
+    return TrainConfig(model=model, **{key: v for key, v in values.items() if not key.startswith("model.")})  # type: ignore[arg-type]
 
 
 def valid_keys() -> list[str]:
@@ -210,7 +217,7 @@ def valid_keys() -> list[str]:
 # --- the machinery ----------------------------------------------------------------------------
 
 
-def _field_types() -> dict[str, Any]:
+def _field_types() -> dict[str, object]:
     """Key -> annotated type, for TrainConfig's fields (but model) and ModelConfig's as model.<name>."""
     hints = typing.get_type_hints(TrainConfig)
     types_ = {f.name: hints[f.name] for f in fields(TrainConfig) if f.name != "model"}
@@ -219,16 +226,16 @@ def _field_types() -> dict[str, Any]:
     return types_
 
 
-def _flat_defaults() -> dict[str, Any]:
+def _flat_defaults() -> dict[str, Setting]:
     defaults = TrainConfig()
     values = {f.name: getattr(defaults, f.name) for f in fields(TrainConfig) if f.name != "model"}
     values.update({f"model.{name}": value for name, value in defaults.model.to_dict().items()})
     return values
 
 
-def _flatten(document: dict[str, Any], source: str, prefix: str = "") -> dict[str, Any]:
+def _flatten(document: Mapping[str, object], source: str, prefix: str = "") -> dict[str, object]:
     """Nested tables -> dotted keys; only ``model`` may be a table."""
-    flat: dict[str, Any] = {}
+    flat: dict[str, object] = {}
     for key, value in document.items():
         dotted = f"{prefix}{key}"
         if isinstance(value, dict):
@@ -262,7 +269,7 @@ def _keys_hint() -> str:
     return "valid keys: " + ", ".join(_field_types())
 
 
-def _typed(key: str, value: Any, source: str) -> Any:
+def _typed(key: str, value: object, source: str) -> Setting:
     """``value`` as the type of field ``key``: parsed when a string from --set, checked otherwise."""
     annotation = _field_types().get(key)
     if annotation is None:
@@ -307,11 +314,3 @@ def _convert(value: Any, kind: type, from_string: bool) -> Any:
 def _at_most(name: str, value: int, maximum: int, why: str) -> None:
     if value > maximum:
         raise InputError(f"{name} must be at most {maximum:,} ({why}), got {value:,}; lower {name}")
-
-
-def _at_least(name: str, value: Any, minimum: int) -> None:
-    # bool is an int subclass: True must not pass as 1
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InputError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise InputError(f"{name} must be at least {minimum}, got {value}")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -199,20 +199,6 @@ def fit(
     (the mean since the last record) and time_s. On CPU the loop runs at a fixed thread count
     with deterministic kernels (:func:`.determinism.deterministic`): bit-identical per seed.
     """
-    with deterministic(device):
-        return FitHistory(tuple(_fit(model, inputs, targets, config, evaluate, device, aux_loss, on_step)))
-
-
-def _fit(
-    model: nn.Module,
-    inputs: torch.Tensor,
-    targets: torch.Tensor,
-    config: FitConfig,
-    evaluate: Callable[[], dict[str, float]],
-    device: torch.device,
-    aux_loss: Callable[[], Any] | None,
-    on_step: Callable[[int], None] | None,
-) -> list[dict[str, float]]:
     model.to(device)
     generator = torch.Generator().manual_seed(config.seed)
     n = inputs.shape[0]
@@ -256,8 +242,9 @@ def _fit(
         config.grad_clip,
         lambda model: torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr, betas=(0.9, 0.95)),
     )
-    core.fit(model, batches, loss, schedule, [record, core.every(config.eval_every, log, last=config.steps)])
-    return history
+    with deterministic(device):
+        core.fit(model, batches, loss, schedule, [record, core.every(config.eval_every, log, last=config.steps)])
+    return FitHistory(tuple(history))
 
 
 def sequence_mse(model: nn.Module, sequences: torch.Tensor, device: torch.device, chunk: int = 256) -> float:
@@ -292,7 +279,3 @@ def train_sequence_task(
 
     aux = getattr(model, "aux_loss", None)
     return fit(model, train[:, :-1], train[:, 1:], config, evaluate, device, aux, on_step)
-
-
-def fit_config_dict(config: FitConfig) -> dict[str, Any]:
-    return asdict(config)

@@ -166,7 +166,7 @@ class Run:
     staged: Path | None = None
     start: int = 0
     time_before: float = 0.0
-    last: dict[str, Any] = field(default_factory=dict)
+    last: dict[str, float] = field(default_factory=dict)
 
 
 def _start(config: TrainConfig, out: Path, resume: bool, group: ProcessGroup, staging: contextlib.ExitStack) -> Run:
@@ -227,7 +227,7 @@ def _remove_dead_stagings(out: Path) -> None:
 
 def _loop(
     run: Run, progress: bool, observe: Callable[[Transformer], dict[str, float]] | None, extras: RunExtras | None
-) -> dict[str, Any]:
+) -> dict[str, float]:
     """The run from step ``run.start`` to ``config.steps``: :func:`.core.fit` with the runner's batches, loss and hooks."""
     config, task, group = run.config, run.task, run.group
     run.model.train()
@@ -641,20 +641,18 @@ def _save_checkpoint(
     folder = out / CHECKPOINT_DIR
     previous = folder.with_name(f"{CHECKPOINT_DIR}.previous")
     with staged_folder(folder.with_name(f"{CHECKPOINT_DIR}.partial"), create=False) as staging:
-        _write_checkpoint(staging, folder, previous, model, optimizer, config, step, metrics)
+        _write_checkpoint_files(staging, model, optimizer, config, step, metrics)
+        shutil.rmtree(previous, ignore_errors=True)
+        if folder.exists():
+            folder.rename(previous)
+        staging.rename(folder)
+        shutil.rmtree(previous, ignore_errors=True)
 
 
-def _write_checkpoint(
-    staging: Path,
-    folder: Path,
-    previous: Path,
-    model: Transformer,
-    optimizer: torch.optim.Optimizer,
-    config: TrainConfig,
-    step: int,
-    metrics: dict,
+def _write_checkpoint_files(
+    staging: Path, model: Transformer, optimizer: torch.optim.Optimizer, config: TrainConfig, step: int, metrics: dict
 ) -> None:
-    """The checkpoint into ``staging``, then swapped in for ``folder`` (the old one aside as ``previous``)."""
+    """The model, the optimiser's tensors and trainer.json into ``staging``."""
     from safetensors.torch import save_file
 
     model.save(staging)
@@ -672,11 +670,6 @@ def _write_checkpoint(
         "optimizer": {"param_groups": groups, "scalars": scalars},
     }
     write_text(staging / STATE_FILE, json.dumps(state, indent=1) + "\n")  # written last: marks the folder complete
-    shutil.rmtree(previous, ignore_errors=True)
-    if folder.exists():
-        folder.rename(previous)
-    staging.rename(folder)
-    shutil.rmtree(previous, ignore_errors=True)
 
 
 def _find_checkpoint(out: Path) -> Path | None:
