@@ -297,7 +297,7 @@ def read_file(path: Path, text_column: str | None) -> list[str]:
     if suffix in (".tsv", ".csv"):
         return _read_table(text, path, text_column, delimiter="\t" if suffix == ".tsv" else ",")
     if suffix in (".jsonl", ".json"):
-        return _read_jsonl(text, path, text_column)
+        return list(_jsonl_values(text.split("\n"), path, text_column))
     return [line.strip() for line in split_lines(text)]
 
 
@@ -352,10 +352,6 @@ def _read_table(text: str, path: Path, text_column: str | None, delimiter: str) 
     return texts
 
 
-def _read_jsonl(text: str, path: Path, text_column: str | None) -> list[str]:
-    return list(_jsonl_values(text.split("\n"), path, text_column))
-
-
 def _jsonl_values(lines: Iterable[str], path: Path, text_column: str | None) -> Iterator[str]:
     """The text field of each JSON line (blank lines skipped), with the line number in errors."""
     column: str | None = None
@@ -394,7 +390,7 @@ def iter_file_texts(path: Path, text_column: str | None) -> Iterator[str]:
     if suffix == ".parquet":
         texts: Iterable[str] = _iter_parquet(path, text_column)
     elif suffix in (".jsonl", ".json"):
-        texts = _iter_jsonl(path, text_column)
+        texts = _jsonl_values(_iter_lines(path), path, text_column)
     elif suffix in (".tsv", ".csv"):
         texts = read_file(path, text_column)
     else:
@@ -433,10 +429,6 @@ def _iter_lines(path: Path) -> Iterator[str]:
                 yield _without_boms(line[:-1] if line.endswith("\n") else line)
         except _DECOMPRESSION_ERRORS as exc:
             raise _unreadable(path, exc) from exc
-
-
-def _iter_jsonl(path: Path, text_column: str | None) -> Iterator[str]:
-    return _jsonl_values(_iter_lines(path), path, text_column)
 
 
 def _iter_parquet(path: Path, text_column: str | None, batch_rows: int = 4096) -> Iterator[str]:

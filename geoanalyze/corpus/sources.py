@@ -158,21 +158,21 @@ class CorpusSource(ABC):
             raise InputError(f"the corpus {self.name} ({self.location}) holds no text; check the file or split")
         return texts
 
-    @abstractmethod
     def texts(self) -> Iterable[str]:
         """Every text, read whole (blank ones included; :meth:`read` drops them)."""
+        return list(self.stream())
 
     @abstractmethod
     def stream(self) -> Iterator[str]:
         """The non-blank texts, in the order of :meth:`read`, as a stream (memory: one text or batch)."""
 
-    @abstractmethod
     def shards(self, files_per_shard: int) -> list[Shard]:
         """The units of streamed work, in corpus order (``files_per_shard``: one-text files per shard)."""
+        return [Shard(self.name, self)]
 
-    @abstractmethod
     def files_read(self) -> set[str]:
         """The real paths of the local files the source reads (empty for hub and synthetic sources)."""
+        return set()
 
     @abstractmethod
     def stream_fingerprint(self) -> str:
@@ -216,9 +216,6 @@ class FileSource(CorpusSource):
 
     def stream(self) -> Iterator[str]:
         yield from iter_file_texts(Path(self.location), self.text_column)
-
-    def shards(self, files_per_shard: int) -> list[Shard]:
-        return [Shard(self.name, self)]
 
     def files_read(self) -> set[str]:
         return {os.path.realpath(self.location)}
@@ -296,9 +293,6 @@ class ShardsSource(CorpusSource):
         resolved = tuple(str(f.resolve()) for f in files)
         return cls(name, location, fingerprint, None, text_column, files=resolved)
 
-    def texts(self) -> list[str]:
-        return list(self.stream())
-
     def stream(self) -> Iterator[str]:
         for file in self.files:
             yield from iter_file_texts(Path(file), self.text_column)
@@ -337,12 +331,6 @@ class HubSource(CorpusSource):
     def stream(self) -> Iterator[str]:
         yield from iter_hub_texts(self, self.data_files)
 
-    def shards(self, files_per_shard: int) -> list[Shard]:
-        return [Shard(self.name, self)]
-
-    def files_read(self) -> set[str]:
-        return set()
-
     def stream_fingerprint(self) -> str:
         return stream_fingerprint(
             "hub", self.location, self.data_files, self.split, self.hub_config, text_column=self.text_column
@@ -372,12 +360,6 @@ class SyntheticSource(CorpusSource):
 
     def stream(self) -> Iterator[str]:
         yield from (text for text in self.texts() if text.strip())
-
-    def shards(self, files_per_shard: int) -> list[Shard]:
-        return [Shard(self.name, self)]
-
-    def files_read(self) -> set[str]:
-        return set()
 
     def stream_fingerprint(self) -> str:
         return stream_fingerprint("synthetic", self.location, ())

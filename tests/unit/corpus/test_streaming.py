@@ -27,6 +27,7 @@ from geoanalyze.corpus.streaming import (
     Shard,
     compute_counts,
     count_stream,
+    shard_size,
     shards_of,
     uniforms,
 )
@@ -308,3 +309,24 @@ def test_bad_options(bert: HFTokenizer, tmp_path: Path) -> None:
         count_stream([shard], bert, CountJob(workers=0, work_dir=tmp_path / "w"), {})
     with pytest.raises(InputError, match="no file matches"):
         resolve_source(str(tmp_path / "nothing" / "*.jsonl"))
+
+
+def test_an_aborted_pool_ends_its_workers_at_once() -> None:
+    """A failed job stops its worker processes (found as this process's children, no private
+    attribute of the pool), not waiting for the shards in flight; children started before stay."""
+    import multiprocessing
+    import time
+
+    from geoanalyze.corpus.streaming import _ProcessPool
+
+    before = set(multiprocessing.active_children())
+    pool = _ProcessPool(2)
+    assert pool.result(pool.submit(shard_size, Shard("s", SyntheticSource.of("synthetic:drift,n=5")))) == 5
+    for _ in range(3):
+        pool.submit(time.sleep, 60)  # shards in flight
+    began = time.perf_counter()
+    pool.close(abort=True)
+    assert time.perf_counter() - began < 10
+    for process in set(multiprocessing.active_children()) - before:
+        process.join(10)
+    assert set(multiprocessing.active_children()) <= before
