@@ -559,7 +559,7 @@ def check_mergeable(first: dict[str, Any], second: dict[str, Any]) -> None:
         mine, theirs = ({k: v for k, v in d.items() if k != "rules_sha256"} for d in (mine, theirs))
     if _vocabulary_identity(mine) != _vocabulary_identity(theirs):
         raise IncompatibleError(
-            f"cannot merge counts of different tokenizers ({_describe(mine)} vs {_describe(theirs)}); "
+            f"cannot merge counts of different tokenizers ({short_name(mine)} vs {short_name(theirs)}); "
             "count both corpora with the same --tokenizer"
         )
     for key in MERGE_OPTIONS:
@@ -578,7 +578,8 @@ def _vocabulary_identity(identity: Any) -> Any:
     return identity
 
 
-def _describe(identity: Any) -> str:
+def short_name(identity: Any) -> str:
+    """A tokenizer identity (or another recorded value) as an error message names it."""
     if isinstance(identity, dict):
         return str(identity.get("name", identity))
     return str(identity)

@@ -756,9 +756,9 @@ def _load_hub(source: HubSource, streaming: bool = False, data_files: tuple[str,
 
         datasets.logging.set_verbosity_error()
         datasets.disable_progress_bars()
-        extra: dict[str, Any] = {"data_files": list(data_files)} if data_files else {}
+        files = list(data_files) or None  # None: the dataset's own files
         return datasets.load_dataset(
-            source.location, source.hub_config, split=source.split, streaming=streaming, **extra
+            source.location, source.hub_config, split=source.split, streaming=streaming, data_files=files
         )
     except Exception as exc:  # offline, unknown id, missing split: all reported the same way
         where = "the Hugging Face cache" if hub_offline() else "the Hugging Face cache and hub"

@@ -51,6 +51,7 @@ from .marginals import (
     csr_keys,
     keys_to_csr,
     merge_sorted,
+    short_name,
     tokenizer_fingerprint,
     tokenizer_identity,
 )
@@ -507,7 +508,7 @@ def _refusal(path: Path, theirs: dict[str, Any], mine: dict[str, Any]) -> InputE
         if theirs.get(key) != mine.get(key):
             return IncompatibleError(
                 f"the work folder {path} holds partial counts of another {label} "
-                f"({_short(theirs.get(key))} vs {_short(mine.get(key))}); they cannot be mixed: "
+                f"({short_name(theirs.get(key))} vs {short_name(mine.get(key))}); they cannot be mixed: "
                 "pass another --work-dir or delete that one"
             )
     changed = sorted(k for k in set(theirs) | set(mine) if theirs.get(k) != mine.get(k))
@@ -515,12 +516,6 @@ def _refusal(path: Path, theirs: dict[str, Any], mine: dict[str, Any]) -> InputE
         f"the work folder {path} holds partial counts of another job (it differs in {', '.join(changed)}); "
         "pass another --work-dir or delete that one"
     )
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, dict):
-        return str(value.get("name", value))
-    return str(value)
 
 
 # --- merging ------------------------------------------------------------------------------
