@@ -24,7 +24,6 @@ from typing import Any
 
 from ..errors import FormatError, InputError
 from ..models.config import ModelConfig
-from ..models.config import _integer as _at_least
 
 TASKS = ("mlm", "classification", "order", "lm")
 DEVICES = ("auto", "cpu", "cuda")
@@ -314,3 +313,11 @@ def _convert(value: Any, kind: type, from_string: bool) -> Any:
 def _at_most(name: str, value: int, maximum: int, why: str) -> None:
     if value > maximum:
         raise InputError(f"{name} must be at most {maximum:,} ({why}), got {value:,}; lower {name}")
+
+
+def _at_least(name: str, value: Any, minimum: int) -> None:
+    # bool is an int subclass: True must not pass as 1
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InputError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise InputError(f"{name} must be at least {minimum}, got {value}")
