@@ -167,13 +167,22 @@ def count_shard(job: ShardJob, progress: Callable[[int], None] | None = None) ->
 
 @dataclass(frozen=True)
 class ShardReport:
-    """What counting one shard did: texts read, whether to its end, tokens; and the counts, unless
-    the worker wrote them to the work folder (then they do not travel through a pipe)."""
+    """What counting one shard did: texts read, whether to its end, tokens, where it was placed
+    (raw first, counted first, take); and the counts, unless the worker wrote them to the work
+    folder (then they do not travel through a pipe)."""
 
     n_read: int
     complete: bool
     n_tokens: int
+    placed: tuple[int, int, int | None] | None = None
     counts: PositionalCounts | None = None
+
+    @classmethod
+    def of(cls, metadata: Mapping[str, Any], counts: PositionalCounts | None = None) -> ShardReport:
+        """The report a shard's counts record in their metadata (a partial counts file's header)."""
+        placed = metadata.get("placed")
+        n_read, n_tokens = int(metadata.get("n_read", 0)), int(metadata.get("n_tokens", 0))
+        return cls(n_read, bool(metadata.get("complete")), n_tokens, None if placed is None else tuple(placed), counts)
 
 
 def count_and_store(
@@ -183,8 +192,7 @@ def count_and_store(
     on this machine's disk; None: none shared); they come back only when they were not written."""
     counts = count_shard(job, progress)
     counts.metadata.update(stamp)
-    metadata = counts.metadata
-    report = ShardReport(int(metadata["n_read"]), bool(metadata["complete"]), int(metadata["n_tokens"]), counts)
+    report = ShardReport.of(counts.metadata, counts)
     if path is not None:
         with contextlib.suppress(Exception):  # a full or unwritable work folder: the counts travel instead
             counts.save(path)
@@ -481,8 +489,8 @@ class WorkFolder:
         except GeoanalyzeError:
             return None
 
-    def peek(self, index: int) -> dict[str, Any] | None:
-        """The metadata of a shard's partial counts done before (its header only), or None."""
+    def peek(self, index: int) -> ShardReport | None:
+        """What a shard's partial counts done before record (read from their header only), or None."""
         from ..io import read_metadata
 
         file = self.shard_file(index)
@@ -495,7 +503,7 @@ class WorkFolder:
         if metadata is None or metadata.get("kind") != "counts":
             return None
         same = (metadata.get("job_key"), metadata.get("shard_fingerprint")) == (self.key, self.fingerprints[index])
-        return metadata if same else None
+        return ShardReport.of(metadata) if same else None
 
     def store(self, index: int, counts: PositionalCounts) -> None:
         counts.metadata.update(job_key=self.key, shard_fingerprint=self.fingerprints[index])
@@ -835,16 +843,16 @@ def _open_work_folder(
     return folder, keep_work
 
 
-def _earlier_headers(folder: WorkFolder) -> dict[int, dict[str, Any]]:
-    """The headers of the partial counts an earlier run left (used if still placed alike); the
+def _earlier_headers(folder: WorkFolder) -> dict[int, ShardReport]:
+    """What the partial counts an earlier run left record (used if still placed alike); the
     sizes of the shards they read whole are known from them."""
-    earlier: dict[int, dict[str, Any]] = {}
+    earlier: dict[int, ShardReport] = {}
     for index in range(len(folder.fingerprints)):
         header = folder.peek(index)
         if header is not None:
             earlier[index] = header
-            if header.get("complete") and folder.sizes[index] is None:
-                folder.sizes[index] = int(header["n_read"])
+            if header.complete and folder.sizes[index] is None:
+                folder.sizes[index] = header.n_read
     return earlier
 
 
@@ -861,7 +869,7 @@ class _Scheduler:
         limit: int | None,
         executor: _Executor,
         progress: CountProgress | None,
-        earlier: dict[int, dict[str, Any]],
+        earlier: dict[int, ShardReport],
     ):
         self.shards, self.folder, self.template, self.limit = shards, folder, template, limit
         self.executor, self.progress, self.earlier = executor, progress, earlier
@@ -928,17 +936,17 @@ class _Scheduler:
                 self.skipped.add(index)  # --limit reached before this shard
                 continue
             header = self.earlier.pop(index, None)
-            if header is not None and header.get("placed") == list(placed):
+            if header is not None and header.placed == placed:
                 self._reuse(index, header)
             else:
                 self._submit(index, placed)
 
-    def _reuse(self, index: int, header: dict[str, Any]) -> None:
+    def _reuse(self, index: int, header: ShardReport) -> None:
         self.results[index] = None  # read from the work folder when merged
         self.reused += 1
         if self.progress is not None:
             self.progress.shard_done(0, counted_here=False)
-        if not header.get("complete"):
+        if not header.complete:
             self.limit_reached_after(index)
 
     def _submit(self, index: int, placed: tuple[int, int, int | None]) -> None:

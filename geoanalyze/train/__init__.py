@@ -2,7 +2,7 @@
 
     from geoanalyze.train import resolve_config, train
     config = resolve_config("ci", ["task=order", "model.pe=rope"])
-    metrics = train(config, "runs/order-rope")
+    run = train(config, "runs/order-rope")  # a TrainResult: run.metrics, run.to_json()
 
     from geoanalyze.train import Schedule, fit
     state = fit(model, batches, loss, Schedule(steps=100, lr=1e-3, grad_clip=1.0), hooks)
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .config import PRESETS, TASKS, TrainConfig, resolve_config, valid_keys
 from .core import RunState, Schedule, fit
-from .loop import lr_at, select_device, train
+from .loop import TrainResult, lr_at, select_device, train
 from .tasks import Batch, Task, build_task
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "Schedule",
     "Task",
     "TrainConfig",
+    "TrainResult",
     "build_task",
     "fit",
     "lr_at",
