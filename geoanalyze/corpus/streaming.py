@@ -140,31 +140,6 @@ def _next_block(texts: Iterator[str], size: int, chars: int) -> list[str]:
     return block
 
 
-def count_shard(job: ShardJob, progress: Callable[[int], None] | None = None) -> PositionalCounts:
-    """Count one shard: stream its texts, tokenize and count batch by batch (the worker's task).
-
-    The counts' metadata carries ``n_read`` (texts read) and ``complete`` (read to its end).
-    """
-    tokenizer = fresh_tokenizer(job.tokenizer)
-    counter = SparseCounter(tokenizer, exclude_special=job.exclude_special)
-    state = {"read": 0, "kept": 0, "complete": 0}
-    for batch in _selected_batches(job, state):
-        first = job.first + counter.n_sequences
-        in_half = uniforms(job.split_seed, first, len(batch)) < 0.5
-        tokens = counter.add(batch, in_half)
-        if progress is not None:
-            progress(tokens)
-    counts = counter.result(split_seed=job.split_seed)
-    counts.metadata.update(
-        shard=job.shard.name,
-        n_read=state["read"],
-        complete=bool(state["complete"]),
-        placed=[job.raw_first, job.first, job.take],
-        n_tokens=int(counts.counts.sum()),
-    )
-    return counts
-
-
 @dataclass(frozen=True)
 class ShardReport:
     """What counting one shard did: texts read, whether to its end, tokens, where it was placed
@@ -188,9 +163,29 @@ class ShardReport:
 def count_and_store(
     job: ShardJob, path: str | None, stamp: Mapping[str, str], progress: Callable[[int], None] | None = None
 ) -> ShardReport:
-    """Count a shard (the worker's task) and write its counts, stamped, to ``path`` (a work folder
-    on this machine's disk; None: none shared); they come back only when they were not written."""
-    counts = count_shard(job, progress)
+    """Count one shard (the worker's task): stream its texts, tokenize and count them batch by batch
+    (``progress`` hears each batch's tokens), and write the counts, stamped, to ``path`` (a work
+    folder on this machine's disk; None: none shared); they come back only when they were not written.
+
+    The counts' metadata carries ``n_read`` (texts read) and ``complete`` (read to its end).
+    """
+    tokenizer = fresh_tokenizer(job.tokenizer)
+    counter = SparseCounter(tokenizer, exclude_special=job.exclude_special)
+    state = {"read": 0, "kept": 0, "complete": 0}
+    for batch in _selected_batches(job, state):
+        first = job.first + counter.n_sequences
+        in_half = uniforms(job.split_seed, first, len(batch)) < 0.5
+        tokens = counter.add(batch, in_half)
+        if progress is not None:
+            progress(tokens)
+    counts = counter.result(split_seed=job.split_seed)
+    counts.metadata.update(
+        shard=job.shard.name,
+        n_read=state["read"],
+        complete=bool(state["complete"]),
+        placed=[job.raw_first, job.first, job.take],
+        n_tokens=int(counts.counts.sum()),
+    )
     counts.metadata.update(stamp)
     report = ShardReport.of(counts.metadata, counts)
     if path is not None:
