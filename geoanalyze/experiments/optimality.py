@@ -815,7 +815,8 @@ def mds_parameters(options: ExperimentOptions) -> ExperimentResult:
     if settings.real:
         for dataset in ("sst2", "imdb"):
             counts, _ = compute_counts(
-                resolve_source(dataset, data_dir=options.data_dir), CountJob(tokenizer="bert-base-uncased", max_length=512)
+                resolve_source(dataset, data_dir=options.data_dir),
+                CountJob(tokenizer="bert-base-uncased", max_length=512),
             )
             geometry = position_geometry(counts, min_count=100)
             for which in ("naive", "corrected"):

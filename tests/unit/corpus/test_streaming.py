@@ -74,7 +74,9 @@ def stream(source: str, tokenizer: Any, tmp_path: Path, **kwargs: Any) -> Positi
     resolved = resolve_source(source)
     job = {"corpus": resolved.name, "source": resolved.fingerprint, "tokenizer": tokenizer.identity()}
     job.update({k: v for k, v in kwargs.items() if k in ("limit", "sample", "sample_seed", "split_seed")})
-    return count_stream(shards_of(resolved), tokenizer, CountJob(work_dir=tmp_path / "work", fresh=True, **kwargs), job)[0]
+    return count_stream(
+        shards_of(resolved), tokenizer, CountJob(work_dir=tmp_path / "work", fresh=True, **kwargs), job
+    )[0]
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +167,9 @@ def test_any_sharding_of_a_built_vocabulary_equals_one_pass(
     resolved = resolve_source(str(tmp / "s"))
     job = {"source": resolved.fingerprint, "seed": seed, "batch": batch_size}
     shards = shards_of(resolved)
-    streamed, _ = count_stream(shards, WhitespaceTokenizer(5), CountJob(split_seed=seed, work_dir=tmp / "w", workers=1), job)
+    streamed, _ = count_stream(
+        shards, WhitespaceTokenizer(5), CountJob(split_seed=seed, work_dir=tmp / "w", workers=1), job
+    )
     identical(streamed, reference)
 
 

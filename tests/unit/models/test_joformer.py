@@ -362,7 +362,9 @@ def test_lm_task_errors(corpus: Path) -> None:
 
 @pytest.mark.parametrize("attention", ATTENTIONS)
 def test_lm_trains_with_every_variant(tmp_path: Path, corpus: Path, attention: str) -> None:
-    metrics = train(resolve_config("ci", lm_settings(corpus, **{"model.attention": attention})), tmp_path / "run").metrics
+    metrics = train(
+        resolve_config("ci", lm_settings(corpus, **{"model.attention": attention})), tmp_path / "run"
+    ).metrics
     assert math.isfinite(metrics["eval_loss"]) and metrics["step"] == 6
     model = Transformer.load(tmp_path / "run" / "checkpoint")
     assert model.blocks[0].attn.position_vectors(8).shape[0] == 8
