@@ -259,9 +259,6 @@ def load_counts(
     merged = None
     source_notes: list[dict[str, Any]] = []
 
-    def bar(description: str, n_shards: int) -> CountProgress:
-        return CountProgress(description, n_shards, enabled=progress)
-
     for source, kind in plan:
         if kind == "counts":
             counts = PositionalCounts.load(source)
@@ -281,7 +278,8 @@ def load_counts(
                 cluster=options.cluster,
                 work_dir=options.work_dir,
             )
-            counts, report = compute_counts(resolved, job, cache=options.cache, progress=bar)
+            bars = functools.partial(CountProgress, enabled=progress)
+            counts, report = compute_counts(resolved, job, cache=options.cache, progress=bars)
             source_notes.append({"source": source, "from": "cache" if report.cached else resolved.location})
             if reports is not None and not report.cached:
                 reports.append(dict(report.as_dict(), source=source))

@@ -54,7 +54,7 @@ from ..models.config import TABLE_KINDS
 from ..models.positional import PositionalEncoding
 from ..progress import ProgressBars, progress_interval
 from .config import TrainConfig
-from .core import Hook, RunState, Schedule, fit
+from .core import Hook, RunState, Schedule, every, fit
 from .determinism import deterministic
 from .tasks import IGNORE, Batch, Task, build_task
 
@@ -248,7 +248,7 @@ def _loop(
             lambda step: group.shard(task.train_batch(step)),
             step_loss,
             Schedule(config.steps, lambda step: lr_at(step, config), config.grad_clip),
-            [log, *(extras.hooks(config, task, run.model, log) if extras is not None and group.is_main else [])],
+            [log, *(extras.hooks(log) if extras is not None and group.is_main else [])],
             RunState(run.optimizer, step=run.start),
         )
     return run.last
@@ -334,19 +334,17 @@ class RunExtras:
     probe: Callable[[Task], Callable[[Transformer], dict[str, Any]]] | None = None
     keep_checkpoints: int = 0
 
-    def hooks(self, config: TrainConfig, task: Task, model: Transformer, log: RunLog) -> list[Hook]:
+    def hooks(self, log: RunLog) -> list[Hook]:
         """The hooks that follow the runner's own (rank 0 only)."""
-        hooks: list[Hook] = []
+        run, hooks = log.run, []
         if self.geometry_every and self.probe is not None:
-            hooks.append(geometry_hook(self.geometry_every, self.probe(task), model, log))
+            hooks.append(geometry_hook(self.geometry_every, self.probe(run.task), run.model, log))
         if self.keep_checkpoints:
-            kept = self.keep_checkpoints
 
             def keep(state: RunState) -> None:
-                if state.step % config.eval_every == 0 or state.step == config.steps:
-                    keep_checkpoint(log.run.out, state.step, kept)
+                keep_checkpoint(run.out, state.step, self.keep_checkpoints)
 
-            hooks.append(keep)
+            hooks.append(every(run.config.eval_every, keep, last=run.config.steps))
         return hooks
 
 
