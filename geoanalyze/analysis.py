@@ -577,7 +577,7 @@ def probed_aspect(
     if null is None or not {p.categories.get(aspect) for p in probes.values()} <= {"indistinguishable"}:
         return AspectDecision(True, None, category)
     reason = (
-        f"{probe_name} ({null['statistic']} {null['observed']:.4g}) is indistinguishable from its own "
+        f"{probe_name} ({null.statistic} {null.observed:.4g}) is indistinguishable from its own "
         f"position shuffles ({null['low']:.4g} to {null['high']:.4g}): D holds no position order that a "
         "table carrying position can match"
     )

@@ -139,8 +139,8 @@ def monotonicity_scores(
             null, lag_null = readings["null"], readings["lag_null"]
             rows.append(
                 [
-                    *(name, which, readings["violation"], readings["anchored"], null["mean"], null["z"]),
-                    *(readings["lag_violation"], lag_null["mean"], lag_null["z"]),
+                    *(name, which, readings["violation"], readings["anchored"], null.mean, null.z),
+                    *(readings["lag_violation"], lag_null.mean, lag_null.z),
                 ]
             )
     return rows, scores, tables
@@ -211,11 +211,11 @@ def _beats_null(name: str, what: str, readings: dict[str, Any], key: str, null_k
     rate = "lag violation" if key == "lag_violation" else "violation rate"
     return st.beats_null(
         readings[key],
-        null["mean"],
-        null["sd"],
-        int(null.get("draws", MONOTONICITY_DRAWS)),
+        null.mean,
+        null.sd,
+        MONOTONICITY_DRAWS,
         statement=f"{rate} of {what} < random null mean - 3 null sds (Gaussian tables of the same shape)",
-    ).check(name, paper=paper, value=readings[key], detail=f"null {fmt(null['mean'])} ± {fmt(null['sd'])}")
+    ).check(name, paper=paper, value=readings[key], detail=f"null {fmt(null.mean)} ± {fmt(null.sd)}")
 
 
 def paper_rate_check(mds_lag: float, mds_discordance: float, margin: float = 0.03) -> Any:
@@ -253,7 +253,8 @@ def monotonicity_readings(
     ``violation`` / ``anchored``: Kendall discordance between E and D (all pairs of pairs / shared
     anchor); ``lag_violation``: monotonicity of E in the position lag, over the indices ``positions``.
     """
-    from ..geometry.scores import all_scores, null_calibration
+    from ..geometry.null import null_calibration
+    from ..geometry.scores import all_scores
 
     readings: dict[str, dict[str, Any]] = {}
     for name, vectors in tables.items():

@@ -173,7 +173,7 @@ class ExperimentResult:
         return [c.name for c in self.checks if not c.decided]
 
     def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(
+        return plain(
             {
                 "experiment": self.name,
                 "title": self.title,
@@ -187,6 +187,17 @@ class ExperimentResult:
                 "environment": environment(),
             }
         )
+
+
+def plain(value: Any) -> Any:
+    """``value`` as JSON types: a typed record (one with ``to_dict``) becomes its dict, recursively."""
+    if hasattr(value, "to_dict"):
+        return plain(value.to_dict())
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return to_jsonable(value)
 
 
 def apply_overrides(settings: dict[str, Any], overrides: Sequence[str], experiment: str) -> dict[str, Any]:

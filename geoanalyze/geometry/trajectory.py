@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .null import ASPECTS, calibrate, null_rng, null_sample, rank_test
+from .null import ASPECTS, RankTest, calibrate, null_rng, null_sample, rank_test
 from .scores import all_scores
 
 #: the scale-free scores a trajectory follows, in the order of the aspects they are read for
@@ -58,7 +58,7 @@ def calibrated_scores(
     nulls: NullCache,
     scale: float = 1.0,
     subset: np.ndarray | None = None,
-) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+) -> tuple[dict[str, float], dict[str, RankTest]]:
     """(every score of ``table`` against ``distances`` on ``positions``, each score's rank test against the
     null of its shape on the kept positions, or on the rows ``subset`` of them)."""
     observed = all_scores(table, distances, index=positions, scale=scale)
@@ -79,14 +79,14 @@ class TrajectoryPoint:
         return {"step": self.step, **{score: dict(entry) for score, entry in self.scores.items()}}
 
 
-def _entry(value: float, test: Mapping[str, Any]) -> dict[str, Any]:
+def _entry(value: float, test: RankTest) -> dict[str, Any]:
     return {
         "score": float(value),
-        "null_mean": test["mean"],
-        "null_sd": test["sd"],
-        "null_low": test["low"],
-        "null_high": test["high"],
-        "category": test["category"],
+        "null_mean": test.mean,
+        "null_sd": test.sd,
+        "null_low": test.low,
+        "null_high": test.high,
+        "category": test.category,
     }
 
 

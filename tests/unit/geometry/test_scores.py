@@ -21,12 +21,12 @@ from scipy.optimize import minimize_scalar
 from geoanalyze.errors import InputError
 from geoanalyze.geometry import scores
 from geoanalyze.geometry.mds import classical_mds
+from geoanalyze.geometry.null import LOWER_IS_BETTER, null_calibration
 from geoanalyze.geometry.scores import (
     SCORES,
     all_scores,
     discordance,
     monotonicity_violation,
-    null_calibration,
     scaled_stress,
     separation,
     stress,
@@ -448,7 +448,7 @@ def test_all_scores_agrees_with_each_score() -> None:
     assert result["anchored_monotonicity_violation"] == pytest.approx(loop_anchored(p, d), abs=1e-12)
     assert result["lag_violation"] == pytest.approx(scores.lag_violation(p), abs=1e-12)
     assert "anchored_monotonicity_violation" not in all_scores(p, d, anchored=False)
-    assert set(scores.LOWER_IS_BETTER) == set(result)
+    assert set(LOWER_IS_BETTER) == set(result)
 
 
 # --- null calibration ---------------------------------------------------------------------------------
@@ -462,13 +462,13 @@ def test_null_calibration_keys_and_ranges() -> None:
     summary = null_calibration(p, d, draws=6, seed=1)
     assert set(summary) == NULL_KEYS
     for name, entry in summary.items():
-        assert set(entry) == {
+        assert set(entry.to_dict()) == {
             *("mean", "sd", "low", "high", "z", "beats"),
             *("rank", "p_better", "p_worse", "effect", "category"),
         }, name
-        assert entry["category"] == "undecided"  # 6 draws cannot decide (the rank test needs 39)
-        assert 0.0 <= entry["beats"] <= 1.0
-        assert entry["sd"] >= 0
+        assert entry.category == "undecided"  # 6 draws cannot decide (the rank test needs 39)
+        assert 0.0 <= entry.beats <= 1.0
+        assert entry.sd >= 0
     with_anchors = null_calibration(p, d, draws=3, seed=1, anchored=True)
     assert set(with_anchors) == NULL_KEYS | {"anchored_monotonicity_violation"}
 
