@@ -210,10 +210,8 @@ def _mds_training_checks(record: dict[str, Any]) -> list[dict[str, Any]]:
     data, config = record["data"], record["data"]["config"]
     results = data["results"]
     seeds = [int(config["seed"]) + k for k in range(len(results["learned"]["mlm_loss_per_seed"]))]
-    checks = mds_training_checks(
-        results, seeds, CI.task_name, CI.loss_margin, CI.accuracy_margin, int(data["rank"]), int(config["max_length"]),
-        int(config["model"]["d_model"]), float(data["parameters"]["saving"]),
-    )  # fmt: skip
+    width, saving = int(config["model"]["d_model"]), float(data["parameters"]["saving"])
+    checks = mds_training_checks(results, seeds, CI, int(data["rank"]), int(config["max_length"]), width, saving)
     return [c.to_dict() for c in checks]
 
 

@@ -86,10 +86,7 @@ def mds_training(options: ExperimentOptions) -> ExperimentResult:
     variants = mds_variants(rank, pe_file)
     results = {name: train_variant(options, settings.train, name, pe, seeds) for name, pe in variants.items()}
     saving = encoding.parameter_counts()
-    loss_margin, accuracy_margin, task_name = settings.loss_margin, settings.accuracy_margin, settings.task_name
-    checks = mds_training_checks(
-        results, seeds, task_name, loss_margin, accuracy_margin, rank, n, width, float(saving["saving"])
-    )
+    checks = mds_training_checks(results, seeds, settings, rank, n, width, float(saving["saving"]))
     figure = "mds-training.png"
     curves_figure(
         options.work_dir / figure,
@@ -98,6 +95,7 @@ def mds_training(options: ExperimentOptions) -> ExperimentResult:
         "MLM held-out loss",
         title=f"MLM on {in_folder(config.dataset, options.work_dir)}, {config.steps} steps per run",
     )
+    task_name = settings.task_name
     heading = f"### Equal steps ({config.steps} per run), {task_name}, n = {n} positions, d = {width}"
     return ExperimentResult(
         "mds-training",
@@ -174,9 +172,7 @@ def mds_training_section(
 def mds_training_checks(
     results: dict[str, dict[str, Any]],
     seeds: list[int],
-    task_name: str,
-    loss_margin: float,
-    accuracy_margin: float,
+    settings: MdsTrainingSettings,
     rank: int,
     n: int,
     width: int,
@@ -185,27 +181,27 @@ def mds_training_checks(
     """The verdicts of mds-training from each variant's per-seed MLM losses and task accuracies.
 
     "MDS as good as learned" is two non-inferiority tests paired over ``seeds``: the frozen MDS's MLM
-    loss over learned's, per seed, not above 1 + ``loss_margin``; its accuracy not below learned's by
-    more than ``accuracy_margin`` points.
+    loss over learned's, per seed, not above 1 + the settings' ``loss_margin``; its accuracy not below
+    learned's by more than ``accuracy_margin`` points.
     """
     from . import stat_tests as st
 
     finite = all(
         math.isfinite(v) for r in results.values() for v in [*r["mlm_loss_per_seed"], *r["sst2_accuracy_per_seed"]]
     )
-    margins = (seeds, task_name, loss_margin, accuracy_margin)
+    task_name, loss_margin, accuracy_margin = settings.task_name, settings.loss_margin, settings.accuracy_margin
     checks = [
         st.tolerance_check("all runs finite", "every run ends with a finite loss and accuracy", float(finite), finite),
         st.all_of(
             "MDS as good as learned",
-            _against_learned(results, MDS_FROZEN, *margins),
+            _against_learned(results, MDS_FROZEN, seeds, settings),
             f"mds (frozen, 0 trained PE parameters) vs learned at equal steps, paired over {len(seeds)} seeds: "
             f"MLM loss not above learned's by more than {100 * loss_margin:g}%, {task_name} accuracy not below "
             f"learned's by more than {accuracy_margin:g} points",
         ),
     ]
     if "none" in results:
-        checks.append(_no_pe_control(st.all_of("none", _against_learned(results, "none", *margins), "")))
+        checks.append(_no_pe_control(st.all_of("none", _against_learned(results, "none", seeds, settings), "")))
     checks.append(
         st.tolerance(
             saving,
@@ -222,13 +218,12 @@ def _against_learned(
     results: dict[str, dict[str, Any]],
     arm: str,
     seeds: list[int],
-    task_name: str,
-    loss_margin: float,
-    accuracy_margin: float,
+    settings: MdsTrainingSettings,
 ) -> list[Any]:
     """The two non-inferiority tests of ``arm`` against learned: MLM loss ratio and task accuracy."""
     from . import stat_tests as st
 
+    task_name, loss_margin, accuracy_margin = settings.task_name, settings.loss_margin, settings.accuracy_margin
     a, learned = results[arm], results["learned"]
     ratios = [x / y for x, y in zip(a["mlm_loss_per_seed"], learned["mlm_loss_per_seed"], strict=True)]
     return [
