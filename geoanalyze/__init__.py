@@ -55,6 +55,7 @@ _EXPORTS = {
     "shuffle_test": "geoanalyze.geometry.shuffle",
     "get_encoding": "geoanalyze.encodings",
     "write_figures": "geoanalyze.report.stress",
+    "VerifyResult": "geoanalyze.experiments.record",
 }
 
 __all__ = [
@@ -71,6 +72,7 @@ __all__ = [
     "StressResult",
     "SyntheticCorpus",
     "Verdict",
+    "VerifyResult",
     "__version__",
     "classical_mds",
     "compute_counts",
@@ -105,6 +107,7 @@ if TYPE_CHECKING:
     from .corpus.tokenize import get_tokenizer
     from .encodings import get_encoding
     from .errors import GeoanalyzeError
+    from .experiments.record import VerifyResult
     from .geometry.distances import PositionGeometry, fisher_rao_distances, hellinger_distances, position_geometry
     from .geometry.mds import LowRankEncoding, MDSResult, classical_mds, low_rank_encoding, stress_curve
     from .geometry.null import null_calibration

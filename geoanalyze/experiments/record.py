@@ -15,7 +15,7 @@ import json
 import math
 import platform
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,11 +189,38 @@ class ExperimentResult:
         )
 
 
+@dataclass(frozen=True)
+class VerifyResult:
+    """What ``geoanalyze verify`` found: one experiment's result, or (``every``: ``verify all``) each one's,
+    at ``preset``, with the run's provenance ``run`` (version, command line, seed).
+
+    :meth:`to_json` is what ``verify NAME -f json`` prints (and, for ``verify all``, its summary.json).
+    """
+
+    experiments: tuple[ExperimentResult, ...]
+    preset: str
+    every: bool = False
+    run: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        """Every experiment passes."""
+        return all(result.passed for result in self.experiments)
+
+    def to_json(self) -> str:
+        """One experiment's record with the run, or (``verify all``) the preset, the verdict and every record."""
+        if self.every:
+            document = {"preset": self.preset, "passed": self.passed, "experiments": list(self.experiments)}
+        else:
+            document = self.experiments[0].to_dict()
+        return json.dumps(plain({**document, "run": self.run}), indent=2, allow_nan=False)
+
+
 def plain(value: Any) -> Any:
     """``value`` as JSON types: a typed record (one with ``to_dict``) becomes its dict, recursively."""
     if hasattr(value, "to_dict"):
         return plain(value.to_dict())
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
