@@ -79,26 +79,21 @@ class ParameterSettings(Settings):
     tolerance: float = OPTIMAL_WITHIN
 
 
-#: each experiment's settings per preset: ci's defaults, paper's differences
+SINUSOIDAL, ALIBI, PARAMETERS = SinusoidalSettings(), AlibiSettings(), ParameterSettings()
+#: each experiment's settings per preset: ci's defaults; smoke shrinks it to seconds (no real corpus), paper grows it
 SETTINGS: dict[str, dict[str, Settings]] = {
     "sinusoidal-optimality": {
-        "ci": SinusoidalSettings(),
-        "paper": replace(SinusoidalSettings(), positions=128, vocab=2000, steps=11, bases=30, null_draws=8),
+        "smoke": replace(SINUSOIDAL, positions=32, vocab=100, steps=3, bases=8, null_draws=2, sst2=False),
+        "ci": SINUSOIDAL,
+        "paper": replace(SINUSOIDAL, positions=128, vocab=2000, steps=11, bases=30, null_draws=8),
     },
     "alibi-rank1": {
-        "ci": AlibiSettings(),
-        "paper": replace(AlibiSettings(), longest=512, vocab=2000, step=8, steps=11, null_draws=8),
+        "smoke": replace(ALIBI, longest=32, vocab=60, step=1, steps=3, null_draws=2, sst2=False, arcs=(2,)),
+        "ci": ALIBI,
+        "paper": replace(ALIBI, longest=512, vocab=2000, step=8, steps=11, null_draws=8),
     },
-    "mds-parameters": {"ci": ParameterSettings(), "paper": ParameterSettings()},
+    "mds-parameters": {"smoke": replace(PARAMETERS, real=False), "ci": PARAMETERS, "paper": PARAMETERS},
 }
-#: ``--set`` overrides that shrink each experiment to a seconds-long smoke run (no real corpus)
-SMOKE: dict[str, tuple[str, ...]] = {
-    "sinusoidal-optimality": ("positions=32", "vocab=100", "steps=3", "bases=8", "null_draws=2", "sst2=false"),
-    "alibi-rank1": ("longest=32", "vocab=60", "step=1", "steps=3", "null_draws=2", "sst2=false", "arcs=2"),
-    "mds-parameters": ("real=false",),
-}
-for _name, _overrides in SMOKE.items():  # the smoke preset: ci's settings with the smoke overrides
-    SETTINGS[_name]["smoke"] = SETTINGS[_name]["ci"].override(_overrides, _name)
 #: model widths of the parameter claim
 MODEL_WIDTHS = {"BERT-base": 768, "MiniLM-L6": 384}
 PAPER_SAVING = "up to 88% fewer"

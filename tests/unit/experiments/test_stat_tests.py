@@ -306,8 +306,8 @@ def test_necessity_checks_flip() -> None:
 
 def test_separation_and_monotonicity_checks_flip() -> None:
     from geoanalyze.experiments.monotonicity import _beats_null, paper_rate_check
-    from geoanalyze.geometry.null import rank_test
     from geoanalyze.experiments.separation import separation_checks
+    from geoanalyze.geometry.null import rank_test
 
     assert all(c.passed for c in separation_checks(0.1, 0.3))
     assert not any(c.passed for c in separation_checks(0.0, 0.0))
