@@ -2,7 +2,7 @@
 
 Every "ours" figure is read from a committed record under docs/results/ when the page is
 generated; the mapping from claims to records is data: claims.toml beside this module (package
-data, read into :data:`CLAIMS`), over the records of :data:`RECORDS` below. Regenerate the page
+data, read into :data:`CLAIMS`), over its records (read into :data:`RECORDS`). Regenerate the page
 with::
 
     python -m geoanalyze.experiments.claims docs/claims.md
@@ -52,22 +52,6 @@ SUPPORTING = ("reproduced", "direction only")
 #: the statuses a claim may have while its record is absent
 UNRECORDED = ("not attempted", "attempted, unrecorded", "the paper is wrong")
 
-DATA = "--data-dir ../shared/data"
-MINILM = "sentence-transformers/all-MiniLM-L6-v2"
-COMPARE = "sinusoidal:d=768,rope:d=768,alibi,alibi:head=1,mds,mds:rank=2,random:d=768"
-
-
-def verify_command(name: str, extra: str = "") -> str:
-    """The command that writes docs/results/NAME/NAME.json at the ci preset."""
-    return f"geoanalyze verify {name} --preset ci {DATA}{extra} -o docs/results/{name} --force"
-
-
-def stress_command(dataset: str, output: str, extra: str = "") -> str:
-    """The command that writes a stress record of MiniLM against the standard encodings."""
-    source = dataset if "/" in dataset else f"{dataset} {DATA}"
-    return f"geoanalyze stress {MINILM} --dataset {source}{extra} --compare {COMPARE} -o {output}"
-
-
 @dataclass(frozen=True)
 class Record:
     """A committed record: its path under the repository root, what it is, the command that writes it."""
@@ -75,66 +59,6 @@ class Record:
     path: str
     protocol: str
     command: str
-
-
-#: every record a claim reads, by a short name
-RECORDS: dict[str, Record] = {
-    "sst2": Record(
-        "docs/results/sst2-minilm.json",
-        "`stress`, MiniLM-L6 on SST-2 train, naive Hellinger",
-        stress_command("sst2", "docs/results/sst2-minilm.json", "") + " --plot-dir docs/results/sst2",
-    ),
-    "sst2-corrected": Record(
-        "docs/results/sst2-minilm-corrected.json",
-        "`stress`, MiniLM-L6 on SST-2 train, bias-corrected Hellinger",
-        stress_command("sst2", "docs/results/sst2-minilm-corrected.json", " --distance corrected --layers none"),
-    ),
-    "imdb": Record(
-        "docs/results/imdb-minilm.json",
-        "`stress`, MiniLM-L6 on IMDB train, naive Hellinger",
-        stress_command("imdb", "docs/results/imdb-minilm.json") + " --plot-dir docs/results/imdb",
-    ),
-    "drift-words": Record(
-        "docs/results/drift-words-minilm.json",
-        "`stress`, MiniLM-L6 on sample_corpora/drift-words.txt",
-        stress_command("sample_corpora/drift-words.txt", "docs/results/drift-words-minilm.json"),
-    ),
-    **{
-        name: Record(f"docs/results/{name}/{name}.json", f"`verify {name}`, ci preset", verify_command(name))
-        for name in (
-            "necessity",
-            "separation",
-            "monotonicity",
-            "mds-training",
-            "sinusoidal-optimality",
-            "alibi-rank1",
-            "mds-parameters",
-            "journey",
-            "length-generalization",
-            "joformer-reference",
-            "lm-vocab",
-            "vision-2d",
-            "edelta",
-        )
-    },
-    "monotonicity-cls": Record(
-        "docs/results/monotonicity-cls/monotonicity.json",
-        "`verify monotonicity`, ci preset, under the [CLS] classification loss",
-        "geoanalyze verify monotonicity --preset ci --data-dir ../shared/data --set task=classification "
-        "-o docs/results/monotonicity-cls --force",
-    ),
-    "edelta-parameters": Record(
-        "docs/results/edelta-parameters.json",
-        "parameter counts of the EΔ benchmark's models",
-        "python benchmarks/edelta_parameters.py docs/results/edelta-parameters.json",
-    ),
-    "edelta-benchmarks": Record(
-        "docs/results/edelta-benchmarks/edelta-benchmarks.json",
-        "`verify edelta-benchmarks`, ci preset, reference protocol, the paper's seeds 42, 123, 456",
-        "geoanalyze verify edelta-benchmarks --preset ci --set protocol=reference --set seeds=42,123,456 "
-        "-o docs/results/edelta-benchmarks --force",
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -197,6 +121,11 @@ def load_table(text: str | None = None) -> tuple[dict[str, str], tuple[Claim, ..
 TABLE = "claims.toml"
 CLAIMS_FILE = f"geoanalyze/experiments/{TABLE}"
 PAPERS, CLAIMS = load_table()
+#: every record a claim reads, by a short name (claims.toml's [records])
+RECORDS = {
+    name: Record(**row)
+    for name, row in tomllib.loads(files(__package__).joinpath(TABLE).read_text("utf-8"))["records"].items()
+}
 
 
 class StaleClaimError(ValueError):

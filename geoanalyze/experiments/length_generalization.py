@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,11 @@ from .record import (
     ExperimentOptions,
     ExperimentResult,
     Stopwatch,
-    apply_overrides,
     markdown_table,
     training_preset,
 )
 from .registry import experiment
+from .settings import Settings
 
 LM_VARIANTS: dict[str, list[str]] = {
     "rope": ["model.pe=rope", "model.attention=standard"],
@@ -108,9 +109,17 @@ LM_PRESETS: dict[str, list[str]] = {
         "device=cuda",
     ],
 }
-#: seeds per variant (``--set seeds=N``): the comparisons are paired t-tests over them, which need at
-#: least 2 (ci: 3, a one-sided bound with 2 dof); smoke's one seed leaves them undecided
-LM_SEEDS = {"smoke": 1, "ci": 3, "paper": 3}
+
+
+@dataclass(frozen=True)
+class LengthSettings(Settings):
+    """``seeds`` per variant (``--set seeds=N``): the comparisons are paired t-tests over them, which need at
+    least 2 (ci: 3, a one-sided bound with 2 dof); smoke's one seed leaves them undecided."""
+
+    seeds: int = 3
+
+
+LM_SETTINGS = {"smoke": LengthSettings(seeds=1), "ci": LengthSettings(), "paper": LengthSettings()}
 #: blocks of the longest length scored per length (ci, paper): the same tokens at every length
 EVAL_BLOCKS = {"smoke": 4, "ci": 24, "paper": 16}
 
@@ -132,7 +141,7 @@ def length_generalization(options: ExperimentOptions) -> ExperimentResult:
     preset = options.preset
     own = [item for item in options.overrides if item.partition("=")[0].strip() == "seeds"]
     overrides = [item for item in options.overrides if item not in own]
-    count = apply_overrides({"seeds": LM_SEEDS[preset]}, own, "length-generalization")["seeds"]
+    count = LM_SETTINGS[preset].override(own, "length-generalization").seeds
     seeds = [options.seed + k for k in range(max(1, count))]
     base = [*LM_PRESETS[preset]]
     if options.device != "auto" or preset in ("smoke", "ci"):

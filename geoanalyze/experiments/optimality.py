@@ -114,11 +114,6 @@ def shift_equivariance(distances: np.ndarray, index: np.ndarray | None = None) -
     return 1.0 - float(np.sum(np.square(d - means[lag]))) / total if total > 0 else float("nan")
 
 
-def null_scaled_stress(distances: np.ndarray, draws: int, seed: int) -> float:
-    """Mean scaled stress of ``draws`` i.i.d. N(0, 1) tables of width 768 (the random encoding's)."""
-    return float(np.mean(null_scaled_stress_draws(distances, draws, seed)))
-
-
 def null_scaled_stress_draws(distances: np.ndarray, draws: int, seed: int) -> np.ndarray:
     """The scaled stress of each of ``draws`` i.i.d. N(0, 1) tables of width 768."""
     from scipy.spatial.distance import pdist

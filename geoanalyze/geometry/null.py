@@ -70,7 +70,6 @@ ASPECT_WORDS = {
     "lag": "lag",
     "separation": "separation",
 }
-CATEGORIES = ("better", "indistinguishable", "worse")
 #: the category when the draws are too few for any other (see MIN_DRAWS)
 UNDECIDED = "undecided"
 #: the level of the two-sided rank test
