@@ -4,10 +4,10 @@ vs low-rank vs none, equal steps: MLM loss, SST-2 accuracy and PE parameter coun
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -18,6 +18,21 @@ from .registry import experiment
 from .settings import Settings
 
 MDS_FROZEN = "mds (frozen)"
+
+
+class VariantRuns(TypedDict, total=False):
+    """One encoding's runs (:func:`train_variant`): per seed its final MLM loss and accuracy and its task
+    accuracy, their means, and (first seed) its trained PE parameters and both runs' curves."""
+
+    mlm_loss_per_seed: list[float]
+    mlm_accuracy_per_seed: list[float]
+    sst2_accuracy_per_seed: list[float]
+    pe_parameters: int
+    mlm_curve: Sequence[Mapping[str, Any]]  #: the runs' metrics lines
+    sst2_curve: Sequence[Mapping[str, Any]]
+    mlm_loss: float
+    mlm_accuracy: float
+    sst2_accuracy: float
 
 
 @dataclass(frozen=True)
@@ -128,11 +143,11 @@ def mds_variants(rank: int, pe_file: Path) -> dict[str, list[str]]:
 
 def train_variant(
     options: ExperimentOptions, train: Sequence[str], name: str, pe: list[str], seeds: list[int]
-) -> dict[str, Any]:
+) -> VariantRuns:
     """One encoding's MLM and classification runs per seed: final losses and accuracies, their means, and (first
     seed) its trained PE parameters and curves."""
     slug = name.replace(" ", "-").replace("(", "").replace(")", "").replace(",", "").replace("=", "")
-    entry: dict[str, Any] = {"mlm_loss_per_seed": [], "mlm_accuracy_per_seed": [], "sst2_accuracy_per_seed": []}
+    entry: VariantRuns = {"mlm_loss_per_seed": [], "mlm_accuracy_per_seed": [], "sst2_accuracy_per_seed": []}
     for seed in seeds:
         seeded = replace(options, seed=seed)
         suffix = "" if seed == options.seed else f"-seed{seed}"
@@ -152,7 +167,7 @@ def train_variant(
 
 
 def mds_training_section(
-    heading: str, results: dict[str, dict[str, Any]], task_name: str, rank: int, saving: dict[str, Any]
+    heading: str, results: dict[str, VariantRuns], task_name: str, rank: int, saving: dict[str, int | float]
 ) -> str:
     """The table of the variants at equal steps and what the MDS file's factorisation saves."""
     rows = [
@@ -170,7 +185,7 @@ def mds_training_section(
 
 
 def mds_training_checks(
-    results: dict[str, dict[str, Any]],
+    results: dict[str, VariantRuns],
     seeds: list[int],
     settings: MdsTrainingSettings,
     rank: int,
@@ -215,7 +230,7 @@ def mds_training_checks(
 
 
 def _against_learned(
-    results: dict[str, dict[str, Any]],
+    results: dict[str, VariantRuns],
     arm: str,
     seeds: list[int],
     settings: MdsTrainingSettings,

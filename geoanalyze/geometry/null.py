@@ -157,6 +157,7 @@ class RankTest:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON record, in its published key order (a field that is None and optional is left out)."""
+        order: tuple[str, ...]
         if self.statistic is not None:
             order = ("statistic", "observed", "mean", "sd", "low", "high", "z", "beats", "rank")
             order += ("p_better", "p_worse", "p", "effect", "draws", "p_adjusted", "category")
