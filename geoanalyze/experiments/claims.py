@@ -30,11 +30,13 @@ import json
 import math
 import sys
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
+
+from .record import CheckRecord, Statistics
 
 STATUSES = (
     "reproduced",
@@ -132,7 +134,7 @@ class StaleClaimError(ValueError):
     """A record's verdict no longer supports the status stated for a claim."""
 
 
-def _mds_training_checks(record: dict[str, Any]) -> list[dict[str, Any]]:
+def _mds_training_checks(record: dict[str, Any]) -> list[CheckRecord]:
     """mds-training's checks by the current check function, from the record's stored per-seed results."""
     from .mds_training import CI, mds_training_checks
 
@@ -147,7 +149,7 @@ def _mds_training_checks(record: dict[str, Any]) -> list[dict[str, Any]]:
 #: records whose experiment's checks changed after the record was written, and whose re-run is too
 #: slow to repeat for that alone: their checks are re-judged from the data the record stores (the
 #: runs are not repeated), and the page says so. Only for records written at the ci preset.
-REJUDGE: dict[str, Callable[[dict[str, Any]], list[dict[str, Any]]]] = {"mds-training": _mds_training_checks}
+REJUDGE: dict[str, Callable[[dict[str, Any]], list[CheckRecord]]] = {"mds-training": _mds_training_checks}
 
 
 def read_records(root: Path, names: Sequence[str]) -> dict[str, Any]:
@@ -190,7 +192,7 @@ def lookup(document: Any, path: str) -> Any:
     return value
 
 
-def verdict(check: dict[str, Any]) -> str:
+def verdict(check: CheckRecord) -> str:
     """A check's verdict; records written before verdicts existed carry only ``passed``."""
     return str(check.get("verdict") or ("pass" if check.get("passed") else "fail"))
 
@@ -204,7 +206,7 @@ def ours(claim: Claim, records: dict[str, Any]) -> str:
     return claim.ours.format(*values)
 
 
-def _swapped_test(test: dict[str, Any]) -> str | None:
+def _swapped_test(test: Statistics) -> str | None:
     """The verdict of one test (a ``statistics`` dict of :mod:`.stat_tests`) with its arms swapped.
 
     The differences change sign: the bounds become (-upper, -lower). Superiority then passes iff
@@ -216,7 +218,8 @@ def _swapped_test(test: dict[str, Any]) -> str | None:
     kind = test.get("kind")
     if kind in ("equivalence", "control") or not test.get("decided", True):
         return None
-    lower, upper, mean = (float(test.get(k, math.nan)) for k in ("lower", "upper", "mean"))
+    lower, upper = float(test.get("lower", math.nan)), float(test.get("upper", math.nan))
+    mean = float(test.get("mean", math.nan))
     if kind == "tolerance":
         bound = (test.get("values") or {}).get("bound")
         return None if bound is None else ("pass" if (mean == float(bound) or not test.get("passed")) else "fail")
@@ -232,10 +235,10 @@ def _swapped_test(test: dict[str, Any]) -> str | None:
     return "pass" if upper < float(test.get("margin", 0.0)) else "fail"
 
 
-def swapped_verdict(check: dict[str, Any]) -> str | None:
+def swapped_verdict(check: CheckRecord) -> str | None:
     """The verdict of a record's check with its arms swapped (see :func:`_swapped_test`); None where
     swapping does not apply (an equivalence, a control, a check without statistics)."""
-    statistics = check.get("statistics") or {}
+    statistics = check.get("statistics") or Statistics()
     if str(check.get("name", "")).startswith("control:") or check.get("test") == "control":
         return None
     tests = statistics.get("tests")
@@ -247,7 +250,7 @@ def swapped_verdict(check: dict[str, Any]) -> str | None:
     return _swapped_test(statistics) if statistics else None
 
 
-def controls(record: dict[str, Any]) -> list[dict[str, Any]]:
+def controls(record: Mapping[str, Any]) -> list[CheckRecord]:
     """A record's negative controls: its checks named "control: ...", each passing when the control fails."""
     return [c for c in record.get("checks", []) if str(c.get("name", "")).startswith("control:")]
 

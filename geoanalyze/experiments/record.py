@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ..io import markdown_table as gfm_table
 from ..io import to_jsonable, write_text
@@ -49,6 +49,43 @@ def smoke_or(preset: str, smoke: Any, other: Any) -> Any:
     return smoke if preset == "smoke" else other
 
 
+class Statistics(TypedDict, total=False):
+    """A statistical test as a check's record holds it (:meth:`~.stat_tests.TestResult.to_dict`); a check of
+    several tests (:func:`~.stat_tests.all_of`) holds them under ``tests``, each with its ``statement``."""
+
+    kind: str
+    margin: float
+    mean: float
+    sd: float
+    lower: float
+    upper: float
+    level: float
+    n: int
+    replicates: str
+    seeds: list[int]
+    unit: str
+    method: str
+    passed: bool
+    decided: bool
+    values: dict[str, Any]
+    statement: str
+    tests: list[Statistics]
+
+
+class CheckRecord(TypedDict, total=False):
+    """A :class:`Check` as its record holds it (records written before verdicts existed carry only ``passed``)."""
+
+    name: str
+    claim: str
+    test: str
+    value: float
+    passed: bool
+    verdict: str
+    paper: str | None
+    detail: str
+    statistics: Statistics
+
+
 @dataclass(frozen=True)
 class Check:
     """One claim, measured.
@@ -76,14 +113,14 @@ class Check:
     detail: str = ""
     test: str = ""
     decided: bool = True
-    statistics: dict[str, Any] = field(default_factory=dict)
+    statistics: Statistics = field(default_factory=lambda: Statistics())
 
     @property
     def verdict(self) -> str:
         """ "pass", "fail" or "undecided" (too few seeds for the test to decide)."""
         return "undecided" if not self.decided else ("pass" if self.passed else "fail")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CheckRecord:
         return {
             "name": self.name,
             "claim": self.claim,

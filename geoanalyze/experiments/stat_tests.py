@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .record import Check
+from .record import Check, Statistics
 
 LEVEL = 0.95  #: the one-sided confidence of every bound (a 5% test)
 MINIMUM_SEQUENCES = 30  #: the fewest held-out sequences :func:`proportion` decides on (the normal approximation)
@@ -148,7 +148,7 @@ class TestResult:
             statistics=self.to_dict(),
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Statistics:
         return {
             "kind": self.kind,
             "margin": self.margin,
