@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -65,12 +65,23 @@ def calibrated_scores(
     return observed, calibrate(observed, nulls.sample(int(table.shape[1]), subset))
 
 
+class TrajectoryEntry(TypedDict):
+    """One tracked score at one step: its value, its null's mean, sd and range, and its category."""
+
+    score: float
+    null_mean: float
+    null_sd: float
+    null_low: float
+    null_high: float
+    category: str
+
+
 @dataclass(frozen=True)
 class TrajectoryPoint:
     """One step of a trajectory: per tracked score, its value, its null's mean, sd, range, and the category."""
 
     step: int
-    scores: Mapping[str, Mapping[str, Any]]
+    scores: Mapping[str, TrajectoryEntry]
 
     def value(self, score: str) -> float:
         return float(self.scores[score]["score"])
@@ -79,7 +90,7 @@ class TrajectoryPoint:
         return {"step": self.step, **{score: dict(entry) for score, entry in self.scores.items()}}
 
 
-def _entry(value: float, test: RankTest) -> dict[str, Any]:
+def _entry(value: float, test: RankTest) -> TrajectoryEntry:
     return {
         "score": float(value),
         "null_mean": test.mean,
