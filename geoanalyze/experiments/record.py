@@ -264,40 +264,6 @@ def plain(value: Any) -> Any:
     return to_jsonable(value)
 
 
-def apply_overrides(settings: dict[str, Any], overrides: Sequence[str], experiment: str) -> dict[str, Any]:
-    """A copy of ``settings`` with ``key=value`` overrides, each value converted to the type of the setting.
-
-    ``model.<key>`` reaches into a nested ``model`` dict. An unknown key, a missing ``=`` or a value
-    of the wrong type is an InputError that lists the valid keys (or names the type).
-    """
-    from ..errors import InputError
-
-    result: dict[str, Any] = {k: dict(v) if isinstance(v, dict) else v for k, v in settings.items()}
-    known = [k for k, v in result.items() if not isinstance(v, dict)]
-    known += [f"{k}.{inner}" for k, v in result.items() if isinstance(v, dict) for inner in v]
-    for item in overrides:
-        key, sep, raw = (part.strip() for part in item.partition("="))
-        table: dict[str, Any] = result
-        field = key
-        if "." in key:
-            outer, field = key.split(".", 1)
-            nested = result.get(outer)
-            table = nested if isinstance(nested, dict) else {}
-        if not sep or field not in table or isinstance(table[field], dict):
-            raise InputError(f"{experiment}: unknown setting {item!r}; valid keys: {', '.join(known)}")
-        kind = type(table[field])
-        try:
-            if kind is bool:
-                if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                    raise ValueError(raw)
-                table[field] = raw.lower() in ("true", "1", "yes")
-            else:
-                table[field] = kind(raw)
-        except ValueError:
-            raise InputError(f"{experiment}: setting {key} must be a {kind.__name__}, got {raw!r}") from None
-    return result
-
-
 def environment() -> dict[str, Any]:
     """Versions and hardware, recorded with every result so numbers can be traced."""
     import importlib.metadata as metadata
