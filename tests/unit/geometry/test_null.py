@@ -180,3 +180,16 @@ def test_rank_test_records_keep_their_published_key_order() -> None:
         *("p_better", "p_worse", "p", "effect", "draws", "p_adjusted", "category"),
     ]
     assert test["category"] == test.category
+
+
+def test_scores_do_not_import_the_null() -> None:
+    # the null draws are scored by geometry.scores, so scores must not reach back (not even inside a
+    # function): the null <-> scores cycle of issue 33 stays broken
+    import ast
+    import inspect
+
+    import geoanalyze.geometry.scores as scores
+
+    tree = ast.parse(inspect.getsource(scores))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not {"null", "geoanalyze.geometry.null"} & imported, imported
