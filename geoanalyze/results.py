@@ -46,7 +46,7 @@ from .io import markdown_table as gfm_table
 from .io import to_jsonable
 
 if TYPE_CHECKING:
-    from .geometry.distances import PositionGeometry
+    from .geometry.distances import NoiseSummary, PositionGeometry
 
 
 # --- the typed result -----------------------------------------------------------------------------
@@ -243,7 +243,7 @@ class StressResult:
     width: int
     positions: np.ndarray
     left_out: Mapping[str, Any]
-    noise: Mapping[str, Any]
+    noise: NoiseSummary
     scores: Mapping[str, EncodingScores]
     null: NullSettings
     discriminability: Discriminability
