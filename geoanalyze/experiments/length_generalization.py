@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .joformer_shared import SMOKE_CORPUS, SMOKE_LM, block_perplexity
+from .joformer_shared import CI_LM, SMOKE_CORPUS, SMOKE_LM, block_perplexity
 from .record import (
     ExperimentOptions,
     ExperimentResult,
@@ -69,12 +69,7 @@ LM_PRESETS: dict[str, list[str]] = {
         "eval_split=none",
         "tokenizer=char",
         "model.arch=gpt",
-        "model.n_positions=64",
-        "model.d_model=64",
-        "model.n_layers=2",
-        "model.n_heads=4",
-        "model.d_ff=256",
-        "model.dropout=0.0",
+        *CI_LM,
         "max_length=64",
         "limit=none",
         "steps=600",

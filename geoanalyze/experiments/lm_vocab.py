@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .joformer_shared import SMOKE_CORPUS, SMOKE_EVAL_CORPUS, SMOKE_LM, block_perplexity
+from .joformer_shared import CI_LM, SMOKE_CORPUS, SMOKE_EVAL_CORPUS, SMOKE_LM, block_perplexity
 from .record import (
     ExperimentOptions,
     ExperimentResult,
@@ -68,12 +68,7 @@ VOCAB_TRAINING: dict[str, list[str]] = {
         "device=cpu",
     ],
     "ci": [
-        "model.n_positions=64",
-        "model.d_model=64",
-        "model.n_layers=2",
-        "model.n_heads=4",
-        "model.d_ff=256",
-        "model.dropout=0.0",
+        *CI_LM,
         "steps=300",
         "batch_size=16",
         "lr=3e-3",
