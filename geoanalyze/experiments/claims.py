@@ -54,6 +54,7 @@ SUPPORTING = ("reproduced", "direction only")
 #: the statuses a claim may have while its record is absent
 UNRECORDED = ("not attempted", "attempted, unrecorded", "the paper is wrong")
 
+
 @dataclass(frozen=True)
 class Record:
     """A committed record: its path under the repository root, what it is, the command that writes it."""
