@@ -53,10 +53,11 @@ _EXPORTS = {
     "LayerRow": "geoanalyze.results",
     "CheckpointInfo": "geoanalyze.results",
     "Verdict": "geoanalyze.results",
-    "null_calibration": "geoanalyze.geometry.scores",
+    "null_calibration": "geoanalyze.geometry.null",
     "shuffle_test": "geoanalyze.geometry.shuffle",
     "get_encoding": "geoanalyze.encodings",
     "write_figures": "geoanalyze.report.stress",
+    "VerifyResult": "geoanalyze.experiments.record",
 }
 
 __all__ = [
@@ -75,6 +76,7 @@ __all__ = [
     "SyntheticCorpus",
     "TrainResult",
     "Verdict",
+    "VerifyResult",
     "__version__",
     "classical_mds",
     "compute_counts",
@@ -110,9 +112,10 @@ if TYPE_CHECKING:
     from .corpus.tokenize import get_tokenizer
     from .encodings import get_encoding
     from .errors import GeoanalyzeError
+    from .experiments.record import VerifyResult
     from .geometry.distances import PositionGeometry, fisher_rao_distances, hellinger_distances, position_geometry
     from .geometry.mds import LowRankEncoding, MDSResult, classical_mds, low_rank_encoding, stress_curve
-    from .geometry.scores import null_calibration
+    from .geometry.null import null_calibration
     from .geometry.shuffle import shuffle_test
     from .report.stress import write_figures
     from .results import CheckpointInfo, EncodingScores, LayerRow, StressResult, Verdict

@@ -572,7 +572,7 @@ def probed_aspect(
     if null is None or not {p.categories.get(aspect) for p in probes.values()} <= {"indistinguishable"}:
         return AspectDecision(True, None, category)
     reason = (
-        f"{probe_name} ({null['statistic']} {null['observed']:.4g}) is indistinguishable from its own "
+        f"{probe_name} ({null.statistic} {null.observed:.4g}) is indistinguishable from its own "
         f"position shuffles ({null['low']:.4g} to {null['high']:.4g}): D holds no position order that a "
         "table carrying position can match"
     )
@@ -693,7 +693,7 @@ def checkpoint_layers(
                 f"the {projection} vectors of layer {layer} hold NaN or infinity: the forward pass overflowed "
                 "(huge weights, or a low precision); try --dtype float32, or --layers none to score the table only"
             )
-        return layer_row(layer, projection, vectors, sub, kept, nulls, subset=index, positions_used=int(index.size))
+        return layer_row(layer, projection, vectors, sub, kept, nulls, subset=index)
 
     captured, notes, hidden_notes = 0, list(forward.notes), list(forward.hidden_notes)
     for layer in chosen:
@@ -755,9 +755,7 @@ def hidden_rows(
         )
     if scored_flat(vectors, f"layer {layer}'s hidden vectors", notes if notes is not None else []):
         return []
-    sub = distances[np.ix_(index, index)]
-    used = int(index.size)
-    return [layer_row(layer, "hidden", vectors, sub, positions[index], nulls, subset=index, positions_used=used)]
+    return [layer_row(layer, "hidden", vectors, distances[np.ix_(index, index)], positions[index], nulls, subset=index)]
 
 
 #: the order of a layer's rows in the layer table
@@ -773,13 +771,14 @@ def layer_row(
     nulls: ShuffleNull,
     subset: np.ndarray | None = None,
     scale: float = 1.0,
-    positions_used: int | None = None,
 ) -> LayerRow:
     """A layer row's scores (:data:`LAYER_SCORES`), its shuffle tests queued (``null`` and ``categories``
-    are filled in by :func:`settle`)."""
+    are filled in by :func:`settle`). A forward-pass row on the rows ``subset`` of the kept positions
+    records how many it uses."""
     scored = score_table(vectors, distances, positions, nulls, scale=scale, subset=subset)
     observed = {k: scored.observed[k] for k in LAYER_SCORES}
-    return LayerRow(layer, projection, observed, {}, {}, positions_used=positions_used, handle=scored.handle)
+    used = None if subset is None else int(subset.size)
+    return LayerRow(layer, projection, observed, {}, {}, positions_used=used, handle=scored.handle)
 
 
 def projected_layers(

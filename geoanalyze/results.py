@@ -40,16 +40,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .geometry.null import ALPHA, ASPECT_WORDS, ASPECTS, D_ASPECTS, TESTED_ASPECTS
+from .geometry.null import ALPHA, ASPECT_WORDS, ASPECTS, D_ASPECTS, TESTED_ASPECTS, RankTest
 from .geometry.shuffle import can_decide, draws_for
 from .io import markdown_table as gfm_table
 from .io import to_jsonable
 
 if TYPE_CHECKING:
-    from .geometry.distances import PositionGeometry
-
-#: one score's rank test against its null (mean, sd, low, high, z, beats, rank, p_better, p_worse, effect, category)
-Calibration = Mapping[str, Any]
+    from .geometry.distances import NoiseSummary, PositionGeometry
 
 
 # --- the typed result -----------------------------------------------------------------------------
@@ -67,7 +64,7 @@ class EncodingScores:
 
     observed: Mapping[str, float]
     dim: int
-    null: Mapping[str, Calibration]
+    null: Mapping[str, RankTest]
     null_draws: int
     categories: Mapping[str, str | None]
     bootstrap: Mapping[str, Any] | None = None
@@ -75,7 +72,7 @@ class EncodingScores:
     handle: int | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        record = {**self.observed, "dim": self.dim, "null": dict(self.null), "null_draws": self.null_draws}
+        record = {**self.observed, "dim": self.dim, "null": tests_record(self.null), "null_draws": self.null_draws}
         record["categories"] = dict(self.categories)
         if self.bootstrap:
             record["bootstrap"] = dict(self.bootstrap)
@@ -92,7 +89,7 @@ class LayerRow:
     layer: int
     projection: str
     observed: Mapping[str, float]
-    null: Mapping[str, Calibration]
+    null: Mapping[str, RankTest]
     categories: Mapping[str, str | None]
     positions_used: int | None = None
     #: the shuffle test it waits for (analysis.settle fills null and categories, then clears it)
@@ -101,7 +98,12 @@ class LayerRow:
     def to_dict(self) -> dict[str, Any]:
         used = {} if self.positions_used is None else {"positions_used": self.positions_used}
         head = {"layer": self.layer, "projection": self.projection, **used}
-        return {**head, **self.observed, "null": dict(self.null), "categories": dict(self.categories)}
+        return {**head, **self.observed, "null": tests_record(self.null), "categories": dict(self.categories)}
+
+
+def tests_record(tests: Mapping[str, RankTest]) -> dict[str, dict[str, Any]]:
+    """score -> its test's JSON record."""
+    return {score: test.to_dict() for score, test in tests.items()}
 
 
 @dataclass(frozen=True)
@@ -241,7 +243,7 @@ class StressResult:
     width: int
     positions: np.ndarray
     left_out: Mapping[str, Any]
-    noise: Mapping[str, Any]
+    noise: NoiseSummary
     scores: Mapping[str, EncodingScores]
     null: NullSettings
     discriminability: Discriminability

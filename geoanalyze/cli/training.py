@@ -8,7 +8,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,6 +17,9 @@ from ..io import staged_folder
 from ..report.render import grid_table, key_value_table, print_json, print_paragraph, print_table
 from . import options as opt
 from .common import Folder, Output, check_format, check_output_place, guard, handles_errors
+
+if TYPE_CHECKING:
+    from .. import VerifyResult
 
 Preset = Annotated[
     str,
@@ -308,12 +311,14 @@ def verify(
     target = output_dir or Path(f"verify-{name}")
     _check_verify_target(target, force, data_dir)
     request = VerifyRun(names, name == "all", preset, seed, device, tuple(sets or ()), data_dir, provenance(seed))
-    results = _run_staged(request, target)
-    if request.every:
-        _print_summary(results, preset, target, request.run, format)
+    outcome = _run_staged(request, target)
+    if format == "json":
+        print(outcome.to_json())
+    elif request.every:
+        _print_summary(list(outcome.experiments), preset, target, request.run, format)
     else:
-        _print_result(results[0], target, request.run, format)
-    if not all(result.passed for result in results):
+        _print_result(outcome.experiments[0], target, request.run, format)
+    if not outcome.passed:
         raise typer.Exit(1)
 
 
@@ -373,16 +378,20 @@ def _check_verify_target(target: Path, force: bool, data_dir: Path | None) -> No
             )
 
 
-def _run_staged(request: VerifyRun, target: Path) -> list[Any]:
+def _run_staged(request: VerifyRun, target: Path) -> VerifyResult:
     """Run the experiments into a staging folder beside ``target``, moved onto it only when every one finished."""
+    from .. import VerifyResult
+    from ..io import write_text
+
     with staged_folder(target.with_name(f".{target.name}.{os.getpid()}.partial")) as staging:
-        results = _run_each(request, staging)
-        if request.every:
-            _write_summary(results, staging, request.run)
+        outcome = VerifyResult(tuple(_run_each(request, staging)), request.preset, request.every, request.run)
+        if request.every:  # summary.md and summary.json of `verify all` beside the experiments' folders
+            write_text(staging / "summary.md", _summary_markdown(list(outcome.experiments), request.run))
+            write_text(staging / "summary.json", outcome.to_json() + "\n")
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
-    return results
+    return outcome
 
 
 def _run_each(request: VerifyRun, staging: Path) -> list[Any]:
@@ -469,9 +478,6 @@ def _print_result(result: Any, target: Path, run: dict[str, Any], format: str) -
     from ..experiments.record import PRESET_NOTES, check_rows
     from ..report.render import provenance_line
 
-    if format == "json":
-        print_json({**result.to_dict(), "run": run})
-        return
     if format == "markdown":
         print(markdown(result), end="")
         print("\n" + provenance_line(run))
@@ -532,35 +538,9 @@ def _summary_markdown(results: list[Any], run: dict[str, Any]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _write_summary(results: list[Any], folder: Path, run: dict[str, Any]) -> None:
-    """summary.md and summary.json of `verify all` beside the experiments' folders."""
-    import json
-
-    from ..io import to_jsonable, write_text
-
-    write_text(folder / "summary.md", _summary_markdown(results, run))
-    document = {
-        "preset": results[0].preset if results else None,
-        "passed": all(r.passed for r in results),
-        "experiments": [r.to_dict() for r in results],
-        "run": run,
-    }
-    write_text(folder / "summary.json", json.dumps(to_jsonable(document), indent=2, allow_nan=False) + "\n")
-
-
 def _print_summary(results: list[Any], preset: str, target: Path, run: dict[str, Any], format: str) -> None:
     from ..experiments.record import PRESET_NOTES
 
-    if format == "json":
-        print_json(
-            {
-                "preset": preset,
-                "passed": all(r.passed for r in results),
-                "experiments": [r.to_dict() for r in results],
-                "run": run,
-            }
-        )
-        return
     if format == "markdown":
         print(_summary_markdown(results, run), end="")
         return

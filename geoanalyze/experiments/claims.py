@@ -2,7 +2,7 @@
 
 Every "ours" figure is read from a committed record under docs/results/ when the page is
 generated; the mapping from claims to records is data: claims.toml beside this module (package
-data, read into :data:`CLAIMS`), over the records of :data:`RECORDS` below. Regenerate the page
+data, read into :data:`CLAIMS`), over its records (read into :data:`RECORDS`). Regenerate the page
 with::
 
     python -m geoanalyze.experiments.claims docs/claims.md
@@ -30,11 +30,13 @@ import json
 import math
 import sys
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
+
+from .record import CheckRecord, Statistics
 
 STATUSES = (
     "reproduced",
@@ -52,21 +54,6 @@ SUPPORTING = ("reproduced", "direction only")
 #: the statuses a claim may have while its record is absent
 UNRECORDED = ("not attempted", "attempted, unrecorded", "the paper is wrong")
 
-DATA = "--data-dir ../shared/data"
-MINILM = "sentence-transformers/all-MiniLM-L6-v2"
-COMPARE = "sinusoidal:d=768,rope:d=768,alibi,alibi:head=1,mds,mds:rank=2,random:d=768"
-
-
-def verify_command(name: str, extra: str = "") -> str:
-    """The command that writes docs/results/NAME/NAME.json at the ci preset."""
-    return f"geoanalyze verify {name} --preset ci {DATA}{extra} -o docs/results/{name} --force"
-
-
-def stress_command(dataset: str, output: str, extra: str = "") -> str:
-    """The command that writes a stress record of MiniLM against the standard encodings."""
-    source = dataset if "/" in dataset else f"{dataset} {DATA}"
-    return f"geoanalyze stress {MINILM} --dataset {source}{extra} --compare {COMPARE} -o {output}"
-
 
 @dataclass(frozen=True)
 class Record:
@@ -75,66 +62,6 @@ class Record:
     path: str
     protocol: str
     command: str
-
-
-#: every record a claim reads, by a short name
-RECORDS: dict[str, Record] = {
-    "sst2": Record(
-        "docs/results/sst2-minilm.json",
-        "`stress`, MiniLM-L6 on SST-2 train, naive Hellinger",
-        stress_command("sst2", "docs/results/sst2-minilm.json", "") + " --plot-dir docs/results/sst2",
-    ),
-    "sst2-corrected": Record(
-        "docs/results/sst2-minilm-corrected.json",
-        "`stress`, MiniLM-L6 on SST-2 train, bias-corrected Hellinger",
-        stress_command("sst2", "docs/results/sst2-minilm-corrected.json", " --distance corrected --layers none"),
-    ),
-    "imdb": Record(
-        "docs/results/imdb-minilm.json",
-        "`stress`, MiniLM-L6 on IMDB train, naive Hellinger",
-        stress_command("imdb", "docs/results/imdb-minilm.json") + " --plot-dir docs/results/imdb",
-    ),
-    "drift-words": Record(
-        "docs/results/drift-words-minilm.json",
-        "`stress`, MiniLM-L6 on sample_corpora/drift-words.txt",
-        stress_command("sample_corpora/drift-words.txt", "docs/results/drift-words-minilm.json"),
-    ),
-    **{
-        name: Record(f"docs/results/{name}/{name}.json", f"`verify {name}`, ci preset", verify_command(name))
-        for name in (
-            "necessity",
-            "separation",
-            "monotonicity",
-            "mds-training",
-            "sinusoidal-optimality",
-            "alibi-rank1",
-            "mds-parameters",
-            "journey",
-            "length-generalization",
-            "joformer-reference",
-            "lm-vocab",
-            "vision-2d",
-            "edelta",
-        )
-    },
-    "monotonicity-cls": Record(
-        "docs/results/monotonicity-cls/monotonicity.json",
-        "`verify monotonicity`, ci preset, under the [CLS] classification loss",
-        "geoanalyze verify monotonicity --preset ci --data-dir ../shared/data --set task=classification "
-        "-o docs/results/monotonicity-cls --force",
-    ),
-    "edelta-parameters": Record(
-        "docs/results/edelta-parameters.json",
-        "parameter counts of the EΔ benchmark's models",
-        "python benchmarks/edelta_parameters.py docs/results/edelta-parameters.json",
-    ),
-    "edelta-benchmarks": Record(
-        "docs/results/edelta-benchmarks/edelta-benchmarks.json",
-        "`verify edelta-benchmarks`, ci preset, reference protocol, the paper's seeds 42, 123, 456",
-        "geoanalyze verify edelta-benchmarks --preset ci --set protocol=reference --set seeds=42,123,456 "
-        "-o docs/results/edelta-benchmarks --force",
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -197,30 +124,33 @@ def load_table(text: str | None = None) -> tuple[dict[str, str], tuple[Claim, ..
 TABLE = "claims.toml"
 CLAIMS_FILE = f"geoanalyze/experiments/{TABLE}"
 PAPERS, CLAIMS = load_table()
+#: every record a claim reads, by a short name (claims.toml's [records])
+RECORDS = {
+    name: Record(**row)
+    for name, row in tomllib.loads(files(__package__).joinpath(TABLE).read_text("utf-8"))["records"].items()
+}
 
 
 class StaleClaimError(ValueError):
     """A record's verdict no longer supports the status stated for a claim."""
 
 
-def _mds_training_checks(record: dict[str, Any]) -> list[dict[str, Any]]:
+def _mds_training_checks(record: dict[str, Any]) -> list[CheckRecord]:
     """mds-training's checks by the current check function, from the record's stored per-seed results."""
     from .mds_training import CI, mds_training_checks
 
     data, config = record["data"], record["data"]["config"]
     results = data["results"]
     seeds = [int(config["seed"]) + k for k in range(len(results["learned"]["mlm_loss_per_seed"]))]
-    checks = mds_training_checks(
-        results, seeds, CI.task_name, CI.loss_margin, CI.accuracy_margin, int(data["rank"]), int(config["max_length"]),
-        int(config["model"]["d_model"]), float(data["parameters"]["saving"]),
-    )  # fmt: skip
+    width, saving = int(config["model"]["d_model"]), float(data["parameters"]["saving"])
+    checks = mds_training_checks(results, seeds, CI, int(data["rank"]), int(config["max_length"]), width, saving)
     return [c.to_dict() for c in checks]
 
 
 #: records whose experiment's checks changed after the record was written, and whose re-run is too
 #: slow to repeat for that alone: their checks are re-judged from the data the record stores (the
 #: runs are not repeated), and the page says so. Only for records written at the ci preset.
-REJUDGE: dict[str, Callable[[dict[str, Any]], list[dict[str, Any]]]] = {"mds-training": _mds_training_checks}
+REJUDGE: dict[str, Callable[[dict[str, Any]], list[CheckRecord]]] = {"mds-training": _mds_training_checks}
 
 
 def read_records(root: Path, names: Sequence[str]) -> dict[str, Any]:
@@ -263,7 +193,7 @@ def lookup(document: Any, path: str) -> Any:
     return value
 
 
-def verdict(check: dict[str, Any]) -> str:
+def verdict(check: CheckRecord) -> str:
     """A check's verdict; records written before verdicts existed carry only ``passed``."""
     return str(check.get("verdict") or ("pass" if check.get("passed") else "fail"))
 
@@ -277,7 +207,7 @@ def ours(claim: Claim, records: dict[str, Any]) -> str:
     return claim.ours.format(*values)
 
 
-def _swapped_test(test: dict[str, Any]) -> str | None:
+def _swapped_test(test: Statistics) -> str | None:
     """The verdict of one test (a ``statistics`` dict of :mod:`.stat_tests`) with its arms swapped.
 
     The differences change sign: the bounds become (-upper, -lower). Superiority then passes iff
@@ -289,7 +219,8 @@ def _swapped_test(test: dict[str, Any]) -> str | None:
     kind = test.get("kind")
     if kind in ("equivalence", "control") or not test.get("decided", True):
         return None
-    lower, upper, mean = (float(test.get(k, math.nan)) for k in ("lower", "upper", "mean"))
+    lower, upper = float(test.get("lower", math.nan)), float(test.get("upper", math.nan))
+    mean = float(test.get("mean", math.nan))
     if kind == "tolerance":
         bound = (test.get("values") or {}).get("bound")
         return None if bound is None else ("pass" if (mean == float(bound) or not test.get("passed")) else "fail")
@@ -305,10 +236,10 @@ def _swapped_test(test: dict[str, Any]) -> str | None:
     return "pass" if upper < float(test.get("margin", 0.0)) else "fail"
 
 
-def swapped_verdict(check: dict[str, Any]) -> str | None:
+def swapped_verdict(check: CheckRecord) -> str | None:
     """The verdict of a record's check with its arms swapped (see :func:`_swapped_test`); None where
     swapping does not apply (an equivalence, a control, a check without statistics)."""
-    statistics = check.get("statistics") or {}
+    statistics = check.get("statistics") or Statistics()
     if str(check.get("name", "")).startswith("control:") or check.get("test") == "control":
         return None
     tests = statistics.get("tests")
@@ -320,7 +251,7 @@ def swapped_verdict(check: dict[str, Any]) -> str | None:
     return _swapped_test(statistics) if statistics else None
 
 
-def controls(record: dict[str, Any]) -> list[dict[str, Any]]:
+def controls(record: Mapping[str, Any]) -> list[CheckRecord]:
     """A record's negative controls: its checks named "control: ...", each passing when the control fails."""
     return [c for c in record.get("checks", []) if str(c.get("name", "")).startswith("control:")]
 

@@ -24,7 +24,6 @@ from .registry import experiment
 if TYPE_CHECKING:
     from .edelta_runs import Plan, Results
 
-PAPER_SEEDS = (42, 123, 456)
 
 #: the paper's table (arXiv 2605.06729, docs/edelta.md): task -> model -> reported mean
 PAPER_TABLE: dict[str, dict[str, str]] = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -21,28 +22,34 @@ from .record import (
     ExperimentOptions,
     ExperimentResult,
     Stopwatch,
-    apply_overrides,
     markdown_table,
     smoke_or,
 )
 from .registry import experiment
+from .settings import Settings
 
-#: the reference scripts' recipe (journey_transformer_per_token_angles.py), shared by every model here
-_REFERENCE_CI = {
-    "steps": 600,
-    "batch_size": 32,
-    "block": 20,
-    "lr": 5e-4,
-    "n_embed": 90,
-    "n_layers": 3,
-    "dropout": 0.2,
-    "eval_blocks": 400,
-    "seeds": 3,  # the LM claims are paired t-tests over seeds: >= 2 to decide, 3 for a 2-dof bound
-}
-REFERENCE_RECIPE: dict[str, dict[str, Any]] = {
-    "smoke": {**_REFERENCE_CI, "steps": 5, "block": 8, "n_embed": 16, "n_layers": 1, "eval_blocks": 8, "seeds": 1},
-    "ci": _REFERENCE_CI,
-    "paper": {**_REFERENCE_CI, "steps": 10000, "eval_blocks": 2000},
+
+@dataclass(frozen=True)
+class Recipe(Settings):
+    """The reference scripts' recipe (journey_transformer_per_token_angles.py), shared by every model here;
+    ``seeds``: the LM claims are paired t-tests over them (>= 2 to decide, 3 for a 2-dof bound)."""
+
+    steps: int = 600
+    batch_size: int = 32
+    block: int = 20
+    lr: float = 5e-4
+    n_embed: int = 90
+    n_layers: int = 3
+    dropout: float = 0.2
+    eval_blocks: int = 400
+    seeds: int = 3
+
+
+CI = Recipe()
+REFERENCE_RECIPE = {
+    "smoke": replace(CI, steps=5, block=8, n_embed=16, n_layers=1, eval_blocks=8, seeds=1),
+    "ci": CI,
+    "paper": replace(CI, steps=10000, eval_blocks=2000),
 }
 #: name -> (reference variant, normalisation) or our ModelConfig settings
 REFERENCE_MODELS: dict[str, tuple[str, str]] = {
@@ -138,7 +145,7 @@ def char_streams(options: ExperimentOptions) -> tuple[np.ndarray, np.ndarray, in
     return stream[:cut], stream[cut:], len(chars)
 
 
-def fit_char_lm(model: Any, train: np.ndarray, recipe: dict[str, Any], seed: int, device: Any) -> float:
+def fit_char_lm(model: Any, train: np.ndarray, recipe: Recipe, seed: int, device: Any) -> float:
     """The scripts' loop: random blocks, AdamW (PyTorch's defaults) at a constant lr, gradients clipped at 1;
     the last step's loss."""
     import torch
@@ -148,26 +155,26 @@ def fit_char_lm(model: Any, train: np.ndarray, recipe: dict[str, Any], seed: int
     from ..train.tasks import Batch, lm_batch
 
     rng = np.random.default_rng([seed, 11])
-    block = recipe["block"]
+    block = recipe.block
 
     def batches(step: int) -> Batch:
-        return lm_batch(train, rng.integers(len(train) - block - 1, size=recipe["batch_size"]), block)
+        return lm_batch(train, rng.integers(len(train) - block - 1, size=recipe.batch_size), block)
 
     def loss(model: torch.nn.Module, batch: Batch, step: int) -> torch.Tensor:
         logits = model(torch.as_tensor(batch.input_ids, device=device))["logits"]
         return F.cross_entropy(logits.flatten(0, 1), torch.as_tensor(batch.labels, device=device).flatten())
 
     schedule = Schedule(
-        recipe["steps"],
-        recipe["lr"],  # constant
+        recipe.steps,
+        recipe.lr,  # constant
         grad_clip=1.0,
-        optimizer=lambda m: torch.optim.AdamW(m.parameters(), lr=recipe["lr"]),
+        optimizer=lambda m: torch.optim.AdamW(m.parameters(), lr=recipe.lr),
     )
     state = fit(model, batches, loss, schedule)
     return 0.0 if state.logged is None else state.loss
 
 
-def model_builders(recipe: dict[str, Any], vocab: int) -> dict[str, Callable[[], Any]]:
+def model_builders(recipe: Recipe, vocab: int) -> dict[str, Callable[[], Any]]:
     """Every model of the comparison as a builder (called after seeding): the published variants, then ours,
     at the recipe's width, depth, block and dropout, one head."""
     from ..models import ModelConfig, Transformer
@@ -178,10 +185,10 @@ def model_builders(recipe: dict[str, Any], vocab: int) -> dict[str, Callable[[],
         builders[name] = lambda v=variant, n=normalisation: ReferenceJoFormer(
             ReferenceConfig(
                 vocab_size=vocab,
-                n_embed=recipe["n_embed"],
-                n_layers=recipe["n_layers"],
-                block_size=recipe["block"],
-                dropout=recipe["dropout"],
+                n_embed=recipe.n_embed,
+                n_layers=recipe.n_layers,
+                block_size=recipe.block,
+                dropout=recipe.dropout,
                 variant=v,
                 normalisation=n,
             )
@@ -191,12 +198,12 @@ def model_builders(recipe: dict[str, Any], vocab: int) -> dict[str, Callable[[],
             ModelConfig(
                 arch="gpt",
                 vocab_size=vocab,
-                n_positions=recipe["block"],
-                d_model=recipe["n_embed"],
-                n_layers=recipe["n_layers"],
+                n_positions=recipe.block,
+                d_model=recipe.n_embed,
+                n_layers=recipe.n_layers,
                 n_heads=1,
-                d_ff=4 * recipe["n_embed"],
-                dropout=recipe["dropout"],
+                d_ff=4 * recipe.n_embed,
+                dropout=recipe.dropout,
                 **s,
             )
         )
@@ -214,21 +221,21 @@ def joformer_reference(options: ExperimentOptions) -> ExperimentResult:
     from ..train.loop import seed_everything, select_device
 
     watch = Stopwatch()
-    recipe = apply_overrides(REFERENCE_RECIPE[options.preset], options.overrides, "joformer-reference")
+    recipe = REFERENCE_RECIPE[options.preset].override(options.overrides, "joformer-reference")
     deviations = value_path_deviations(options.seed)
     train_stream, held_out, vocab = char_streams(options)
     device = select_device("cpu" if options.preset in ("smoke", "ci") and options.device == "auto" else options.device)
-    n_tokens = min(len(held_out) - 1, recipe["eval_blocks"] * recipe["block"]) // recipe["block"] * recipe["block"]
+    n_tokens = min(len(held_out) - 1, recipe.eval_blocks * recipe.block) // recipe.block * recipe.block
     results: dict[str, dict[str, Any]] = {}
     builders = model_builders(recipe, vocab)
-    seeds = [options.seed + k for k in range(max(1, recipe["seeds"]))]
+    seeds = [options.seed + k for k in range(max(1, recipe.seeds))]
     per_seed: dict[str, list[float]] = {name: [] for name in builders}
     for seed in seeds:
         for name, build in builders.items():
             seed_everything(seed)
             model = build().to(device)
             final = fit_char_lm(model, train_stream, recipe, seed, device)
-            perplexity = block_perplexity(model, held_out, recipe["block"], n_tokens, device)
+            perplexity = block_perplexity(model, held_out, recipe.block, n_tokens, device)
             per_seed[name].append(perplexity)
             entry = results.setdefault(
                 name, {"parameters": sum(p.numel() for p in model.parameters()), "per_seed": {}, "final_train": {}}
@@ -243,8 +250,8 @@ def joformer_reference(options: ExperimentOptions) -> ExperimentResult:
     section = (
         f"### The published variants beside ours "
         f"({smoke_or(options.preset, 'synthetic drift', 'WikiText-2 validation')} characters, {vocab} symbols, 90/10 split; "
-        f"block {recipe['block']}, width {recipe['n_embed']}, {recipe['n_layers']} layers, one head, "
-        f"dropout {recipe['dropout']}, AdamW lr {recipe['lr']}, {recipe['steps']} steps of {recipe['batch_size']}; "
+        f"block {recipe.block}, width {recipe.n_embed}, {recipe.n_layers} layers, one head, "
+        f"dropout {recipe.dropout}, AdamW lr {recipe.lr}, {recipe.steps} steps of {recipe.batch_size}; "
         f"mean over seeds {', '.join(map(str, seeds))})\n\n"
         + markdown_table(["model", "parameters", "final train loss", "held-out perplexity"], rows)
         + "\n\nreference: models/joformer_reference.py, the public scripts' architecture (softplus weights, token "
@@ -257,7 +264,7 @@ def joformer_reference(options: ExperimentOptions) -> ExperimentResult:
         "joformer-reference",
         "JoFormer as published beside our design; the value-path formula checked numerically",
         checks,
-        data={"deviations": deviations, "results": results, "recipe": recipe, "vocab": vocab},
+        data={"deviations": deviations, "results": results, "recipe": recipe.to_dict(), "vocab": vocab},
         sections=[section],
         preset=options.preset,
         seconds=watch(),

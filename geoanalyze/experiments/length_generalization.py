@@ -15,22 +15,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
-from .joformer_shared import SMOKE_CORPUS, SMOKE_LM, block_perplexity
+from .joformer_shared import CI_LM, SMOKE_CORPUS, SMOKE_LM, block_perplexity
 from .record import (
     ExperimentOptions,
     ExperimentResult,
     Stopwatch,
-    apply_overrides,
     markdown_table,
     training_preset,
 )
 from .registry import experiment
+from .settings import Settings
 
 LM_VARIANTS: dict[str, list[str]] = {
     "rope": ["model.pe=rope", "model.attention=standard"],
@@ -68,12 +69,7 @@ LM_PRESETS: dict[str, list[str]] = {
         "eval_split=none",
         "tokenizer=char",
         "model.arch=gpt",
-        "model.n_positions=64",
-        "model.d_model=64",
-        "model.n_layers=2",
-        "model.n_heads=4",
-        "model.d_ff=256",
-        "model.dropout=0.0",
+        *CI_LM,
         "max_length=64",
         "limit=none",
         "steps=600",
@@ -108,9 +104,17 @@ LM_PRESETS: dict[str, list[str]] = {
         "device=cuda",
     ],
 }
-#: seeds per variant (``--set seeds=N``): the comparisons are paired t-tests over them, which need at
-#: least 2 (ci: 3, a one-sided bound with 2 dof); smoke's one seed leaves them undecided
-LM_SEEDS = {"smoke": 1, "ci": 3, "paper": 3}
+
+
+@dataclass(frozen=True)
+class LengthSettings(Settings):
+    """``seeds`` per variant (``--set seeds=N``): the comparisons are paired t-tests over them, which need at
+    least 2 (ci: 3, a one-sided bound with 2 dof); smoke's one seed leaves them undecided."""
+
+    seeds: int = 3
+
+
+LM_SETTINGS = {"smoke": LengthSettings(seeds=1), "ci": LengthSettings(), "paper": LengthSettings()}
 #: blocks of the longest length scored per length (ci, paper): the same tokens at every length
 EVAL_BLOCKS = {"smoke": 4, "ci": 24, "paper": 16}
 
@@ -132,7 +136,7 @@ def length_generalization(options: ExperimentOptions) -> ExperimentResult:
     preset = options.preset
     own = [item for item in options.overrides if item.partition("=")[0].strip() == "seeds"]
     overrides = [item for item in options.overrides if item not in own]
-    count = apply_overrides({"seeds": LM_SEEDS[preset]}, own, "length-generalization")["seeds"]
+    count = LM_SETTINGS[preset].override(own, "length-generalization").seeds
     seeds = [options.seed + k for k in range(max(1, count))]
     base = [*LM_PRESETS[preset]]
     if options.device != "auto" or preset in ("smoke", "ci"):

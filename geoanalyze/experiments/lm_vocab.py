@@ -10,22 +10,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
-from .joformer_shared import SMOKE_CORPUS, SMOKE_EVAL_CORPUS, SMOKE_LM, block_perplexity
+from .joformer_shared import CI_LM, SMOKE_CORPUS, SMOKE_EVAL_CORPUS, SMOKE_LM, block_perplexity
 from .record import (
     ExperimentOptions,
     ExperimentResult,
     Stopwatch,
-    apply_overrides,
     markdown_table,
     training_preset,
 )
 from .registry import experiment
+from .settings import Settings
 
 #: the paper's best validation perplexities (Wikipedia, block 64): vocabulary -> (projected, RoFormer)
 PAPER_VOCAB_TABLE = {8000: (4.32, 4.67), 16000: (26.30, 27.30), 32000: (69.12, 69.76)}
@@ -34,17 +35,25 @@ VOCAB_MODELS: dict[str, list[str]] = {
     "joformer-learned": ["model.pe=none", "model.attention=joformer-learned"],
     "joformer-projected": ["model.pe=none", "model.attention=joformer-projected"],
 }
-VOCAB_SETTINGS: dict[str, dict[str, Any]] = {
-    # seeds: per model and vocabulary; the claim is a paired t-test over them (>= 2 to decide, 3 at ci)
-    "smoke": {"vocabs": "300,400", "tokenizer_texts": 200, "train_texts": 200, "eval_blocks": 4, "seeds": 1},
-    "ci": {"vocabs": "8000,16000,32000", "tokenizer_texts": 4000, "train_texts": 4000, "eval_blocks": 160, "seeds": 3},
-    "paper": {
-        "vocabs": "8000,16000,32000",
-        "tokenizer_texts": 25000,
-        "train_texts": 25000,
-        "eval_blocks": 1000,
-        "seeds": 3,
-    },
+
+
+@dataclass(frozen=True)
+class VocabSettings(Settings):
+    """The BPE vocabularies (comma-separated), the texts the tokenizers and the runs read, the blocks scored,
+    and the seeds per model and vocabulary (the claim is a paired t-test over them: >= 2 to decide, 3 at ci)."""
+
+    vocabs: str = "8000,16000,32000"
+    tokenizer_texts: int = 4000
+    train_texts: int = 4000
+    eval_blocks: int = 160
+    seeds: int = 3
+
+
+CI = VocabSettings()
+VOCAB_SETTINGS = {
+    "smoke": replace(CI, vocabs="300,400", tokenizer_texts=200, train_texts=200, eval_blocks=4, seeds=1),
+    "ci": CI,
+    "paper": replace(CI, tokenizer_texts=25000, train_texts=25000, eval_blocks=1000),
 }
 VOCAB_TRAINING: dict[str, list[str]] = {
     "smoke": [
@@ -59,12 +68,7 @@ VOCAB_TRAINING: dict[str, list[str]] = {
         "device=cpu",
     ],
     "ci": [
-        "model.n_positions=64",
-        "model.d_model=64",
-        "model.n_layers=2",
-        "model.n_heads=4",
-        "model.d_ff=256",
-        "model.dropout=0.0",
+        *CI_LM,
         "steps=300",
         "batch_size=16",
         "lr=3e-3",
@@ -142,7 +146,7 @@ def train_bpe(texts: Sequence[str], vocab_size: int, folder: Path) -> Path:
     return folder
 
 
-def training_base(options: ExperimentOptions, settings: dict[str, Any]) -> list[str]:
+def training_base(options: ExperimentOptions, settings: VocabSettings) -> list[str]:
     """The training settings every run shares (seed, tokenizer and model follow per run)."""
     base = [
         "task=lm",
@@ -151,7 +155,7 @@ def training_base(options: ExperimentOptions, settings: dict[str, Any]) -> list[
         "eval_split=none",
         "model.arch=gpt",
         "max_length=64",
-        f"limit={settings['train_texts']}",
+        f"limit={settings.train_texts}",
         f"seed={options.seed}",
         *VOCAB_TRAINING[options.preset],
     ]
@@ -244,13 +248,14 @@ def lm_vocab(options: ExperimentOptions) -> ExperimentResult:
 
     watch = Stopwatch()
     # the experiment's own keys here; every other key=value goes to the training runs
-    own = [item for item in options.overrides if item.partition("=")[0].strip() in VOCAB_SETTINGS[options.preset]]
+    names = [f.name for f in fields(VocabSettings)]
+    own = [item for item in options.overrides if item.partition("=")[0].strip() in names]
     training = [item for item in options.overrides if item not in own]
-    settings = apply_overrides(VOCAB_SETTINGS[options.preset], own, "lm-vocab")
+    settings = VOCAB_SETTINGS[options.preset].override(own, "lm-vocab")
     try:
-        vocabs = [int(v) for v in str(settings["vocabs"]).split(",") if v.strip()]
+        vocabs = [int(v) for v in settings.vocabs.split(",") if v.strip()]
     except ValueError:
-        raise InputError(f"lm-vocab: vocabs must be comma-separated integers, got {settings['vocabs']!r}") from None
+        raise InputError(f"lm-vocab: vocabs must be comma-separated integers, got {settings.vocabs!r}") from None
     smoke = options.preset == "smoke"  # synthetic texts stand in for IMDB and WikiText-2
     base = training_base(options, settings)
     # every training override is checked now, before minutes of reading corpora and training tokenizers
@@ -261,9 +266,9 @@ def lm_vocab(options: ExperimentOptions) -> ExperimentResult:
         if smoke
         else resolve_source("wikitext2", split="validation", data_dir=options.data_dir)
     )
-    tokenizer_texts = imdb.read(settings["tokenizer_texts"])
+    tokenizer_texts = imdb.read(settings.tokenizer_texts)
     wiki_text = "\n".join(wiki.read())
-    seeds = [options.seed + k for k in range(max(1, settings["seeds"]))]
+    seeds = [options.seed + k for k in range(max(1, settings.seeds))]
     base = [item for item in base if not item.startswith("seed=")]
     per_seed: dict[int, dict[str, list[float]]] = {}
     actual_vocab: dict[int, int] = {}
@@ -272,16 +277,16 @@ def lm_vocab(options: ExperimentOptions) -> ExperimentResult:
         tok = get_tokenizer(str(folder), max_length=1 << 30, add_special_tokens=False)
         actual_vocab[size] = tok.vocab_size
         stream = tok.encode_batch([wiki_text])[0].astype(np.int64)
-        n_tokens = min(settings["eval_blocks"] * 64, (len(stream) - 1) // 64 * 64)
+        n_tokens = min(settings.eval_blocks * 64, (len(stream) - 1) // 64 * 64)
         per_seed[size] = train_and_score(options, size, folder, base, training, seeds, stream, n_tokens)
     perplexity = {size: {name: float(np.mean(v)) for name, v in row.items()} for size, row in per_seed.items()}
     checks = vocab_checks(per_seed, seeds)
-    section = vocab_section(vocabs, actual_vocab, perplexity, smoke, len(tokenizer_texts), settings["train_texts"])
+    section = vocab_section(vocabs, actual_vocab, perplexity, smoke, len(tokenizer_texts), settings.train_texts)
     return ExperimentResult(
         "lm-vocab",
         "JoFormer-projected vs RoFormer language models at 8k / 16k / 32k BPE vocabularies",
         checks,
-        data={"perplexity": perplexity, "vocab": actual_vocab, "settings": settings},
+        data={"perplexity": perplexity, "vocab": actual_vocab, "settings": settings.to_dict()},
         sections=[section],
         preset=options.preset,
         seconds=watch(),

@@ -4,10 +4,10 @@ vs low-rank vs none, equal steps: MLM loss, SST-2 accuracy and PE parameter coun
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -18,6 +18,21 @@ from .registry import experiment
 from .settings import Settings
 
 MDS_FROZEN = "mds (frozen)"
+
+
+class VariantRuns(TypedDict, total=False):
+    """One encoding's runs (:func:`train_variant`): per seed its final MLM loss and accuracy and its task
+    accuracy, their means, and (first seed) its trained PE parameters and both runs' curves."""
+
+    mlm_loss_per_seed: list[float]
+    mlm_accuracy_per_seed: list[float]
+    sst2_accuracy_per_seed: list[float]
+    pe_parameters: int
+    mlm_curve: Sequence[Mapping[str, Any]]  #: the runs' metrics lines
+    sst2_curve: Sequence[Mapping[str, Any]]
+    mlm_loss: float
+    mlm_accuracy: float
+    sst2_accuracy: float
 
 
 @dataclass(frozen=True)
@@ -86,10 +101,7 @@ def mds_training(options: ExperimentOptions) -> ExperimentResult:
     variants = mds_variants(rank, pe_file)
     results = {name: train_variant(options, settings.train, name, pe, seeds) for name, pe in variants.items()}
     saving = encoding.parameter_counts()
-    loss_margin, accuracy_margin, task_name = settings.loss_margin, settings.accuracy_margin, settings.task_name
-    checks = mds_training_checks(
-        results, seeds, task_name, loss_margin, accuracy_margin, rank, n, width, float(saving["saving"])
-    )
+    checks = mds_training_checks(results, seeds, settings, rank, n, width, float(saving["saving"]))
     figure = "mds-training.png"
     curves_figure(
         options.work_dir / figure,
@@ -98,6 +110,7 @@ def mds_training(options: ExperimentOptions) -> ExperimentResult:
         "MLM held-out loss",
         title=f"MLM on {in_folder(config.dataset, options.work_dir)}, {config.steps} steps per run",
     )
+    task_name = settings.task_name
     heading = f"### Equal steps ({config.steps} per run), {task_name}, n = {n} positions, d = {width}"
     return ExperimentResult(
         "mds-training",
@@ -130,11 +143,11 @@ def mds_variants(rank: int, pe_file: Path) -> dict[str, list[str]]:
 
 def train_variant(
     options: ExperimentOptions, train: Sequence[str], name: str, pe: list[str], seeds: list[int]
-) -> dict[str, Any]:
+) -> VariantRuns:
     """One encoding's MLM and classification runs per seed: final losses and accuracies, their means, and (first
     seed) its trained PE parameters and curves."""
     slug = name.replace(" ", "-").replace("(", "").replace(")", "").replace(",", "").replace("=", "")
-    entry: dict[str, Any] = {"mlm_loss_per_seed": [], "mlm_accuracy_per_seed": [], "sst2_accuracy_per_seed": []}
+    entry: VariantRuns = {"mlm_loss_per_seed": [], "mlm_accuracy_per_seed": [], "sst2_accuracy_per_seed": []}
     for seed in seeds:
         seeded = replace(options, seed=seed)
         suffix = "" if seed == options.seed else f"-seed{seed}"
@@ -154,7 +167,7 @@ def train_variant(
 
 
 def mds_training_section(
-    heading: str, results: dict[str, dict[str, Any]], task_name: str, rank: int, saving: dict[str, Any]
+    heading: str, results: dict[str, VariantRuns], task_name: str, rank: int, saving: dict[str, int | float]
 ) -> str:
     """The table of the variants at equal steps and what the MDS file's factorisation saves."""
     rows = [
@@ -172,11 +185,9 @@ def mds_training_section(
 
 
 def mds_training_checks(
-    results: dict[str, dict[str, Any]],
+    results: dict[str, VariantRuns],
     seeds: list[int],
-    task_name: str,
-    loss_margin: float,
-    accuracy_margin: float,
+    settings: MdsTrainingSettings,
     rank: int,
     n: int,
     width: int,
@@ -185,27 +196,27 @@ def mds_training_checks(
     """The verdicts of mds-training from each variant's per-seed MLM losses and task accuracies.
 
     "MDS as good as learned" is two non-inferiority tests paired over ``seeds``: the frozen MDS's MLM
-    loss over learned's, per seed, not above 1 + ``loss_margin``; its accuracy not below learned's by
-    more than ``accuracy_margin`` points.
+    loss over learned's, per seed, not above 1 + the settings' ``loss_margin``; its accuracy not below
+    learned's by more than ``accuracy_margin`` points.
     """
     from . import stat_tests as st
 
     finite = all(
         math.isfinite(v) for r in results.values() for v in [*r["mlm_loss_per_seed"], *r["sst2_accuracy_per_seed"]]
     )
-    margins = (seeds, task_name, loss_margin, accuracy_margin)
+    task_name, loss_margin, accuracy_margin = settings.task_name, settings.loss_margin, settings.accuracy_margin
     checks = [
         st.tolerance_check("all runs finite", "every run ends with a finite loss and accuracy", float(finite), finite),
         st.all_of(
             "MDS as good as learned",
-            _against_learned(results, MDS_FROZEN, *margins),
+            _against_learned(results, MDS_FROZEN, seeds, settings),
             f"mds (frozen, 0 trained PE parameters) vs learned at equal steps, paired over {len(seeds)} seeds: "
             f"MLM loss not above learned's by more than {100 * loss_margin:g}%, {task_name} accuracy not below "
             f"learned's by more than {accuracy_margin:g} points",
         ),
     ]
     if "none" in results:
-        checks.append(_no_pe_control(st.all_of("none", _against_learned(results, "none", *margins), "")))
+        checks.append(_no_pe_control(st.all_of("none", _against_learned(results, "none", seeds, settings), "")))
     checks.append(
         st.tolerance(
             saving,
@@ -219,16 +230,15 @@ def mds_training_checks(
 
 
 def _against_learned(
-    results: dict[str, dict[str, Any]],
+    results: dict[str, VariantRuns],
     arm: str,
     seeds: list[int],
-    task_name: str,
-    loss_margin: float,
-    accuracy_margin: float,
+    settings: MdsTrainingSettings,
 ) -> list[Any]:
     """The two non-inferiority tests of ``arm`` against learned: MLM loss ratio and task accuracy."""
     from . import stat_tests as st
 
+    task_name, loss_margin, accuracy_margin = settings.task_name, settings.loss_margin, settings.accuracy_margin
     a, learned = results[arm], results["learned"]
     ratios = [x / y for x, y in zip(a["mlm_loss_per_seed"], learned["mlm_loss_per_seed"], strict=True)]
     return [

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from .positional_figures import monotonicity_trajectory_figure, shepard_figure
 from .record import ExperimentOptions, ExperimentResult, Stopwatch, fmt, markdown_table
 from .registry import experiment
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from ..geometry.null import RankTest
 
 PAPER_MDS_VIOLATION, PAPER_BERT_VIOLATION = "22%", "25.4%"
 
@@ -121,7 +124,7 @@ def monotonicity(options: ExperimentOptions) -> ExperimentResult:
 
 def monotonicity_scores(
     encodings: dict[str, np.ndarray], geometry: Any, seed: int
-) -> tuple[list[list[Any]], dict[str, dict[str, Any]], dict[str, dict[str, np.ndarray]]]:
+) -> tuple[list[list[Any]], dict[str, Readings], dict[str, dict[str, np.ndarray]]]:
     """Both readings per encoding (and the corpus's MDS) against the corrected and the naive Hellinger distances.
 
     Returns the table rows, the readings by "<encoding>, <distance>", and the tables scored per distance.
@@ -129,7 +132,7 @@ def monotonicity_scores(
     from ..geometry.mds import classical_mds
 
     rows: list[list[Any]] = []
-    scores: dict[str, dict[str, Any]] = {}
+    scores: dict[str, Readings] = {}
     tables: dict[str, dict[str, np.ndarray]] = {}
     for which in ("corrected", "naive"):
         distances = geometry.matrix(which)
@@ -139,14 +142,14 @@ def monotonicity_scores(
             null, lag_null = readings["null"], readings["lag_null"]
             rows.append(
                 [
-                    *(name, which, readings["violation"], readings["anchored"], null["mean"], null["z"]),
-                    *(readings["lag_violation"], lag_null["mean"], lag_null["z"]),
+                    *(name, which, readings["violation"], readings["anchored"], null.mean, null.z),
+                    *(readings["lag_violation"], lag_null.mean, lag_null.z),
                 ]
             )
     return rows, scores, tables
 
 
-def monotonicity_checks(scores: dict[str, dict[str, Any]], paper_rate: bool = True) -> list[Any]:
+def monotonicity_checks(scores: dict[str, Readings], paper_rate: bool = True) -> list[Any]:
     """The trained table and the MDS each beat their random null, in both readings; with ``paper_rate``
     the MDS's lag violation against the paper's 22% (the paper's own data point, SST-2)."""
     learned = scores["learned (trained), corrected"]
@@ -203,7 +206,14 @@ def monotonicity_section(rows: list[list[Any]], corpus: str, n_positions: int, s
     )
 
 
-def _beats_null(name: str, what: str, readings: dict[str, Any], key: str, null_key: str, paper: str) -> Any:
+def _beats_null(
+    name: str,
+    what: str,
+    readings: Readings,
+    key: Literal["violation", "lag_violation"],
+    null_key: Literal["null", "lag_null"],
+    paper: str,
+) -> Any:
     """The check "``what``'s rate ``key`` < its random null's mean - 3 sd": superiority over the null's draws."""
     from . import stat_tests as st
 
@@ -211,11 +221,11 @@ def _beats_null(name: str, what: str, readings: dict[str, Any], key: str, null_k
     rate = "lag violation" if key == "lag_violation" else "violation rate"
     return st.beats_null(
         readings[key],
-        null["mean"],
-        null["sd"],
-        int(null.get("draws", MONOTONICITY_DRAWS)),
+        null.mean,
+        null.sd,
+        MONOTONICITY_DRAWS,
         statement=f"{rate} of {what} < random null mean - 3 null sds (Gaussian tables of the same shape)",
-    ).check(name, paper=paper, value=readings[key], detail=f"null {fmt(null['mean'])} ± {fmt(null['sd'])}")
+    ).check(name, paper=paper, value=readings[key], detail=f"null {fmt(null.mean)} ± {fmt(null.sd)}")
 
 
 def paper_rate_check(mds_lag: float, mds_discordance: float, margin: float = 0.03) -> Any:
@@ -237,6 +247,17 @@ def paper_rate_check(mds_lag: float, mds_discordance: float, margin: float = 0.0
     )
 
 
+class Readings(TypedDict):
+    """Both readings of one table's violation rate (:func:`monotonicity_readings`), each with its null's
+    :class:`~geoanalyze.geometry.null.RankTest`."""
+
+    violation: float
+    anchored: float
+    null: RankTest
+    lag_violation: float
+    lag_null: RankTest
+
+
 #: random null draws of the monotonicity readings
 MONOTONICITY_DRAWS = 16
 
@@ -247,15 +268,16 @@ def monotonicity_readings(
     positions: np.ndarray,
     seed: int,
     draws: int = MONOTONICITY_DRAWS,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Readings]:
     """Both readings of the violation rate per encoding, each with its random null (``draws`` Gaussian tables).
 
     ``violation`` / ``anchored``: Kendall discordance between E and D (all pairs of pairs / shared
     anchor); ``lag_violation``: monotonicity of E in the position lag, over the indices ``positions``.
     """
-    from ..geometry.scores import all_scores, null_calibration
+    from ..geometry.null import null_calibration
+    from ..geometry.scores import all_scores
 
-    readings: dict[str, dict[str, Any]] = {}
+    readings: dict[str, Readings] = {}
     for name, vectors in tables.items():
         observed = all_scores(vectors, distances, anchored=True, index=positions)
         null = null_calibration(vectors, distances, draws=draws, seed=seed, scores=observed, index=positions)

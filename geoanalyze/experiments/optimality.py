@@ -30,9 +30,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..geometry.distances import PositionGeometry
 
 from .record import ExperimentOptions, ExperimentResult, Stopwatch, fmt, markdown_table, smoke_or
 from .registry import experiment
@@ -79,26 +82,100 @@ class ParameterSettings(Settings):
     tolerance: float = OPTIMAL_WITHIN
 
 
-#: each experiment's settings per preset: ci's defaults, paper's differences
+SINUSOIDAL, ALIBI, PARAMETERS = SinusoidalSettings(), AlibiSettings(), ParameterSettings()
+#: each experiment's settings per preset: ci's defaults; smoke shrinks it to seconds (no real corpus), paper grows it
 SETTINGS: dict[str, dict[str, Settings]] = {
     "sinusoidal-optimality": {
-        "ci": SinusoidalSettings(),
-        "paper": replace(SinusoidalSettings(), positions=128, vocab=2000, steps=11, bases=30, null_draws=8),
+        "smoke": replace(SINUSOIDAL, positions=32, vocab=100, steps=3, bases=8, null_draws=2, sst2=False),
+        "ci": SINUSOIDAL,
+        "paper": replace(SINUSOIDAL, positions=128, vocab=2000, steps=11, bases=30, null_draws=8),
     },
     "alibi-rank1": {
-        "ci": AlibiSettings(),
-        "paper": replace(AlibiSettings(), longest=512, vocab=2000, step=8, steps=11, null_draws=8),
+        "smoke": replace(ALIBI, longest=32, vocab=60, step=1, steps=3, null_draws=2, sst2=False, arcs=(2,)),
+        "ci": ALIBI,
+        "paper": replace(ALIBI, longest=512, vocab=2000, step=8, steps=11, null_draws=8),
     },
-    "mds-parameters": {"ci": ParameterSettings(), "paper": ParameterSettings()},
+    "mds-parameters": {"smoke": replace(PARAMETERS, real=False), "ci": PARAMETERS, "paper": PARAMETERS},
 }
-#: ``--set`` overrides that shrink each experiment to a seconds-long smoke run (no real corpus)
-SMOKE: dict[str, tuple[str, ...]] = {
-    "sinusoidal-optimality": ("positions=32", "vocab=100", "steps=3", "bases=8", "null_draws=2", "sst2=false"),
-    "alibi-rank1": ("longest=32", "vocab=60", "step=1", "steps=3", "null_draws=2", "sst2=false", "arcs=2"),
-    "mds-parameters": ("real=false",),
-}
-for _name, _overrides in SMOKE.items():  # the smoke preset: ci's settings with the smoke overrides
-    SETTINGS[_name]["smoke"] = SETTINGS[_name]["ci"].override(_overrides, _name)
+
+
+class TableFit(TypedDict):
+    """One table's fit to a corpus's D: its scaled stress, that relative to the null's mean, its lag violation."""
+
+    scaled_stress: float
+    relative: float
+    lag_violation: float
+
+
+class RankOne(TypedDict, total=False):
+    """The stress-optimal rank-1 fit found (:func:`best_rank1`): its scaled stress and how it was found."""
+
+    scaled_stress: float
+    method: str
+
+
+class BestSinusoidal(TypedDict, total=False):
+    """The sinusoidal table of least scaled stress (:func:`best_sinusoidal`): its scaled stress, base and width."""
+
+    scaled_stress: float
+    base: float
+    width: int
+
+
+#: the tables a corpus is fitted with (sinusoidal: when its bases are searched)
+Table = Literal["mds", "mds rank 1", "mds rank 2", "alibi", "sinusoidal"]
+#: a corpus's fits (:func:`corpus_fit`): its figures and each table's :class:`TableFit`; a member of the rough
+#: family adds its roughness and length scale, a shift corpus its length, step, arc and best rank 1
+CorpusFit = TypedDict(
+    "CorpusFit",
+    {
+        "roughness": float,
+        "length_scale": float,
+        "length": int,
+        "step": int,
+        "arc_degrees": float,
+        "positions": int,
+        "shift_equivariance": float,
+        "null": float,
+        "null_sd": float,
+        "null_draws": int,
+        "sinusoidal_setting": BestSinusoidal,
+        "mds": TableFit,
+        "mds rank 1": TableFit,
+        "mds rank 2": TableFit,
+        "alibi": TableFit,
+        "sinusoidal": TableFit,
+        "best rank 1": RankOne,
+    },
+    total=False,
+)
+
+
+class RankFound(TypedDict):
+    """The smallest rank whose MDS keeps the fit (:func:`rank_within`), and the full rank's."""
+
+    rank: int
+    scaled_stress: float
+    reached: bool
+    full_rank: int
+    full_scaled_stress: float
+
+
+class Saving(TypedDict):
+    """r (n + d) against n d (:func:`parameter_saving`)."""
+
+    factored: int
+    dense: int
+    saving: float
+
+
+class RankEntry(RankFound):
+    """A corpus of mds-parameters: its positions, its :class:`RankFound` and the saving per model width."""
+
+    positions: int
+    widths: dict[str, Saving]
+
+
 #: model widths of the parameter claim
 MODEL_WIDTHS = {"BERT-base": 768, "MiniLM-L6": 384}
 PAPER_SAVING = "up to 88% fewer"
@@ -119,11 +196,6 @@ def shift_equivariance(distances: np.ndarray, index: np.ndarray | None = None) -
     return 1.0 - float(np.sum(np.square(d - means[lag]))) / total if total > 0 else float("nan")
 
 
-def null_scaled_stress(distances: np.ndarray, draws: int, seed: int) -> float:
-    """Mean scaled stress of ``draws`` i.i.d. N(0, 1) tables of width 768 (the random encoding's)."""
-    return float(np.mean(null_scaled_stress_draws(distances, draws, seed)))
-
-
 def null_scaled_stress_draws(distances: np.ndarray, draws: int, seed: int) -> np.ndarray:
     """The scaled stress of each of ``draws`` i.i.d. N(0, 1) tables of width 768."""
     from scipy.spatial.distance import pdist
@@ -136,7 +208,7 @@ def null_scaled_stress_draws(distances: np.ndarray, draws: int, seed: int) -> np
     return np.asarray([condensed_scaled_stress(pdist(rng.standard_normal(shape)), d) for _ in range(draws)])
 
 
-def best_sinusoidal(distances: np.ndarray, index: np.ndarray, bases: np.ndarray) -> dict[str, Any]:
+def best_sinusoidal(distances: np.ndarray, index: np.ndarray, bases: np.ndarray) -> BestSinusoidal:
     """The sinusoidal table of least scaled stress over the frequency bases and the widths in WIDTHS."""
     from scipy.spatial.distance import pdist
 
@@ -144,7 +216,7 @@ def best_sinusoidal(distances: np.ndarray, index: np.ndarray, bases: np.ndarray)
     from ..geometry.scores import condensed_scaled_stress
 
     d = distances[np.triu_indices(distances.shape[0], k=1)]
-    best: dict[str, Any] = {"scaled_stress": np.inf}
+    best: BestSinusoidal = {"scaled_stress": np.inf}
     for base in bases:
         for width in WIDTHS:
             value = condensed_scaled_stress(pdist(sinusoidal(index, d=width, base=float(base))), d)
@@ -159,7 +231,7 @@ def corpus_fit(
     bases: np.ndarray | None = None,
     null_draws: int = 4,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> CorpusFit:
     """How close each encoding comes to the exact MDS of ``distances``: scaled stress, relative, lag violation.
 
     ``bases``: the sinusoidal grid (None: sinusoidal left out).
@@ -177,8 +249,10 @@ def corpus_fit(
     null = float(null_draws_values.mean())
     null_sd = float(null_draws_values.std(ddof=1)) if null_draws > 1 else float("nan")
     mds = classical_mds(distances).embedding_
-    tables = {"mds": mds, "mds rank 1": mds[:, :1], "mds rank 2": mds[:, :2], "alibi": t[:, None].astype(np.float64)}
-    fit: dict[str, Any] = {
+    tables: dict[Table, np.ndarray] = {
+        "mds": mds, "mds rank 1": mds[:, :1], "mds rank 2": mds[:, :2], "alibi": t[:, None].astype(np.float64)
+    }  # fmt: skip
+    fit: CorpusFit = {
         "positions": n,
         "shift_equivariance": shift_equivariance(distances, t),
         "null": null,
@@ -211,7 +285,7 @@ def sampled_stationary(length: int, vocab: int, sequences: int, seed: int) -> np
     return hellinger_distances(counts / counts.sum(axis=1, keepdims=True))
 
 
-def sst2_geometry(options: ExperimentOptions) -> dict[str, Any]:
+def sst2_geometry(options: ExperimentOptions) -> PositionGeometry:
     """SST-2 train's Hellinger geometry as `geoanalyze stress` measures it (bert-base-uncased, N_i >= 100)."""
     from ..corpus.sources import resolve_source
     from ..corpus.streaming import CountJob, compute_counts
@@ -219,8 +293,7 @@ def sst2_geometry(options: ExperimentOptions) -> dict[str, Any]:
 
     source = resolve_source("sst2", data_dir=options.data_dir)
     counts, _ = compute_counts(source, CountJob(tokenizer="bert-base-uncased", max_length=512))
-    geometry = position_geometry(counts, min_count=100)
-    return {"positions": geometry.positions, "naive": geometry.naive, "corrected": geometry.corrected}
+    return position_geometry(counts, min_count=100)
 
 
 def _bases(count: int) -> np.ndarray:
@@ -257,7 +330,7 @@ def sinusoidal_optimality(options: ExperimentOptions) -> ExperimentResult:
     bases = _bases(settings.bases)
     draws = settings.null_draws
     roughness = np.linspace(0.0, 1.0, settings.steps)
-    family = []
+    family: list[CorpusFit] = []
     for r in roughness:
         truth = hellinger_distances(rough_marginals(n, vocab, np.random.default_rng(seed), roughness=float(r)))
         fit = corpus_fit(truth, bases=bases, null_draws=draws, seed=seed)
@@ -276,7 +349,7 @@ def sinusoidal_optimality(options: ExperimentOptions) -> ExperimentResult:
     if settings.sst2:
         sst2 = sst2_geometry(options)
         for which in ("naive", "corrected"):
-            named[f"SST-2 ({which})"] = corpus_fit(sst2[which], sst2["positions"], bases, draws, seed)
+            named[f"SST-2 ({which})"] = corpus_fit(sst2.matrix(which), sst2.positions, bases, draws, seed)
 
     within = smoke_or(options.preset, 0.1, OPTIMAL_WITHIN)  # smoke: 8 bases on 32 positions fit coarsely
     checks = sinusoidal_checks(family, within)
@@ -319,7 +392,7 @@ def sinusoidal_optimality(options: ExperimentOptions) -> ExperimentResult:
     )
 
 
-def sinusoidal_checks(family: list[dict[str, Any]], within: float = OPTIMAL_WITHIN) -> list[Any]:
+def sinusoidal_checks(family: list[CorpusFit], within: float = OPTIMAL_WITHIN) -> list[Any]:
     """The verdicts of sinusoidal-optimality from the rough family's fits (:func:`corpus_fit` per roughness).
 
     True distances (no sampling): the optimality bound is a tolerance; the trend is a one-sided
@@ -369,7 +442,7 @@ def sinusoidal_checks(family: list[dict[str, Any]], within: float = OPTIMAL_WITH
     ]
 
 
-def _sinusoidal_row(fit: dict[str, Any], size: float) -> list[Any]:
+def _sinusoidal_row(fit: CorpusFit, size: float) -> list[Any]:
     """The table columns after the corpus name: size, shift-equivariance, sinusoidal's fit, the references."""
     setting = fit["sinusoidal_setting"]
     return [
@@ -429,7 +502,7 @@ def alibi_rank1(options: ExperimentOptions) -> ExperimentResult:
     )
 
 
-def best_rank1(distances: np.ndarray, index: np.ndarray | None = None) -> dict[str, Any]:
+def best_rank1(distances: np.ndarray, index: np.ndarray | None = None) -> RankOne:
     """The stress-optimal rank-1 fit found: least scaled stress over the classical rank-1 MDS, the line
     p_i = t_i and SMACOF (scikit-learn's metric ``smacof``, 1-D) started from each of them.
 
@@ -449,7 +522,7 @@ def best_rank1(distances: np.ndarray, index: np.ndarray | None = None) -> dict[s
     lags = pdist(line)
     line *= float(np.dot(lags, d) / max(np.dot(lags, lags), 1e-300))
     starts = {"classical": classical_mds(distances).embedding_[:, :1], "line": line}
-    best: dict[str, Any] = {"scaled_stress": np.inf}
+    best: RankOne = {"scaled_stress": np.inf}
     for name, start in starts.items():
         fitted, _ = smacof(
             distances, metric=True, n_components=1, init=start, n_init=1, max_iter=500, eps=1e-9,
@@ -462,7 +535,7 @@ def best_rank1(distances: np.ndarray, index: np.ndarray | None = None) -> dict[s
     return best
 
 
-def shift_fit(settings: AlibiSettings, length: int, step: int, seed: int) -> dict[str, Any]:
+def shift_fit(settings: AlibiSettings, length: int, step: int, seed: int) -> CorpusFit:
     """:func:`corpus_fit` of a shift corpus's true distances, with the stress-optimal rank 1 (:func:`best_rank1`)."""
     from ..corpus.synthetic import shift_marginals
     from ..geometry.distances import hellinger_distances
@@ -474,19 +547,19 @@ def shift_fit(settings: AlibiSettings, length: int, step: int, seed: int) -> dic
     return {"length": length, "step": step, "arc_degrees": arc, **fit, "best rank 1": best_rank1(distances)}
 
 
-def shift_fits(settings: AlibiSettings, seed: int) -> list[dict[str, Any]]:
+def shift_fits(settings: AlibiSettings, seed: int) -> list[CorpusFit]:
     """:func:`shift_fit` of shift corpora from 8 positions to ``settings.longest`` (the near-linear arc)."""
     lengths = np.unique(np.geomspace(8, settings.longest, settings.steps).round().astype(int))
     return [shift_fit(settings, int(length), settings.step, seed) for length in lengths]
 
 
-def arc_fits(settings: AlibiSettings, seed: int) -> list[dict[str, Any]]:
+def arc_fits(settings: AlibiSettings, seed: int) -> list[CorpusFit]:
     """:func:`shift_fit` of the shortest shift corpora (8 positions) at each step of ``settings.arcs``: the bump
     travels a quarter or the whole of the token circle, so D is a function of the lag, but not a linear one."""
     return [shift_fit(settings, 8, step, seed) for step in settings.arcs]
 
 
-def other_fits(settings: AlibiSettings, n: int, options: ExperimentOptions) -> dict[str, dict[str, Any]]:
+def other_fits(settings: AlibiSettings, n: int, options: ExperimentOptions) -> dict[str, CorpusFit]:
     """:func:`corpus_fit` of drift, the rough ends and a sampled stationary corpus at ``n`` positions; SST-2 if asked."""
     from ..corpus.synthetic import drift_marginals, rough_marginals
     from ..geometry.distances import hellinger_distances
@@ -505,8 +578,8 @@ def other_fits(settings: AlibiSettings, n: int, options: ExperimentOptions) -> d
     if settings.sst2:
         sst2 = sst2_geometry(options)
         for which in ("naive", "corrected"):
-            matrices[f"SST-2 ({which})"] = (sst2[which], sst2["positions"])
-    others = {}
+            matrices[f"SST-2 ({which})"] = (sst2.matrix(which), sst2.positions)
+    others: dict[str, CorpusFit] = {}
     for name, (distances, index) in matrices.items():
         fit = corpus_fit(distances, index, None, draws, seed)
         others[name] = {**fit, "best rank 1": best_rank1(distances, index)}
@@ -526,7 +599,7 @@ ALIBI_HEADER = [
 ]
 
 
-def _alibi_row(name: str, fit: dict[str, Any]) -> list[Any]:
+def _alibi_row(name: str, fit: CorpusFit) -> list[Any]:
     """A row of :data:`ALIBI_HEADER`."""
     return [
         name,
@@ -541,19 +614,19 @@ def _alibi_row(name: str, fit: dict[str, Any]) -> list[Any]:
     ]
 
 
-def _rank1(fit: dict[str, Any]) -> float:
+def _rank1(fit: CorpusFit) -> float:
     """The scaled stress of a corpus's stress-optimal rank-1 fit (the classical one in records before it)."""
     return float(fit.get("best rank 1", fit["mds rank 1"])["scaled_stress"])
 
 
-def _fit_label(fit: dict[str, Any]) -> str:
+def _fit_label(fit: CorpusFit) -> str:
     return f"n = {fit['length']}, step {fit.get('step', '?')}"
 
 
 def alibi_checks(
-    shift: list[dict[str, Any]],
-    others: dict[str, dict[str, Any]],
-    arcs: Sequence[dict[str, Any]] = (),
+    shift: list[CorpusFit],
+    others: dict[str, CorpusFit],
+    arcs: Sequence[CorpusFit] = (),
     within: float = OPTIMAL_WITHIN,
 ) -> list[Any]:
     """The verdicts of alibi-rank1 from the shift corpora's fits (by length), the other corpora's and the
@@ -577,7 +650,7 @@ def alibi_checks(
 
 
 def _alibi_short_checks(
-    shift: list[dict[str, Any]], others: dict[str, dict[str, Any]], short: list[dict[str, Any]], within: float
+    shift: list[CorpusFit], others: dict[str, CorpusFit], short: list[CorpusFit], within: float
 ) -> list[Any]:
     """Near-optimality and the best-rank-1 margin on the short shift corpora, and the two trends."""
     from . import stat_tests as st
@@ -627,7 +700,7 @@ def _alibi_short_checks(
     ]
 
 
-def _alibi_control(control: dict[str, Any], within: float) -> Any:
+def _alibi_control(control: CorpusFit, within: float) -> Any:
     """The negative control: on rough 1 (independent positions) both optimality bounds must fail."""
     from . import stat_tests as st
 
@@ -654,7 +727,7 @@ def _alibi_control(control: dict[str, Any], within: float) -> Any:
     )
 
 
-def _alibi_sst2_checks(sst2: dict[str, dict[str, Any]]) -> list[Any]:
+def _alibi_sst2_checks(sst2: dict[str, CorpusFit]) -> list[Any]:
     """The paper's own data point: near-optimal on SST-2, and as good as the best rank 1 there."""
     from . import stat_tests as st
 
@@ -694,7 +767,7 @@ def _alibi_sst2_checks(sst2: dict[str, dict[str, Any]]) -> list[Any]:
 # --- mds-parameters ----------------------------------------------------------------------------------
 
 
-def rank_within(distances: np.ndarray, tolerance: float = OPTIMAL_WITHIN) -> dict[str, Any]:
+def rank_within(distances: np.ndarray, tolerance: float = OPTIMAL_WITHIN) -> RankFound:
     """The smallest rank r whose MDS keeps scaled stress against D itself within ``tolerance`` (absolute).
 
     An absolute criterion: not "within ``tolerance`` of full rank's stress", which any rank passes
@@ -709,15 +782,15 @@ def rank_within(distances: np.ndarray, tolerance: float = OPTIMAL_WITHIN) -> dic
     d = distances[np.triu_indices(distances.shape[0], k=1)]
     mds = classical_mds(distances).embedding_
     full = condensed_scaled_stress(pdist(mds), d)
-    found = {"full_rank": mds.shape[1], "full_scaled_stress": full}
-    for rank in range(1, mds.shape[1] + 1):
+    top = int(mds.shape[1])
+    for rank in range(1, top + 1):
         value = condensed_scaled_stress(pdist(mds[:, :rank]), d)
         if value <= tolerance:
-            return {"rank": rank, "scaled_stress": value, "reached": True, **found}
-    return {"rank": mds.shape[1], "scaled_stress": full, "reached": False, **found}
+            return RankFound(rank=rank, scaled_stress=value, reached=True, full_rank=top, full_scaled_stress=full)
+    return RankFound(rank=top, scaled_stress=full, reached=False, full_rank=top, full_scaled_stress=full)
 
 
-def parameter_saving(n: int, rank: int, width: int) -> dict[str, Any]:
+def parameter_saving(n: int, rank: int, width: int) -> Saving:
     """r (n + d) against n d, and the saving 1 - r (n + d) / (n d)."""
     factored, dense = rank * (n + width), n * width
     return {"factored": factored, "dense": dense, "saving": 1.0 - factored / dense}
@@ -728,12 +801,12 @@ ESTIMATORS = (("(naive)", "naive Hellinger, the paper's estimator"), ("(correcte
 CONTROL_CORPUS = "rough 1 (control, true)"
 
 
-def _saving(entry: dict[str, Any]) -> float:
+def _saving(entry: RankEntry) -> float:
     """The BERT-base saving of a corpus, 0 when no rank keeps the fit (only the dense table does)."""
     return float(entry["widths"]["BERT-base"]["saving"]) if entry.get("reached", True) else 0.0
 
 
-def parameter_checks(results: dict[str, dict[str, Any]], tolerance: float = OPTIMAL_WITHIN) -> list[Any]:
+def parameter_checks(results: dict[str, RankEntry], tolerance: float = OPTIMAL_WITHIN) -> list[Any]:
     """The paper's "up to 88% fewer parameters" at BERT-base width, one check per estimator of the paper's
     corpora (SST-2 and IMDB, when measured), else one over the sample corpora (the smoke preset, said so);
     and the negative control (independent positions) when measured: the saving must fall short there."""
@@ -821,12 +894,12 @@ def mds_parameters(options: ExperimentOptions) -> ExperimentResult:
             geometry = position_geometry(counts, min_count=100)
             for which in ("naive", "corrected"):
                 corpora[f"{dataset} ({which})"] = geometry.matrix(which)
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, RankEntry] = {}
     rows: list[list[Any]] = []
     for name, distances in corpora.items():
         found = rank_within(distances, tolerance)
         n = distances.shape[0]
-        entry: dict[str, Any] = {"positions": n, **found, "widths": {}}
+        entry: RankEntry = {"positions": n, **found, "widths": {}}
         for model, width in MODEL_WIDTHS.items():
             entry["widths"][model] = parameter_saving(n, found["rank"], width)
         results[name] = entry
@@ -873,7 +946,7 @@ def mds_parameters(options: ExperimentOptions) -> ExperimentResult:
 HATCHES = {"o": "", "s": "//", "^": "\\\\", "D": "..", "v": "xx", "P": "++", "X": "--"}
 
 
-def _family_figure(path: Any, family: list[dict[str, Any]], named: dict[str, Any], encoding: str) -> None:
+def _family_figure(path: Any, family: list[CorpusFit], named: dict[str, CorpusFit], encoding: Table) -> None:
     from ..plotting import Looks, series
     from ..plotting import pyplot as _pyplot
     from ..plotting import save as _save
@@ -882,7 +955,8 @@ def _family_figure(path: Any, family: list[dict[str, Any]], named: dict[str, Any
     figure, axes = plt.subplots(1, 3, figsize=(16, 4.4), layout="constrained")
     looks = Looks()
     x = [row["roughness"] for row in family]
-    for key, label in ((encoding, f"best {encoding}"), ("mds rank 1", "MDS rank 1"), ("mds rank 2", "MDS rank 2")):
+    curves: tuple[tuple[Table, str], ...] = ((encoding, f"best {encoding}"), ("mds rank 1", "MDS rank 1"))
+    for key, label in (*curves, ("mds rank 2", "MDS rank 2")):
         series(axes[0], x, [row[key]["scaled_stress"] for row in family], looks(key), label=label)
     series(axes[0], x, [row["null"] for row in family], looks("null"), label="random (null mean)")
     axes[0].axhline(OPTIMAL_WITHIN, color="grey", lw=0.8, label=f"optimum + {OPTIMAL_WITHIN}")
@@ -891,7 +965,8 @@ def _family_figure(path: Any, family: list[dict[str, Any]], named: dict[str, Any
     axes[0].set_ylabel("scaled stress (log scale)")
     axes[0].set_title("scaled stress against the true distances")
     axes[0].legend(fontsize=8)
-    for key, label in (("mds", "exact MDS (the corpus itself)"), (encoding, f"best {encoding}")):
+    lags: tuple[tuple[Table, str], ...] = (("mds", "exact MDS (the corpus itself)"), (encoding, f"best {encoding}"))
+    for key, label in lags:
         series(axes[1], x, [row[key]["lag_violation"] for row in family], looks(key), label=label)
     axes[1].axhline(0.5, color="k", ls="--", lw=0.8, label="random")
     axes[1].set_xlabel("roughness (0: smooth, 1: independent positions)")
@@ -900,11 +975,13 @@ def _family_figure(path: Any, family: list[dict[str, Any]], named: dict[str, Any
     axes[1].legend(fontsize=8)
     names = list(named)
     positions = np.arange(len(names))
-    for offset, (key, label) in zip(
-        (-0.2, 0.0, 0.2), ((encoding, encoding), ("mds rank 2", "MDS rank 2"), ("null", "random")), strict=True
-    ):
-        values = [named[name][key] if key == "null" else named[name][key]["scaled_stress"] for name in names]
-        look = looks(key)
+    bars = {
+        (encoding, encoding): [named[name][encoding]["scaled_stress"] for name in names],
+        ("mds rank 2", "MDS rank 2"): [named[name]["mds rank 2"]["scaled_stress"] for name in names],
+        ("null", "random"): [named[name]["null"] for name in names],
+    }
+    for offset, ((bar, label), values) in zip((-0.2, 0.0, 0.2), bars.items(), strict=True):
+        look = looks(bar)
         axes[2].bar(positions + offset, values, width=0.2, label=label, color=look.colour, hatch=HATCHES[look.marker])
     axes[2].set_xticks(positions, names, rotation=20, fontsize=8)
     axes[2].set_xlabel("corpus")
@@ -914,7 +991,7 @@ def _family_figure(path: Any, family: list[dict[str, Any]], named: dict[str, Any
     _save(figure, path)
 
 
-def _alibi_figure(path: Any, shift: list[dict[str, Any]], others: dict[str, Any]) -> None:
+def _alibi_figure(path: Any, shift: list[CorpusFit], others: dict[str, CorpusFit]) -> None:
     from ..plotting import Looks, series
     from ..plotting import pyplot as _pyplot
     from ..plotting import save as _save
@@ -923,7 +1000,8 @@ def _alibi_figure(path: Any, shift: list[dict[str, Any]], others: dict[str, Any]
     figure, axes = plt.subplots(1, 2, figsize=(12, 4.4), layout="constrained")
     looks = Looks()
     lengths = [row["length"] for row in shift]
-    for key, label in (("alibi", "ALiBi line"), ("mds rank 1", "MDS rank 1"), ("mds rank 2", "MDS rank 2")):
+    lines: tuple[tuple[Table, str], ...] = (("alibi", "ALiBi line"), ("mds rank 1", "MDS rank 1"))
+    for key, label in (*lines, ("mds rank 2", "MDS rank 2")):
         values = [max(row[key]["scaled_stress"], 1e-8) for row in shift]
         series(axes[0], lengths, values, looks(key), label=label)
     series(axes[0], lengths, [row["null"] for row in shift], looks("null"), label="random (null mean)")

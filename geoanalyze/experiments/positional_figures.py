@@ -6,7 +6,7 @@ Importing this module does not import torch or matplotlib.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ def monotonicity_trajectory_figure(points: Sequence[Any], path: Path, title: str
 
 def curves_figure(
     path: Path,
-    runs: dict[str, list[dict[str, Any]]],
+    runs: Mapping[str, Sequence[Mapping[str, Any]]],
     key: str,
     label: str,
     chance: tuple[float, float] | None = None,

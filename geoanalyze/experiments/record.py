@@ -15,10 +15,10 @@ import json
 import math
 import platform
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ..io import markdown_table as gfm_table
 from ..io import to_jsonable, write_text
@@ -49,6 +49,43 @@ def smoke_or(preset: str, smoke: Any, other: Any) -> Any:
     return smoke if preset == "smoke" else other
 
 
+class Statistics(TypedDict, total=False):
+    """A statistical test as a check's record holds it (:meth:`~.stat_tests.TestResult.to_dict`); a check of
+    several tests (:func:`~.stat_tests.all_of`) holds them under ``tests``, each with its ``statement``."""
+
+    kind: str
+    margin: float
+    mean: float
+    sd: float
+    lower: float
+    upper: float
+    level: float
+    n: int
+    replicates: str
+    seeds: list[int]
+    unit: str
+    method: str
+    passed: bool
+    decided: bool
+    values: dict[str, Any]
+    statement: str
+    tests: list[Statistics]
+
+
+class CheckRecord(TypedDict, total=False):
+    """A :class:`Check` as its record holds it (records written before verdicts existed carry only ``passed``)."""
+
+    name: str
+    claim: str
+    test: str
+    value: float
+    passed: bool
+    verdict: str
+    paper: str | None
+    detail: str
+    statistics: Statistics
+
+
 @dataclass(frozen=True)
 class Check:
     """One claim, measured.
@@ -76,14 +113,14 @@ class Check:
     detail: str = ""
     test: str = ""
     decided: bool = True
-    statistics: dict[str, Any] = field(default_factory=dict)
+    statistics: Statistics = field(default_factory=lambda: Statistics())
 
     @property
     def verdict(self) -> str:
         """ "pass", "fail" or "undecided" (too few seeds for the test to decide)."""
         return "undecided" if not self.decided else ("pass" if self.passed else "fail")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CheckRecord:
         return {
             "name": self.name,
             "claim": self.claim,
@@ -173,7 +210,7 @@ class ExperimentResult:
         return [c.name for c in self.checks if not c.decided]
 
     def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(
+        return plain(
             {
                 "experiment": self.name,
                 "title": self.title,
@@ -189,38 +226,42 @@ class ExperimentResult:
         )
 
 
-def apply_overrides(settings: dict[str, Any], overrides: Sequence[str], experiment: str) -> dict[str, Any]:
-    """A copy of ``settings`` with ``key=value`` overrides, each value converted to the type of the setting.
+@dataclass(frozen=True)
+class VerifyResult:
+    """What ``geoanalyze verify`` found: one experiment's result, or (``every``: ``verify all``) each one's,
+    at ``preset``, with the run's provenance ``run`` (version, command line, seed).
 
-    ``model.<key>`` reaches into a nested ``model`` dict. An unknown key, a missing ``=`` or a value
-    of the wrong type is an InputError that lists the valid keys (or names the type).
+    :meth:`to_json` is what ``verify NAME -f json`` prints (and, for ``verify all``, its summary.json).
     """
-    from ..errors import InputError
 
-    result: dict[str, Any] = {k: dict(v) if isinstance(v, dict) else v for k, v in settings.items()}
-    known = [k for k, v in result.items() if not isinstance(v, dict)]
-    known += [f"{k}.{inner}" for k, v in result.items() if isinstance(v, dict) for inner in v]
-    for item in overrides:
-        key, sep, raw = (part.strip() for part in item.partition("="))
-        table: dict[str, Any] = result
-        field = key
-        if "." in key:
-            outer, field = key.split(".", 1)
-            nested = result.get(outer)
-            table = nested if isinstance(nested, dict) else {}
-        if not sep or field not in table or isinstance(table[field], dict):
-            raise InputError(f"{experiment}: unknown setting {item!r}; valid keys: {', '.join(known)}")
-        kind = type(table[field])
-        try:
-            if kind is bool:
-                if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                    raise ValueError(raw)
-                table[field] = raw.lower() in ("true", "1", "yes")
-            else:
-                table[field] = kind(raw)
-        except ValueError:
-            raise InputError(f"{experiment}: setting {key} must be a {kind.__name__}, got {raw!r}") from None
-    return result
+    experiments: tuple[ExperimentResult, ...]
+    preset: str
+    every: bool = False
+    run: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        """Every experiment passes."""
+        return all(result.passed for result in self.experiments)
+
+    def to_json(self) -> str:
+        """One experiment's record with the run, or (``verify all``) the preset, the verdict and every record."""
+        if self.every:
+            document = {"preset": self.preset, "passed": self.passed, "experiments": list(self.experiments)}
+        else:
+            document = self.experiments[0].to_dict()
+        return json.dumps(plain({**document, "run": self.run}), indent=2, allow_nan=False)
+
+
+def plain(value: Any) -> Any:
+    """``value`` as JSON types: a typed record (one with ``to_dict``) becomes its dict, recursively."""
+    if hasattr(value, "to_dict"):
+        return plain(value.to_dict())
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return to_jsonable(value)
 
 
 def environment() -> dict[str, Any]:

@@ -33,18 +33,28 @@ class Settings:
     def override(self, overrides: Sequence[str], experiment: str) -> Self:
         """A copy with ``key=value`` overrides, each parsed by the field's type (InputError names the key or type).
 
-        An unknown key or a missing ``=``: "<experiment>: unknown setting 'item'; valid keys: ...";
-        a value of the wrong type: "<experiment>: setting key must be a int, got 'text'" (a list of
-        integers: "key must be comma-separated integers, got 'text'").
+        A field that holds a dict (a model's settings) is reached key by key, ``outer.key=value``, each
+        value parsed by the type of the one it replaces. An unknown key or a missing ``=``:
+        "<experiment>: unknown setting 'item'; valid keys: ..."; a value of the wrong type:
+        "<experiment>: setting key must be a int, got 'text'" (a list of integers: "key must be
+        comma-separated integers, got 'text'").
         """
         types = typing.get_type_hints(type(self))
-        names = [f.name for f in dataclasses.fields(self)]
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        known: list[str] = []
+        for name, value in fields.items():
+            known += [f"{name}.{inner}" for inner in value] if isinstance(value, dict) else [name]
         changes: dict[str, Any] = {}
         for item in overrides:
             key, sep, raw = (part.strip() for part in item.partition("="))
-            if not sep or key not in names:
-                raise InputError(f"{experiment}: unknown setting {item!r}; valid keys: {', '.join(names)}")
-            changes[key] = parse(raw, types[key], key, experiment)
+            if not sep or key not in known:
+                raise InputError(f"{experiment}: unknown setting {item!r}; valid keys: {', '.join(known)}")
+            outer, _, inner = key.partition(".")
+            if inner:
+                nested = changes.get(outer, fields[outer])
+                changes[outer] = {**nested, inner: parse(raw, type(nested[inner]), key, experiment)}
+            else:
+                changes[key] = parse(raw, types[key], key, experiment)
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:

@@ -40,9 +40,10 @@ from typing import Any
 
 import numpy as np
 
-from .record import Check
+from .record import Check, Statistics
 
 LEVEL = 0.95  #: the one-sided confidence of every bound (a 5% test)
+MINIMUM_SEQUENCES = 30  #: the fewest held-out sequences :func:`proportion` decides on (the normal approximation)
 KINDS = ("superiority", "non-inferiority", "equivalence", "tolerance")
 
 
@@ -147,7 +148,7 @@ class TestResult:
             statistics=self.to_dict(),
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Statistics:
         return {
             "kind": self.kind,
             "margin": self.margin,
@@ -197,14 +198,13 @@ def compare(
     seeds: Sequence[int] = (),
     unit: str = "",
     statement: str = "",
-    scale: float = 1.0,
 ) -> TestResult:
     """Test A against B over seeds: ``kind`` is "superiority", "non-inferiority" or "equivalence".
 
     ``a``: A's per-seed values; ``b``: B's per-seed values (paired with ``a`` seed by seed) or one
-    constant (a one-sample test). The differences are ``scale * (a - b)`` when higher is better, and
-    ``scale * (b - a)`` otherwise, so a positive mean always means A is better; ``margin`` is in
-    those units (e.g. ``scale=100``, ``unit="points"`` for accuracies).
+    constant (a one-sample test). The differences are ``a - b`` when higher is better, and ``b - a``
+    otherwise, so a positive mean always means A is better; ``margin`` is in those units (``unit``,
+    e.g. "points" for accuracies in percent).
     """
     if kind not in ("superiority", "non-inferiority", "equivalence"):
         raise ValueError(f"unknown test kind {kind!r}; choose superiority, non-inferiority or equivalence")
@@ -218,7 +218,7 @@ def compare(
     if seeds and len(seeds) != len(av):
         raise ValueError(f"{len(seeds)} seeds for {len(av)} values")
     sign = 1.0 if higher_is_better else -1.0
-    differences = sign * scale * (av - bv)
+    differences = sign * (av - bv)
     mean, sd, lower, upper = t_bounds(differences)
     n = len(differences)
     decided = n >= 2 and math.isfinite(lower)
@@ -275,26 +275,23 @@ def proportion(
     margin: float = 0.0,
     seeds: Sequence[int] = (),
     statement: str = "",
-    scale: float = 100.0,
-    unit: str = "points",
-    minimum_n: int = 30,
 ) -> TestResult:
     """An accuracy ``rate`` over ``n`` held-out sequences against ``reference``: normal bound, binomial sd.
 
-    The differences are ``scale * (rate - reference)`` (higher is better); sd = scale sqrt(p (1 - p) / n)
+    The difference is 100 (rate - reference) points (higher is better); sd = 100 sqrt(p (1 - p) / n)
     at the observed p (at least 1 / n, so a perfect score keeps a spread). Undecided below
-    ``minimum_n`` sequences (the normal approximation).
+    :data:`MINIMUM_SEQUENCES` sequences (the normal approximation).
     """
     from scipy.stats import norm
 
     if kind == "superiority" and margin:
         raise ValueError("superiority takes no margin")
     p = min(max(float(rate), 1.0 / n), 1.0 - 1.0 / n)
-    sd = scale * math.sqrt(p * (1 - p) / n)
-    mean = scale * (float(rate) - float(reference))
+    sd = 100.0 * math.sqrt(p * (1 - p) / n)
+    mean = 100.0 * (float(rate) - float(reference))
     half = float(norm.ppf(LEVEL)) * sd
     lower, upper = mean - half, mean + half
-    decided = n >= minimum_n and math.isfinite(mean)
+    decided = n >= MINIMUM_SEQUENCES and math.isfinite(mean)
     if kind == "superiority":
         passed = lower > 0
     elif kind == "non-inferiority":
@@ -315,7 +312,7 @@ def proportion(
         tuple(int(s) for s in seeds),
         int(n),
         "held-out sequences",
-        unit,
+        "points",
         f"normal, binomial sd sqrt(p (1 - p) / {n})",
         statement,
         {"rate": float(rate), "reference": float(reference)},
@@ -329,21 +326,18 @@ def beats_null(
     draws: int,
     *,
     z: float = 3.0,
-    lower_is_better: bool = True,
     statement: str = "",
     unit: str = "",
-    minimum_draws: int = 2,
 ) -> TestResult:
-    """Superiority over a random null: ``value`` beyond the null mean by more than ``z`` null sds.
+    """Superiority over a random null: ``value`` (lower is better) below the null mean by more than ``z``
+    null sds.
 
-    The difference is null mean - value (lower is better) or value - null mean; the "bound" is the
-    difference less z null sds, so the test passes when it is above 0. Undecided with fewer than
-    ``minimum_draws`` null draws.
+    The difference is null mean - value; the "bound" is the difference less z null sds, so the test
+    passes when it is above 0. Undecided with fewer than 2 null draws.
     """
-    sign = 1.0 if lower_is_better else -1.0
-    mean = sign * (float(null_mean) - float(value))
+    mean = float(null_mean) - float(value)
     spread = z * float(null_sd)
-    decided = draws >= minimum_draws and math.isfinite(mean) and math.isfinite(spread)
+    decided = draws >= 2 and math.isfinite(mean) and math.isfinite(spread)
     return TestResult(
         "superiority",
         0.0,

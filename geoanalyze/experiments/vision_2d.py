@@ -14,6 +14,7 @@ then cosine, clipping at 1).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,55 +25,46 @@ from .record import (
     ExperimentOptions,
     ExperimentResult,
     Stopwatch,
-    apply_overrides,
     fmt,
     markdown_table,
     smoke_or,
 )
 from .registry import experiment
+from .settings import Settings
 
 VISION_ROTATIONS = ("none", "rope2d", "rope2d-learned", "joformer-fixed", "joformer-learned", "dense")
-VISION_PRESETS: dict[str, dict[str, Any]] = {
-    "smoke": {
-        "dataset": "digits",
-        "seeds": 1,
-        "steps": 20,
-        "batch_size": 16,
-        "lr": 1e-2,
-        "weight_decay": 0.05,
-        "model": {"image_size": 8, "patch": 2, "channels": 1, "d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32},
-    },
-    "ci": {
-        "dataset": "digits",
-        "seeds": 3,  # a paired t-test needs >= 2; 3 gives a one-sided bound with 2 dof (t = 2.92)
-        "steps": 400,
-        "batch_size": 64,
-        "lr": 3e-3,
-        "weight_decay": 0.05,
-        "model": {"image_size": 8, "patch": 2, "channels": 1, "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 128},
-    },
-    "paper": {
-        # The paper's CIFAR-100 ViT: D = 256, 5 layers, 8 heads, patch 4 (~4M parameters), 300 epochs.
-        "dataset": "cifar100",
-        "seeds": 3,  # the comparisons are tests over seeds (the paper reports a single seed)
-        "steps": 117_300,  # 300 epochs of 50,000 images at batch 128
-        "batch_size": 128,
-        "lr": 1e-3,
-        "weight_decay": 0.05,
-        "model": {
-            "image_size": 32,
-            "patch": 4,
-            "channels": 3,
-            "d_model": 256,
-            "n_layers": 5,
-            "n_heads": 8,
-            "d_ff": 1024,
-            "dropout": 0.1,
-            "n_classes": 100,
-            "rope_base": 100.0,
-        },
-    },
-}
+#: the ci model: 8x8 digit images in 2x2 patches
+CI_MODEL: dict[str, Any] = {"image_size": 8, "patch": 2, "channels": 1, "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 128}
+
+
+@dataclass(frozen=True)
+class VisionSettings(Settings):
+    """The ViT runs: ``seeds`` (a paired t-test needs >= 2; 3 gives a one-sided bound with 2 dof, t = 2.92),
+    steps, batch size, AdamW's lr and weight decay, and the model's settings (``--set model.d_model=32``)."""
+
+    seeds: int = 3
+    steps: int = 400
+    batch_size: int = 64
+    lr: float = 3e-3
+    weight_decay: float = 0.05
+    model: dict[str, Any] = field(default_factory=lambda: dict(CI_MODEL))
+
+
+CI = VisionSettings()
+VISION_PRESETS = {
+    "smoke": replace(
+        CI, seeds=1, steps=20, batch_size=16, lr=1e-2, model=CI_MODEL | {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32}
+    ),
+    "ci": CI,
+    # The paper's CIFAR-100 ViT: D = 256, 5 layers, 8 heads, patch 4 (~4M parameters), 300 epochs of 50,000
+    # images at batch 128; the comparisons are tests over seeds (the paper reports a single seed).
+    "paper": replace(CI, steps=117_300, batch_size=128, lr=1e-3, model={
+        "image_size": 32, "patch": 4, "channels": 3, "d_model": 256, "n_layers": 5, "n_heads": 8, "d_ff": 1024,
+        "dropout": 0.1, "n_classes": 100, "rope_base": 100.0,
+    }),
+}  # fmt: skip
+#: the dataset of each preset (it follows the preset: not a setting)
+VISION_DATASETS = {"smoke": "digits", "ci": "digits", "paper": "cifar100"}
 #: the accuracy every position-aware variant must reach on 8x8 digits (chance 0.10)
 DIGITS_FLOOR = 0.85
 
@@ -113,7 +105,7 @@ def load_cifar100(data_dir: str | None) -> tuple[np.ndarray, np.ndarray, np.ndar
 def train_vit(
     rotation: str,
     data: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    settings: dict[str, Any],
+    settings: VisionSettings,
     seed: int,
     device: str = "cpu",
 ) -> dict[str, float]:
@@ -130,20 +122,20 @@ def train_vit(
     x_train, y_train, x_test, y_test = data
     seed_everything(seed)
     target = select_device(device)
-    model = ViT(ViTConfig(rotation=rotation, **settings["model"])).to(target)
-    steps = settings["steps"]
-    rates = TrainConfig(steps=steps, lr=settings["lr"], warmup_steps=max(1, steps // 20), min_lr_ratio=0.05)
+    model = ViT(ViTConfig(rotation=rotation, **settings.model)).to(target)
+    steps = settings.steps
+    rates = TrainConfig(steps=steps, lr=settings.lr, warmup_steps=max(1, steps // 20), min_lr_ratio=0.05)
     schedule = Schedule(
         steps,
         lambda step: lr_at(step, rates),
         grad_clip=1.0,
-        optimizer=lambda m: torch.optim.AdamW(m.parameters(), lr=settings["lr"], weight_decay=settings["weight_decay"]),
+        optimizer=lambda m: torch.optim.AdamW(m.parameters(), lr=settings.lr, weight_decay=settings.weight_decay),
     )
     images, labels = torch.as_tensor(x_train, device=target), torch.as_tensor(y_train, device=target)
     rng = np.random.default_rng([seed, 7])
 
     def batches(step: int) -> torch.Tensor:
-        return torch.as_tensor(rng.integers(len(images), size=settings["batch_size"]), device=target)
+        return torch.as_tensor(rng.integers(len(images), size=settings.batch_size), device=target)
 
     def loss(model: torch.nn.Module, rows: torch.Tensor, step: int) -> torch.Tensor:
         return F.cross_entropy(model(images[rows]), labels[rows])
@@ -169,12 +161,13 @@ def vision_2d(options: ExperimentOptions) -> ExperimentResult:
     """Train the ViT with each rotation over several seeds; compare test accuracies."""
     watch = Stopwatch()
     settings = _vision_settings(options.preset, options.overrides)
-    if settings["dataset"] == "digits":
+    dataset = VISION_DATASETS[options.preset]
+    if dataset == "digits":
         data = load_digits_split(options.seed)
     else:
         data = load_cifar100(options.data_dir)
     device = "cpu" if options.preset in ("smoke", "ci") and options.device == "auto" else options.device
-    seeds = [options.seed + s for s in range(settings["seeds"])]
+    seeds = [options.seed + s for s in range(settings.seeds)]
     accuracy: dict[str, list[float]] = {}
     for rotation in VISION_ROTATIONS:
         accuracy[rotation] = [train_vit(rotation, data, settings, seed, device)["accuracy"] for seed in seeds]
@@ -187,12 +180,12 @@ def vision_2d(options: ExperimentOptions) -> ExperimentResult:
         "both": 100 * (mean["joformer-learned"] - mean["rope2d"]),
     }
     synergy = gains["both"] - gains["learned frequencies alone"] - gains["value rotation alone"]
-    floor = DIGITS_FLOOR if settings["dataset"] == "digits" else 0.0
+    floor = DIGITS_FLOOR if dataset == "digits" else 0.0
     # smoke: 20 steps leave every ViT near chance (0.1), and one seed cannot decide a test
     floor = smoke_or(options.preset, 0.08, floor)
     checks = vision_checks(accuracy, seeds, floor, smoke=options.preset == "smoke")
     rows = [[name, mean[name], std[name], ", ".join(fmt(a) for a in accuracy[name])] for name in VISION_ROTATIONS]
-    title = "8x8 digits" if settings["dataset"] == "digits" else "CIFAR-100"
+    title = "8x8 digits" if dataset == "digits" else "CIFAR-100"
     section = (
         f"### Test accuracy on {title} ({len(seeds)} seeds)\n\n"
         + markdown_table(["rotation", "mean", "std", "per seed"], rows)
@@ -212,7 +205,7 @@ def vision_2d(options: ExperimentOptions) -> ExperimentResult:
             "std": std,
             "gains": gains,
             "synergy": synergy,
-            "settings": settings,
+            "settings": {**settings.to_dict(), "dataset": dataset},
             "seeds": seeds,
         },
         sections=[section],
@@ -298,13 +291,11 @@ def vision_checks(
     ]
 
 
-def _vision_settings(preset: str, overrides: Sequence[str]) -> dict[str, Any]:
+def _vision_settings(preset: str, overrides: Sequence[str]) -> VisionSettings:
     """The preset's settings with ``key=value`` overrides (steps, seeds, batch_size, lr, weight_decay, model.<field>)."""
-    fixed = {"dataset": VISION_PRESETS[preset]["dataset"]}
     if any(item.partition("=")[0].strip() == "dataset" for item in overrides):
         raise InputError("vision-2d: unknown setting 'dataset'; the dataset follows the preset (ci: digits)")
-    adjustable = {k: v for k, v in VISION_PRESETS[preset].items() if k != "dataset"}
-    return {**apply_overrides(adjustable, overrides, "vision-2d"), **fixed}
+    return VISION_PRESETS[preset].override(overrides, "vision-2d")
 
 
 def _accuracy_figure(mean: dict[str, float], std: dict[str, float], path: Path, title: str) -> None:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
@@ -262,7 +262,7 @@ class PositionGeometry:
     corrected: np.ndarray
     noise_floor: np.ndarray
     left_out: dict[str, Any] = field(default_factory=dict)
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: NoiseSummary = field(default_factory=lambda: NoiseSummary())
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def select(self, keep: np.ndarray, min_count: int | None = None) -> PositionGeometry:
@@ -479,9 +479,22 @@ def position_geometry(counts: Counts, metric: str = "hellinger", min_count: int 
     )
 
 
+class NoiseSummary(TypedDict, total=False):
+    """The signal-to-noise figures of a distance matrix (:func:`noise_summary`; empty when unknown)."""
+
+    noise_fraction: float
+    snr: float
+    pairs_above_floor: float
+    median_noise_floor: float
+    max_noise_floor: float
+    median_naive: float
+    median_corrected: float
+    undefined_pairs: int
+
+
 def noise_summary(
     bc: np.ndarray, corrected: np.ndarray, naive: np.ndarray, corrected_distances: np.ndarray, floor: np.ndarray
-) -> dict[str, Any]:
+) -> NoiseSummary:
     """Signal-to-noise figures of a distance matrix (pairs i < j).
 
     - ``noise_fraction``: share of the naive squared Hellinger distance that is sampling

@@ -382,11 +382,9 @@ def mds_encoding(
     *,
     dim: int | None = None,
     rank: int | None = None,
-    basis: str = "random",
-    seed: int = 0,
-    scale: float = 1.0,
     method: str = "auto",
     metadata: dict[str, Any] | None = None,
+    **factor: Any,
 ) -> tuple[MDSResult, dict[int, float], LowRankEncoding]:
     """The encoding ``geoanalyze mds`` writes: (the MDS, its stress curve, P = A W) of a distance matrix.
 
@@ -394,9 +392,9 @@ def mds_encoding(
     or "auto" with n >= PARTIAL_FROM and a ``rank`` (else ``dim``) asked for: then the top ones
     only, by :func:`classical_mds`'s solver for ``n_components`` (Lanczos for at most n / 8,
     all eigenvalues and the top eigenvectors otherwise). ``dim`` defaults to ``rank``, then to
-    every positive dimension; ``rank`` to min(effective rank, dim). The metadata gain
-    ``effective_rank`` and ``stress``: the raw stress of A as written (it carries ``scale``)
-    against the unscaled ``distances``.
+    every positive dimension; ``rank`` to min(effective rank, dim). ``factor``: :func:`low_rank_encoding`'s
+    ``basis``, ``seed`` and ``scale``. The metadata gain ``effective_rank`` and ``stress``: the raw stress
+    of A as written (it carries ``scale``) against the unscaled ``distances``.
     """
     d = np.asarray(distances, dtype=np.float64)
     wanted = rank if rank is not None else dim
@@ -413,10 +411,8 @@ def mds_encoding(
         positions,
         dim=dim or rank or result.embedding.shape[1],
         rank=rank,
-        basis=basis,
-        seed=seed,
-        scale=scale,
         metadata=dict(metadata or {}, effective_rank=result.effective_rank),
+        **factor,
     )
     encoding.metadata["stress"] = stress_curve(encoding.A, d, ranks=[encoding.rank])[encoding.rank]
     return result, curve, encoding

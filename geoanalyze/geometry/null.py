@@ -42,11 +42,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
+from .scores import all_scores, check_inputs
 
 #: aspect name -> the scale-free score it is read from (the order the verdict names them in)
 ASPECTS: dict[str, str] = {
@@ -68,7 +70,6 @@ ASPECT_WORDS = {
     "lag": "lag",
     "separation": "separation",
 }
-CATEGORIES = ("better", "indistinguishable", "worse")
 #: the category when the draws are too few for any other (see MIN_DRAWS)
 UNDECIDED = "undecided"
 #: the level of the two-sided rank test
@@ -115,8 +116,6 @@ def null_sample(
     draws is the first K of a sample of more. ``anchored`` and ``index`` as in
     :func:`geoanalyze.geometry.scores.all_scores`.
     """
-    from .scores import all_scores
-
     if draws < 2:
         raise InputError(f"null calibration needs at least 2 draws, got {draws}")
     rng = null_rng(seed)
@@ -124,8 +123,53 @@ def null_sample(
     return {name: np.array([row[name] for row in rows], dtype=np.float64) for name in rows[0]}
 
 
-def rank_test(value: float, null: np.ndarray, lower_is_better: bool = True, alpha: float = ALPHA) -> dict[str, Any]:
-    """Where ``value`` falls among the null values: mean, sd, range, z, beats, rank, p-values, effect, category.
+@dataclass(frozen=True)
+class RankTest:
+    """One score's rank test against its null: the null's mean, sd and range, z, the share beaten
+    (``beats``), the rank (1 = best; None for an undefined score), both one-sided p-values, the effect
+    and the category.
+
+    A shuffle test (:mod:`geoanalyze.geometry.shuffle`) also names its ``statistic`` and carries the
+    ``observed`` value, its two-sided ``p``, its ``draws`` and Holm's ``p_adjusted``; an isotropy
+    test (:func:`rank_test`) leaves them None, and its record leaves them out. ``test["sd"]`` reads
+    a field as the JSON record names it.
+    """
+
+    mean: float
+    sd: float
+    low: float
+    high: float
+    z: float
+    beats: float
+    rank: int | None
+    p_better: float
+    p_worse: float
+    effect: float
+    category: str
+    statistic: str | None = None
+    observed: float | None = None
+    p: float | None = None
+    draws: int | None = None
+    p_adjusted: float | None = None
+
+    def __getitem__(self, name: str) -> Any:
+        return getattr(self, name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON record, in its published key order (a field that is None and optional is left out)."""
+        order: tuple[str, ...]
+        if self.statistic is not None:
+            order = ("statistic", "observed", "mean", "sd", "low", "high", "z", "beats", "rank")
+            order += ("p_better", "p_worse", "p", "effect", "draws", "p_adjusted", "category")
+        elif self.rank is None:
+            order = ("mean", "sd", "low", "high", "z", "p_better", "p_worse", "effect", "beats", "rank", "category")
+        else:
+            order = tuple(f.name for f in fields(self))[:11]
+        return {name: self[name] for name in order if name == "rank" or self[name] is not None}
+
+
+def rank_test(value: float, null: np.ndarray, lower_is_better: bool = True, alpha: float = ALPHA) -> RankTest:
+    """Where ``value`` falls among the null values (a :class:`RankTest`).
 
     ``beats``: the share of draws ``value`` is strictly better than. A NaN value (an undefined
     score) is worse than nothing and better than nothing: its category is ``undecided``.
@@ -135,10 +179,10 @@ def rank_test(value: float, null: np.ndarray, lower_is_better: bool = True, alph
     mean = float(values.mean())
     sd = float(values.std(ddof=1)) if draws > 1 else math.nan
     x = float(value)
-    spread = {"mean": mean, "sd": sd, "low": float(values.min()), "high": float(values.max())}
+    spread = (mean, sd, float(values.min()), float(values.max()))
     if math.isnan(x):
-        undefined = dict.fromkeys(("z", "p_better", "p_worse", "effect"), math.nan)
-        return {**spread, **undefined, "beats": 0.0, "rank": None, "category": UNDECIDED}
+        return RankTest(*spread, z=math.nan, beats=0.0, rank=None, p_better=math.nan, p_worse=math.nan,
+                        effect=math.nan, category=UNDECIDED)
     if lower_is_better:
         strictly_better_null, as_good, as_bad = values < x, values <= x, values >= x
         beats = values > x
@@ -149,16 +193,16 @@ def rank_test(value: float, null: np.ndarray, lower_is_better: bool = True, alph
         effect = x - mean
     p_better = (1 + int(as_good.sum())) / (draws + 1)
     p_worse = (1 + int(as_bad.sum())) / (draws + 1)
-    return {
-        **spread,
-        "z": (x - mean) / sd if sd > 0 else math.nan,
-        "beats": float(beats.mean()),
-        "rank": 1 + int(strictly_better_null.sum()),
-        "p_better": p_better,
-        "p_worse": p_worse,
-        "effect": float(effect),
-        "category": categorize(p_better, p_worse, draws, alpha),
-    }
+    return RankTest(
+        *spread,
+        z=(x - mean) / sd if sd > 0 else math.nan,
+        beats=float(beats.mean()),
+        rank=1 + int(strictly_better_null.sum()),
+        p_better=p_better,
+        p_worse=p_worse,
+        effect=float(effect),
+        category=categorize(p_better, p_worse, draws, alpha),
+    )
 
 
 def categorize(p_better: float, p_worse: float, draws: int, alpha: float = ALPHA) -> str:
@@ -173,9 +217,7 @@ def categorize(p_better: float, p_worse: float, draws: int, alpha: float = ALPHA
     return "indistinguishable"
 
 
-def calibrate(
-    scores: Mapping[str, float], null: Mapping[str, np.ndarray], alpha: float = ALPHA
-) -> dict[str, dict[str, Any]]:
+def calibrate(scores: Mapping[str, float], null: Mapping[str, np.ndarray], alpha: float = ALPHA) -> dict[str, RankTest]:
     """:func:`rank_test` of every score that has null values."""
     return {
         name: rank_test(scores.get(name, math.nan), values, LOWER_IS_BETTER.get(name, True), alpha)
@@ -183,12 +225,33 @@ def calibrate(
     }
 
 
-def categories(calibrated: Mapping[str, Mapping[str, Any]]) -> dict[str, str | None]:
+def categories(calibrated: Mapping[str, RankTest]) -> dict[str, str | None]:
     """aspect -> category, from score -> test (a :func:`calibrate` result, or the shuffle tests of
     :func:`geoanalyze.geometry.shuffle.decide`); None for an aspect with no test (separation)."""
     return {
-        aspect: (calibrated[score]["category"] if score in calibrated else None) for aspect, score in ASPECTS.items()
+        aspect: (calibrated[score].category if score in calibrated else None) for aspect, score in ASPECTS.items()
     }
+
+
+def null_calibration(
+    positions: Any,
+    distances: Any,
+    draws: int = 8,
+    seed: int = 0,
+    scores: dict[str, float] | None = None,
+    anchored: bool = False,
+    index: Any = None,
+    alpha: float = ALPHA,
+) -> dict[str, RankTest]:
+    """Scores of ``draws`` i.i.d. N(0, 1) encodings of the same shape, and where ``positions`` falls:
+    score -> its :class:`RankTest` (category undecided below 39 draws). ``index`` as in
+    :func:`~geoanalyze.geometry.scores.all_scores`.
+    """
+    p, d = check_inputs(positions, distances)
+    if draws < 2:
+        raise InputError(f"null calibration needs at least 2 draws, got {draws}")
+    observed = scores if scores is not None else all_scores(p, d, anchored=anchored, index=index)
+    return calibrate(observed, null_sample(p.shape, d, draws, seed=seed, anchored=anchored, index=index), alpha)
 
 
 def equidistant_scaled_stress(distances: Any) -> float:

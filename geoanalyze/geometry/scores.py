@@ -20,9 +20,7 @@ lag violation          monotonicity in position distance, D not needed: for each
                        drift away monotonically with lag, 0.5: random. O(n^2 log n), vectorised
                        over anchors (a batched merge count of inversions).
 separation             min_{i != j} E_ij; relative separation = that / median E_ij.
-null calibration       each score for K i.i.d. Gaussian encodings of the same shape: mean, sd,
-                       z-score, the share of null draws the encoding beats, and the rank test
-                       and category of :mod:`.null`.
+(The null calibration against K i.i.d. Gaussian encodings of the same shape is :mod:`.null`'s.)
 
 Scale. Every score is computed on P / s with s = max |P| (and D / max |D|), so no square of an
 entry over- or underflows: the scale-free scores (scaled stress, the violations, the relative
@@ -42,7 +40,6 @@ from scipy.spatial.distance import pdist
 from scipy.stats import kendalltau
 
 from ..errors import InputError
-from .null import LOWER_IS_BETTER  # noqa: F401  (re-exported: scores where smaller is better)
 
 SCORES = (
     "stress",
@@ -476,30 +473,3 @@ def all_scores(
         result["anchored_monotonicity_violation"] = _anchored_violation(e, d, p.shape[0])
     return result
 
-
-def null_calibration(
-    positions: Any,
-    distances: Any,
-    draws: int = 8,
-    seed: int = 0,
-    scores: dict[str, float] | None = None,
-    anchored: bool = False,
-    index: Any = None,
-    alpha: float = 0.05,
-) -> dict[str, dict[str, Any]]:
-    """Scores of ``draws`` i.i.d. N(0, 1) encodings of the same shape, and where ``positions`` falls.
-
-    Returns, per score: ``mean`` and ``sd`` of the null, ``z`` ((score - mean) / sd), ``beats``
-    (the share of null draws the encoding does strictly better than: lower for stress and
-    violation, higher for separation), and the rank test of :mod:`geoanalyze.geometry.null`:
-    ``rank``, ``p_better``, ``p_worse``, ``effect`` and ``category`` (better, indistinguishable,
-    worse; undecided below 39 draws). ``index`` as in :func:`all_scores`.
-    """
-    from .null import calibrate, null_sample
-
-    p, d = check_inputs(positions, distances)
-    if draws < 2:
-        raise InputError(f"null calibration needs at least 2 draws, got {draws}")
-    observed = scores if scores is not None else all_scores(p, d, anchored=anchored, index=index)
-    sample = null_sample(p.shape, d, draws, seed=seed, anchored=anchored, index=index)
-    return calibrate(observed, sample, alpha)

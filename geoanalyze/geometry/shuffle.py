@@ -52,15 +52,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from scipy.spatial.distance import squareform
 from scipy.stats import rankdata
 
-from .null import ALPHA
-from .scores import tie_ranks, unit_distances
+from .null import ALPHA, UNDECIDED, RankTest
+from .scores import check_index, check_inputs, tie_ranks, unit_distances
 
 #: score -> the statistic its shuffle test uses (relative separation has none: a shuffle cannot change it)
 TESTED: dict[str, str] = {
@@ -183,10 +183,10 @@ class ShuffleNull:
         """The shuffles each test gets."""
         return self.requested if self.requested is not None else draws_for(self.tests)
 
-    def run(self) -> list[dict[str, dict[str, Any]]]:
+    def run(self) -> list[dict[str, RankTest]]:
         """Every registered table's tests, in registration order: score -> :func:`_summary` (unadjusted)."""
         draws = self.draws()
-        results: list[dict[str, dict[str, Any]]] = [{} for _ in range(self._count)]
+        results: list[dict[str, RankTest]] = [{} for _ in range(self._count)]
         for key, group in self._groups.items():
             rng = np.random.default_rng(np.random.SeedSequence([self.seed, _SHUFFLE_STREAM, *(key or ())]))
             observed, null = _shuffled_statistics(group, draws, rng)
@@ -233,10 +233,10 @@ def _shuffled_statistics(group: _Group, draws: int, rng: np.random.Generator) ->
     return observed, null
 
 
-def _summary(statistic: str, observed: float, null: np.ndarray, score: str) -> dict[str, Any]:
+def _summary(statistic: str, observed: float, null: np.ndarray, score: str) -> RankTest:
     """One test on the score's scale (lower is better): the shuffles' mean, sd, range, z, the share beaten,
-    the rank, both one-sided p-values, the two-sided p and the effect. Larger raw statistics are better;
-    scaled stress is 1 - cos^2 and a rank discordance (1 - rho) / 2."""
+    the rank, both one-sided p-values, the two-sided p and the effect (undecided until :func:`decide`).
+    Larger raw statistics are better; scaled stress is 1 - cos^2 and a rank discordance (1 - rho) / 2."""
     draws = int(null.size)
     as_good = int(np.count_nonzero(null >= observed - _TIE))
     as_bad = int(np.count_nonzero(null <= observed + _TIE))
@@ -251,59 +251,57 @@ def _summary(statistic: str, observed: float, null: np.ndarray, score: str) -> d
     if np.all(np.abs(null - observed) <= _TIE):
         # no shuffle moves the statistic (a flat table: every distance tied): no evidence either way
         p_better = p_worse = math.nan
-    return {
-        "statistic": statistic,
-        "observed": value,
-        "mean": mean,
-        "sd": sd,
-        "low": float(on_scale.min()),
-        "high": float(on_scale.max()),
-        "z": (value - mean) / sd if sd > 0 else math.nan,
-        "beats": float(np.count_nonzero(null < observed - _TIE)) / draws,
-        "rank": 1 + strictly_better,
-        "p_better": p_better,
-        "p_worse": p_worse,
-        "p": min(1.0, 2 * min(p_better, p_worse)) if math.isfinite(p_better) else math.nan,
-        "effect": mean - value,
-        "draws": draws,
-    }
+    return RankTest(
+        statistic=statistic,
+        observed=value,
+        mean=mean,
+        sd=sd,
+        low=float(on_scale.min()),
+        high=float(on_scale.max()),
+        z=(value - mean) / sd if sd > 0 else math.nan,
+        beats=float(np.count_nonzero(null < observed - _TIE)) / draws,
+        rank=1 + strictly_better,
+        p_better=p_better,
+        p_worse=p_worse,
+        p=min(1.0, 2 * min(p_better, p_worse)) if math.isfinite(p_better) else math.nan,
+        effect=mean - value,
+        draws=draws,
+        category=UNDECIDED,
+    )
 
 
-def decide(tests: Sequence[Mapping[str, Mapping[str, Any]]], alpha: float = ALPHA) -> list[dict[str, dict[str, Any]]]:
+def decide(tests: Sequence[Mapping[str, RankTest]], alpha: float = ALPHA) -> list[dict[str, RankTest]]:
     """Holm over every test of ``tests`` (one mapping score -> test per table): each test gains
     ``p_adjusted`` and ``category`` (better / worse when the adjusted p <= alpha, by its smaller one-sided
     p; else indistinguishable; undecided when the draws cannot reach Holm's first level, or for a test no
     shuffle moves, whose p is undefined and which is left out of the family)."""
     flat = [(i, score) for i, table in enumerate(tests) for score in table]
-    raw = [float(tests[i][score]["p"]) for i, score in flat]
+    raw = [float(tests[i][score].p or math.nan) for i, score in flat]
     adjusted = holm(raw)
-    draws = min((int(tests[i][score]["draws"]) for i, score in flat), default=0)
+    draws = min((int(tests[i][score].draws or 0) for i, score in flat), default=0)
     decidable = can_decide(draws, int(np.isfinite(raw).sum()), alpha)
-    out: list[dict[str, dict[str, Any]]] = [{} for _ in tests]
+    out: list[dict[str, RankTest]] = [{} for _ in tests]
     for (i, score), p_adj in zip(flat, adjusted, strict=True):
-        test = dict(tests[i][score])
-        test["p_adjusted"] = float(p_adj)
+        test = tests[i][score]
         if not decidable or not math.isfinite(p_adj):
-            test["category"] = "undecided"
+            category = UNDECIDED
         elif p_adj <= alpha + 1e-12:
-            test["category"] = "better" if test["p_better"] <= test["p_worse"] else "worse"
+            category = "better" if test.p_better <= test.p_worse else "worse"
         else:
-            test["category"] = "indistinguishable"
-        out[i][score] = test
+            category = "indistinguishable"
+        out[i][score] = replace(test, p_adjusted=float(p_adj), category=category)
     return out
 
 
 def shuffle_test(
     positions: Any, distances: Any, draws: int | None = None, seed: int = 0, index: Any = None, alpha: float = ALPHA
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, RankTest]:
     """The shuffle tests of one table P (n x k) against target distances D (n x n): score -> test.
 
-    Each test holds the fields of :func:`_summary`, Holm's ``p_adjusted`` over the four tests and the
+    Each :class:`~geoanalyze.geometry.null.RankTest` holds the fields of :func:`_summary`, Holm's ``p_adjusted`` over the four tests and the
     ``category`` (better, indistinguishable, worse; undecided with too few ``draws``). ``index``: the
     positions' indices (the lags), default 0..n-1. ``draws`` None: :func:`draws_for` the four tests (999).
     """
-    from .scores import check_index, check_inputs
-
     p, condensed = check_inputs(positions, distances)
     t = check_index(index, p.shape[0])
     nulls = ShuffleNull(squareform(condensed), t, draws, seed)

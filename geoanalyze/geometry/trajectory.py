@@ -20,11 +20,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
-from .null import ASPECTS, calibrate, null_rng, null_sample, rank_test
+from .null import ASPECTS, RankTest, calibrate, null_rng, null_sample, rank_test
 from .scores import all_scores
 
 #: the scale-free scores a trajectory follows, in the order of the aspects they are read for
@@ -58,11 +58,22 @@ def calibrated_scores(
     nulls: NullCache,
     scale: float = 1.0,
     subset: np.ndarray | None = None,
-) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+) -> tuple[dict[str, float], dict[str, RankTest]]:
     """(every score of ``table`` against ``distances`` on ``positions``, each score's rank test against the
     null of its shape on the kept positions, or on the rows ``subset`` of them)."""
     observed = all_scores(table, distances, index=positions, scale=scale)
     return observed, calibrate(observed, nulls.sample(int(table.shape[1]), subset))
+
+
+class TrajectoryEntry(TypedDict):
+    """One tracked score at one step: its value, its null's mean, sd and range, and its category."""
+
+    score: float
+    null_mean: float
+    null_sd: float
+    null_low: float
+    null_high: float
+    category: str
 
 
 @dataclass(frozen=True)
@@ -70,7 +81,7 @@ class TrajectoryPoint:
     """One step of a trajectory: per tracked score, its value, its null's mean, sd, range, and the category."""
 
     step: int
-    scores: Mapping[str, Mapping[str, Any]]
+    scores: Mapping[str, TrajectoryEntry]
 
     def value(self, score: str) -> float:
         return float(self.scores[score]["score"])
@@ -79,14 +90,14 @@ class TrajectoryPoint:
         return {"step": self.step, **{score: dict(entry) for score, entry in self.scores.items()}}
 
 
-def _entry(value: float, test: Mapping[str, Any]) -> dict[str, Any]:
+def _entry(value: float, test: RankTest) -> TrajectoryEntry:
     return {
         "score": float(value),
-        "null_mean": test["mean"],
-        "null_sd": test["sd"],
-        "null_low": test["low"],
-        "null_high": test["high"],
-        "category": test["category"],
+        "null_mean": test.mean,
+        "null_sd": test.sd,
+        "null_low": test.low,
+        "null_high": test.high,
+        "category": test.category,
     }
 
 

@@ -196,7 +196,7 @@ def compare(
             score,
             float(baseline.position.observed[score]),
             float(candidate.position.observed[score]),
-            float(baseline.position.null[score]["sd"]) if score in baseline.position.null else math.nan,
+            float(baseline.position.null[score].sd) if score in baseline.position.null else math.nan,
             rules.get(score),
         )
         for score in TRACKED

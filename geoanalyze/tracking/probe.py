@@ -57,7 +57,7 @@ class GeometryProbe:
         for name, vectors in tables.items():
             observed = all_scores(vectors, self.distances, index=self.positions)
             test = tests[handles[name]]
-            null = {key: {"low": test[key]["low"], "high": test[key]["high"]} for key in ("scaled_stress",)}
+            null = {"scaled_stress": {"low": test["scaled_stress"].low, "high": test["scaled_stress"].high}}
             rows[name] = {**{key: observed[key] for key in TRACKED}, "categories": categories(test), "null": null}
         return rows
 

@@ -143,7 +143,7 @@ class TrackResult:
         for record in self.records:
             if record.position is not None and score in record.position.null:
                 null = record.position.null[score]
-                return float(null["low"]), float(null["high"])
+                return float(null.low), float(null.high)
         return None
 
     def document(self) -> dict[str, Any]:

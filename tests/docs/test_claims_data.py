@@ -16,12 +16,18 @@ from geoanalyze.experiments import claims
 
 REQUIRED = {"paper", "claim", "paper_figure", "ours", "values", "protocol", "status", "why"}
 OPTIONAL = {"expect", "needs"}
+RECORD_FIELDS = {"path", "protocol", "command"}
 TEXT = (REPO_ROOT / "geoanalyze" / "experiments" / claims.TABLE).read_text(encoding="utf-8")
 
 
 def problems(table: dict[str, Any]) -> list[str]:
     """Every way ``table`` (claims.toml, parsed) is malformed: empty when it is sound."""
-    found = [f"unknown top-level key {key!r}" for key in set(table) - {"papers", "claim"}]
+    found = [f"unknown top-level key {key!r}" for key in set(table) - {"papers", "records", "claim"}]
+    found += [
+        f"record {name!r} is not path, protocol and command, each text"
+        for name, record in table.get("records", {}).items()
+        if set(record) != RECORD_FIELDS or not all(isinstance(v, str) for v in record.values())
+    ]
     papers = table.get("papers", {})
     seen: set[str] = set()
     for row in table.get("claim", []):
@@ -45,7 +51,7 @@ def problems(table: dict[str, Any]) -> list[str]:
             if len(e) != 3 or e[2] not in ("pass", "fail")
         ]
         records = [v[0] for v in values] + [e[0] for e in expect] + list(row.get("needs", []))
-        found += [f"{name}: record {r!r} is not in RECORDS" for r in records if r not in claims.RECORDS]
+        found += [f"{name}: record {r!r} is not in RECORDS" for r in records if r not in table.get("records", {})]
         fields = [f for _, f, _, _ in string.Formatter().parse(str(row.get("ours", ""))) if f is not None]
         if sorted(set(fields)) != [str(k) for k in range(len(values))]:
             found.append(f"{name}: the template's placeholders {fields} are not {{0}}..{{{len(values) - 1}}}")
@@ -68,6 +74,16 @@ PLANTED = {
     "a verdict that is not one": ("expect", [["necessity", "no PE at chance", "maybe"]], "is not [record, check"),
     "a placeholder without a value": ("ours", "{0} and {1} and {2}", "placeholders"),
 }
+
+
+def test_a_planted_fault_in_a_record_is_found() -> None:
+    table = tomllib.loads(TEXT)
+    table["records"]["necessity"]["colour"] = "red"
+    del table["records"]["separation"]["command"]
+    assert [p for p in problems(table) if "is not path, protocol and command" in p] == [
+        f"record {name!r} is not path, protocol and command, each text" for name in ("necessity", "separation")
+    ]
+    assert set(claims.RECORDS) == set(tomllib.loads(TEXT)["records"])
 
 
 @pytest.mark.parametrize("planted", list(PLANTED))

@@ -108,7 +108,8 @@ def test_vision_data_and_settings() -> None:
     assert x_train.shape[1:] == (1, 8, 8) and len(x_train) + len(x_test) == 1797
     assert x_train.min() >= 0.0 and x_train.max() <= 1.0
     assert set(np.unique(y_test)) == set(range(10))
-    assert _vision_settings("ci", ["steps=7", "model.d_model=32"])["steps"] == 7
+    settings = _vision_settings("ci", ["steps=7", "model.d_model=32"])
+    assert settings.steps == 7 and settings.model["d_model"] == 32 and settings.model["n_layers"] == 2
     with pytest.raises(InputError, match="unknown setting"):
         _vision_settings("ci", ["colour=red"])
     with pytest.raises(InputError, match="CIFAR-100 not found"):

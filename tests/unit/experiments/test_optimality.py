@@ -15,7 +15,6 @@ from geoanalyze.encodings.standard import sinusoidal
 from geoanalyze.errors import InputError
 from geoanalyze.experiments import ExperimentOptions, run_experiment, write_result
 from geoanalyze.experiments.optimality import (
-    SMOKE,
     best_sinusoidal,
     corpus_fit,
     parameter_saving,
@@ -23,6 +22,13 @@ from geoanalyze.experiments.optimality import (
     shift_equivariance,
 )
 from geoanalyze.geometry.distances import hellinger_distances
+
+#: the smoke presets' settings, run here at ci (its stricter thresholds)
+SMOKE: dict[str, tuple[str, ...]] = {
+    "sinusoidal-optimality": ("positions=32", "vocab=100", "steps=3", "bases=8", "null_draws=2", "sst2=false"),
+    "alibi-rank1": ("longest=32", "vocab=60", "step=1", "steps=3", "null_draws=2", "sst2=false", "arcs=2"),
+    "mds-parameters": ("real=false",),
+}
 
 # --- the rough family -----------------------------------------------------------------------------------
 
@@ -111,6 +117,13 @@ EXPECTED = {
     },
     "mds-parameters": {"saving at BERT-base width", "control: no saving without structure"},
 }
+
+
+def test_the_smoke_presets_are_these_settings() -> None:
+    from geoanalyze.experiments.optimality import SETTINGS
+
+    for name, overrides in SMOKE.items():
+        assert SETTINGS[name]["smoke"] == SETTINGS[name]["ci"].override(overrides, name)
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))

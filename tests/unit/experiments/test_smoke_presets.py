@@ -206,3 +206,21 @@ def test_an_experiment_no_check_could_decide_is_undecided_not_pass(tmp_path: Pat
     run = invoke(["verify", "vision-2d", "--preset", "smoke", "--output-dir", "v"], cwd=tmp_path)
     assert run.code == 0 and run.stdout.splitlines()[0].startswith("vision-2d (smoke,")
     assert "): UNDECIDED; written to" in run.stdout.splitlines()[0]
+
+
+def test_verify_result_to_json_is_the_verify_json(in_tmp: Path) -> None:
+    """geoanalyze.VerifyResult.to_json() is what `verify NAME -f json` prints (wall time and provenance
+    taken from the command's own run, as they are its own)."""
+    import dataclasses
+
+    import geoanalyze as ga
+
+    printed = invoke(["verify", "journey", "--preset", "smoke", "-o", "cli", "-f", "json"], cwd=in_tmp)
+    assert printed.code == 0, str(printed)
+    cli = json.loads(printed.stdout)
+    ran = run_experiment("journey", ExperimentOptions(preset="smoke", work_dir=in_tmp / "lib", progress=True))
+    result = ga.VerifyResult((dataclasses.replace(ran, seconds=cli["seconds"]),), "smoke", run=cli["run"])
+    assert result.passed and result.to_json() + "\n" == printed.stdout
+    every = ga.VerifyResult(result.experiments, "smoke", every=True, run=cli["run"])
+    record = {key: value for key, value in cli.items() if key != "run"}
+    assert json.loads(every.to_json()) == {"preset": "smoke", "passed": True, "experiments": [record], "run": cli["run"]}

@@ -307,19 +307,21 @@ def test_necessity_checks_flip() -> None:
 def test_separation_and_monotonicity_checks_flip() -> None:
     from geoanalyze.experiments.monotonicity import _beats_null, paper_rate_check
     from geoanalyze.experiments.separation import separation_checks
+    from geoanalyze.geometry.null import rank_test
 
     assert all(c.passed for c in separation_checks(0.1, 0.3))
     assert not any(c.passed for c in separation_checks(0.0, 0.0))
-    readings = {"violation": 0.2, "null": {"mean": 0.5, "sd": 0.02}}
+    null = rank_test(0.2, np.array([0.48, 0.5, 0.52]))  # mean 0.5, sd 0.02
+    readings = {"violation": 0.2, "null": null}
     check = _beats_null("x", "the table", readings, "violation", "null", "22%")
     assert check.passed and check.claim.startswith("superiority")
-    flipped = {"violation": 0.8, "null": {"mean": 0.5, "sd": 0.02}}
+    flipped = {"violation": 0.8, "null": null}
     assert not _beats_null("x", "the table", flipped, "violation", "null", "22%").passed
     assert paper_rate_check(0.21, 0.0).passed and not paper_rate_check(0.05, 0.0).passed
 
 
 def test_mds_training_checks_flip() -> None:
-    from geoanalyze.experiments.mds_training import MDS_FROZEN, mds_training_checks
+    from geoanalyze.experiments.mds_training import CI, MDS_FROZEN, mds_training_checks
 
     def variant(loss: list[float], accuracy: list[float]) -> dict:
         return {"mlm_loss_per_seed": loss, "sst2_accuracy_per_seed": accuracy}
@@ -328,14 +330,14 @@ def test_mds_training_checks_flip() -> None:
         MDS_FROZEN: variant([3.00, 3.01, 2.99], [0.80, 0.81, 0.80]),
         "learned": variant([3.00, 3.02, 3.00], [0.80, 0.80, 0.81]),
     }
-    good = _by_name(mds_training_checks(results, SEEDS, "SST-2", 0.01, 3.0, 4, 48, 64, 0.85))
+    good = _by_name(mds_training_checks(results, SEEDS, CI, 4, 48, 64, 0.85))
     _labelled(list(good.values()))
     assert all(c.passed for c in good.values()), [(c.name, c.detail) for c in good.values()]
     worse = {MDS_FROZEN: variant([3.3, 3.31, 3.29], [0.70, 0.71, 0.70]), "learned": results["learned"]}
-    assert not _by_name(mds_training_checks(worse, SEEDS, "SST-2", 0.01, 3.0, 4, 48, 64, 0.85))[
+    assert not _by_name(mds_training_checks(worse, SEEDS, CI, 4, 48, 64, 0.85))[
         "MDS as good as learned"
     ].passed
-    assert not _by_name(mds_training_checks(results, SEEDS, "SST-2", 0.01, 3.0, 4, 48, 64, -0.2))[
+    assert not _by_name(mds_training_checks(results, SEEDS, CI, 4, 48, 64, -0.2))[
         "low-rank saving"
     ].passed
 
@@ -486,7 +488,7 @@ def test_separation_needs_a_margin_and_its_control_fails() -> None:
 
 
 def test_mds_training_control_no_pe_passing_the_same_test_fails_the_control() -> None:
-    from geoanalyze.experiments.mds_training import MDS_FROZEN, mds_training_checks
+    from geoanalyze.experiments.mds_training import CI, MDS_FROZEN, mds_training_checks
 
     def variant(loss: list[float], accuracy: list[float]) -> dict:
         return {"mlm_loss_per_seed": loss, "sst2_accuracy_per_seed": accuracy}
@@ -496,14 +498,14 @@ def test_mds_training_control_no_pe_passing_the_same_test_fails_the_control() ->
     blind = variant([3.6, 3.62, 3.61], [0.60, 0.61, 0.60])
     good = _by_name(
         mds_training_checks(
-            {MDS_FROZEN: mds, "learned": learned, "none": blind}, SEEDS, "SST-2", 0.01, 3.0, 4, 48, 64, 0.85
+            {MDS_FROZEN: mds, "learned": learned, "none": blind}, SEEDS, CI, 4, 48, 64, 0.85
         )
     )
     assert good["MDS as good as learned"].passed and good["control: no PE fails the same test"].passed
     # the committed ci record's shape: no PE as good as learned (7.176 < 7.186): the control fails
     same = _by_name(
         mds_training_checks(
-            {MDS_FROZEN: mds, "learned": learned, "none": mds}, SEEDS, "SST-2", 0.01, 3.0, 4, 48, 64, 0.85
+            {MDS_FROZEN: mds, "learned": learned, "none": mds}, SEEDS, CI, 4, 48, 64, 0.85
         )
     )
     assert same["MDS as good as learned"].passed and not same["control: no PE fails the same test"].passed

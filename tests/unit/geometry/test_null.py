@@ -25,10 +25,11 @@ from geoanalyze.geometry.null import (
     categorize,
     equidistant_scaled_stress,
     min_draws,
+    null_calibration,
     null_sample,
     rank_test,
 )
-from geoanalyze.geometry.scores import all_scores, null_calibration, scaled_stress
+from geoanalyze.geometry.scores import all_scores, scaled_stress
 
 RANK = ("worse", "indistinguishable", "better")
 
@@ -155,3 +156,40 @@ def test_equidistant_scaled_stress_is_a_simplex_s() -> None:
     assert equidistant_scaled_stress(distances) == pytest.approx(scaled_stress(simplex, distances), abs=1e-12)
     flat = np.ones((n, n)) - np.eye(n)
     assert equidistant_scaled_stress(flat) == pytest.approx(0.0, abs=1e-15)
+
+
+def test_rank_test_records_keep_their_published_key_order() -> None:
+    # the JSON of a rank test is byte-identical to the dicts it replaced: an isotropy test, an undefined
+    # score's test, and a shuffle test each keep their key order
+    values = np.linspace(0.0, 1.0, 40)
+    assert list(rank_test(0.2, values).to_dict()) == [
+        *("mean", "sd", "low", "high", "z", "beats", "rank"),
+        *("p_better", "p_worse", "effect", "category"),
+    ]
+    assert list(rank_test(math.nan, values).to_dict()) == [
+        *("mean", "sd", "low", "high", "z", "p_better", "p_worse"),
+        *("effect", "beats", "rank", "category"),
+    ]
+    assert rank_test(math.nan, values).to_dict()["rank"] is None
+    from geoanalyze.geometry.shuffle import shuffle_test
+
+    p = np.arange(12.0)[:, None] * np.ones((1, 3))
+    test = shuffle_test(p, np.abs(np.subtract.outer(np.arange(12.0), np.arange(12.0))), draws=19)["scaled_stress"]
+    assert list(test.to_dict()) == [
+        *("statistic", "observed", "mean", "sd", "low", "high", "z", "beats", "rank"),
+        *("p_better", "p_worse", "p", "effect", "draws", "p_adjusted", "category"),
+    ]
+    assert test["category"] == test.category
+
+
+def test_scores_do_not_import_the_null() -> None:
+    # the null draws are scored by geometry.scores, so scores must not reach back (not even inside a
+    # function): the null <-> scores cycle of issue 33 stays broken
+    import ast
+    import inspect
+
+    import geoanalyze.geometry.scores as scores
+
+    tree = ast.parse(inspect.getsource(scores))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not {"null", "geoanalyze.geometry.null"} & imported, imported

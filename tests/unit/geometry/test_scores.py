@@ -10,6 +10,7 @@ import itertools
 import math
 import statistics
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,12 +22,12 @@ from scipy.optimize import minimize_scalar
 from geoanalyze.errors import InputError
 from geoanalyze.geometry import scores
 from geoanalyze.geometry.mds import classical_mds
+from geoanalyze.geometry.null import LOWER_IS_BETTER, null_calibration
 from geoanalyze.geometry.scores import (
     SCORES,
     all_scores,
     discordance,
     monotonicity_violation,
-    null_calibration,
     scaled_stress,
     separation,
     stress,
@@ -64,12 +65,10 @@ def sign(x: float) -> int:
     return int(x > 0) - int(x < 0)
 
 
-def loop_violation(p: np.ndarray, d: np.ndarray) -> float:
-    """Over pairs of position-pairs untied in E and in D: the share ordered differently (nan if none)."""
-    all_pairs = pairs(p.shape[0])
-    e = {pair: dist(p, *pair) for pair in all_pairs}
+def loop_discordance(keys: list[Any], e: Any, d: Any) -> float:
+    """Over pairs of ``keys`` untied in ``e`` and in ``d``: the share ordered differently (nan if none), in plain Python."""
     discordant = decided = 0
-    for a, b in itertools.combinations(all_pairs, 2):
+    for a, b in itertools.combinations(keys, 2):
         s = sign(e[a] - e[b]) * sign(d[a] - d[b])
         if s != 0:
             decided += 1
@@ -77,16 +76,15 @@ def loop_violation(p: np.ndarray, d: np.ndarray) -> float:
     return discordant / decided if decided else math.nan
 
 
+def loop_violation(p: np.ndarray, d: np.ndarray) -> float:
+    """Over pairs of position-pairs untied in E and in D: the share ordered differently (nan if none)."""
+    all_pairs = pairs(p.shape[0])
+    return loop_discordance(all_pairs, {pair: dist(p, *pair) for pair in all_pairs}, d)
+
+
 def loop_anchor_rate(e_row: np.ndarray, d_row: np.ndarray, anchor: int) -> float:
     """Violation among pairs (anchor, j), (anchor, k), j < k, both != anchor, in plain Python."""
-    others = [j for j in range(len(e_row)) if j != anchor]
-    discordant = decided = 0
-    for j, k in itertools.combinations(others, 2):
-        s = sign(e_row[j] - e_row[k]) * sign(d_row[j] - d_row[k])
-        if s != 0:
-            decided += 1
-            discordant += s < 0
-    return discordant / decided if decided else math.nan
+    return loop_discordance([j for j in range(len(e_row)) if j != anchor], e_row, d_row)
 
 
 def numpy_anchor_rate(e_row: np.ndarray, d_row: np.ndarray, anchor: int) -> float:
@@ -448,7 +446,7 @@ def test_all_scores_agrees_with_each_score() -> None:
     assert result["anchored_monotonicity_violation"] == pytest.approx(loop_anchored(p, d), abs=1e-12)
     assert result["lag_violation"] == pytest.approx(scores.lag_violation(p), abs=1e-12)
     assert "anchored_monotonicity_violation" not in all_scores(p, d, anchored=False)
-    assert set(scores.LOWER_IS_BETTER) == set(result)
+    assert set(LOWER_IS_BETTER) == set(result)
 
 
 # --- null calibration ---------------------------------------------------------------------------------
@@ -462,13 +460,13 @@ def test_null_calibration_keys_and_ranges() -> None:
     summary = null_calibration(p, d, draws=6, seed=1)
     assert set(summary) == NULL_KEYS
     for name, entry in summary.items():
-        assert set(entry) == {
+        assert set(entry.to_dict()) == {
             *("mean", "sd", "low", "high", "z", "beats"),
             *("rank", "p_better", "p_worse", "effect", "category"),
         }, name
-        assert entry["category"] == "undecided"  # 6 draws cannot decide (the rank test needs 39)
-        assert 0.0 <= entry["beats"] <= 1.0
-        assert entry["sd"] >= 0
+        assert entry.category == "undecided"  # 6 draws cannot decide (the rank test needs 39)
+        assert 0.0 <= entry.beats <= 1.0
+        assert entry.sd >= 0
     with_anchors = null_calibration(p, d, draws=3, seed=1, anchored=True)
     assert set(with_anchors) == NULL_KEYS | {"anchored_monotonicity_violation"}
 

@@ -18,7 +18,8 @@ from scipy.stats import special_ortho_group
 
 from geoanalyze.encodings.standard import sinusoidal
 from geoanalyze.errors import InputError
-from geoanalyze.geometry.scores import all_scores, lag_violation, null_calibration
+from geoanalyze.geometry.null import null_calibration
+from geoanalyze.geometry.scores import all_scores, lag_violation
 
 FAST = settings(max_examples=80, deadline=None)
 
