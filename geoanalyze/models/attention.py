@@ -54,15 +54,6 @@ def build_attention_mask(
     return scores.masked_fill(~allowed, torch.finfo(dtype).min)  # (B|1, nh|1, T, T)
 
 
-def make_attention(config: ModelConfig) -> nn.Module:
-    """The attention module of one block, by ``config.attention``; each has SelfAttention's forward signature."""
-    if config.attention == "standard":
-        return SelfAttention(config)
-    from .joformer import JoFormerAttention  # only JoFormer models pay for its import
-
-    return JoFormerAttention(config)
-
-
 class SelfAttention(nn.Module):
     """Multi-head self-attention; ``causal`` applies when no explicit mask is passed."""
 
@@ -87,11 +78,7 @@ class SelfAttention(nn.Module):
         mask : :func:`build_attention_mask`'s additive mask (it already holds causality); None: plain
             or causal attention by ``self.causal``.
         """
-        B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)  # (B, T, C) each
-        q = q.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)  # (B, nh, T, hs)
-        k = k.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)  # (B, nh, T, hs)
-        v = v.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)  # (B, nh, T, hs)
+        q, k, v = self.heads(x)  # (B, nh, T, hs) each
         if rotation is not None:
             cos, sin = rotation
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
@@ -103,5 +90,15 @@ class SelfAttention(nn.Module):
             dropout_p=self.attn_dropout if self.training else 0.0,
             is_causal=self.causal and mask is None,
         )  # (B, nh, T, hs)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C): heads side by side
-        return self.resid_dropout(self.proj(y))
+        return self.output(y)
+
+    def heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q, k, v of x (B, T, C), each (B, nh, T, hs)."""
+        B, T, C = x.shape
+        q, k, v = (part.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for part in self.qkv(x).split(C, 2))
+        return q, k, v
+
+    def output(self, y: torch.Tensor) -> torch.Tensor:
+        """The heads' outputs (B, nh, T, hs) side by side (B, T, C), projected."""
+        B, _, T, _ = y.shape
+        return cast(torch.Tensor, self.resid_dropout(self.proj(y.transpose(1, 2).contiguous().view(B, T, -1))))

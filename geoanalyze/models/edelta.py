@@ -38,6 +38,7 @@ from .residual import (
     Generators,
     HybridResidual,
     Residual,
+    ResidualSpec,
     make_residual,
 )
 from .transformer import MLP
@@ -221,7 +222,7 @@ class EDeltaBlock(nn.Module):
 
 
 def _residual(config: EDeltaConfig) -> Residual:
-    return make_residual(
+    return ResidualSpec(
         config.residual,
         config.n_embd,
         n_streams=config.n_streams,
@@ -232,7 +233,7 @@ def _residual(config: EDeltaConfig) -> Residual:
         gate_weight=config.gate_weight,
         beta_max=config.beta_max,
         gate=config.gate,
-    )
+    ).build()
 
 
 class EDeltaModel(nn.Module):

@@ -49,6 +49,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -530,17 +532,11 @@ class CayleyResidual(GeometricResidual):
     ``unit=True``: u and v normalised and orthogonalised (t = beta / 2), as the reference's bare operator.
     """
 
-    def __init__(
-        self,
-        d: int,
-        n_streams: int = 4,
-        hidden: int = 32,
-        pooling: str = "token",
-        maps: bool = True,
-        unit: bool = False,
-    ):
+    #: u and v normalised and orthogonalised (the reference's bare operator); ``make_residual(..., unit=True)``
+    unit = False
+
+    def __init__(self, d: int, n_streams: int = 4, hidden: int = 32, pooling: str = "token", maps: bool = True):
         super().__init__(d, n_streams, hidden, pooling, maps)
-        self.unit = unit
         self.nets = Generators(d, hidden, {"u": n_streams, "v": n_streams, "beta": 1})
 
     def operator(self, x: torch.Tensor) -> torch.Tensor:
@@ -575,6 +571,9 @@ class HybridResidual(GeometricResidual):
     orthogonal.
     """
 
+    #: u and v normalised and orthogonalised (the reference's bare operator); ``make_residual(..., unit=True)``
+    unit = False
+
     def __init__(
         self,
         d: int,
@@ -585,11 +584,10 @@ class HybridResidual(GeometricResidual):
         gate_bias: float = 0.0,
         gate_weight: float = 0.1,
         gate: str = "plain",
-        unit: bool = False,
     ):
         if gate not in GATES:
             raise InputError(f"unknown gate {gate!r}; choose one of {', '.join(GATES)}")
-        self.gate_mode, self.unit = gate, unit
+        self.gate_mode = gate
         if not math.isfinite(gate_bias):
             raise InputError(f"gate_bias must be a finite number, got {gate_bias}")
         if not (math.isfinite(gate_weight) and gate_weight >= 0):
@@ -736,45 +734,54 @@ class DenseCayleyResidual(Residual):
         return (y @ _as_streams(x, self.n)).flatten(-2)
 
 
-def make_residual(
-    kind: str,
-    d: int,
-    n_streams: int = 4,
-    hidden: int = 32,
-    pooling: str = "token",
-    maps: bool = True,
-    gate_bias: float = 0.0,
-    gate_weight: float = 0.1,
-    beta_max: float = 2.0,
-    gate: str = "plain",
-    unit: bool = False,
-) -> Residual:
-    """The residual operator ``kind`` (one of :data:`RESIDUALS`); InputError listing the choices otherwise.
+@dataclass(frozen=True)
+class ResidualSpec:
+    """One residual operator, described: :func:`make_residual`'s arguments, built by :meth:`build`.
 
     ``plain`` ignores the stream count, ``ddl-ref`` uses d streams (k in the full width); ``mhc``
     needs n >= 2 to mix anything; ``maps`` (the pre / post maps) applies to jpmhc, cayley,
-    householder and hybrid; ``gate`` to hybrid; ``unit`` to cayley and hybrid.
+    householder and hybrid; ``gate``, ``gate_bias`` and ``gate_weight`` to hybrid; ``unit`` to
+    cayley and hybrid; ``beta_max`` to ddl.
     """
-    if kind not in RESIDUALS:
-        raise InputError(f"unknown residual {kind!r}; choose one of {', '.join(RESIDUALS)}")
-    if kind == "plain":
-        return PlainResidual(d, 1, hidden, pooling)
-    if kind == "ddl":
-        return DeltaResidual(d, n_streams, hidden, pooling, beta_max)
-    if kind == "ddl-ref":
-        return DeltaShortcutResidual(d, hidden, pooling)
-    if kind == "mhc":
-        return SinkhornResidual(d, n_streams, hidden, pooling)
-    if kind == "mhc-ref":
-        return SinkhornReferenceResidual(d, n_streams, hidden, pooling)
-    if kind == "jpmhc-ref":
-        return JPmHCReferenceResidual(d, n_streams, hidden, pooling)
-    if kind == "hybrid":
-        return HybridResidual(d, n_streams, hidden, pooling, maps, gate_bias, gate_weight, gate, unit)
-    if kind == "cayley":
-        return CayleyResidual(d, n_streams, hidden, pooling, maps, unit)
-    classes: dict[str, type[GeometricResidual]] = {
-        "jpmhc": IterativeCayleyResidual,
-        "householder": HouseholderResidual,
-    }
-    return classes[kind](d, n_streams, hidden, pooling, maps)
+
+    kind: str
+    d: int
+    n_streams: int = 4
+    hidden: int = 32
+    pooling: str = "token"
+    maps: bool = True
+    gate_bias: float = 0.0
+    gate_weight: float = 0.1
+    beta_max: float = 2.0
+    gate: str = "plain"
+    unit: bool = False
+
+    def build(self) -> Residual:
+        """The residual operator ``kind`` (one of :data:`RESIDUALS`); InputError listing the choices otherwise."""
+        kind, d, n, hidden, pooling = self.kind, self.d, self.n_streams, self.hidden, self.pooling
+        if kind not in RESIDUALS:
+            raise InputError(f"unknown residual {kind!r}; choose one of {', '.join(RESIDUALS)}")
+        if kind == "plain":
+            return PlainResidual(d, 1, hidden, pooling)
+        if kind == "ddl":
+            return DeltaResidual(d, n, hidden, pooling, self.beta_max)
+        if kind == "ddl-ref":
+            return DeltaShortcutResidual(d, hidden, pooling)
+        if kind in ("mhc", "mhc-ref", "jpmhc-ref"):
+            plain = {"mhc": SinkhornResidual, "mhc-ref": SinkhornReferenceResidual, "jpmhc-ref": JPmHCReferenceResidual}
+            return plain[kind](d, n, hidden, pooling)
+        if kind == "hybrid":
+            residual: GeometricResidual = HybridResidual(
+                d, n, hidden, pooling, self.maps, self.gate_bias, self.gate_weight, self.gate
+            )
+        else:
+            geometric = {"cayley": CayleyResidual, "jpmhc": IterativeCayleyResidual, "householder": HouseholderResidual}
+            residual = geometric[kind](d, n, hidden, pooling, self.maps)
+        if self.unit and isinstance(residual, CayleyResidual | HybridResidual):
+            residual.unit = True
+        return residual
+
+
+def make_residual(kind: str, d: int, **options: Any) -> Residual:
+    """The residual operator ``kind`` of width ``d``; ``options`` are the other fields of :class:`ResidualSpec`."""
+    return ResidualSpec(kind, d, **options).build()

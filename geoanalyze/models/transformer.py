@@ -29,13 +29,22 @@ from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
 from ..errors import FormatError, InputError
 from ..io import FORMAT_VERSION, METADATA_KEY, atomic_path, read_metadata, write_text
-from .attention import build_attention_mask, make_attention
+from .attention import SelfAttention, build_attention_mask
 from .config import ModelConfig
 from .positional import positional_encoding
 
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 MODEL_KIND = "model"
+
+
+def make_attention(config: ModelConfig) -> nn.Module:
+    """The attention module of one block, by ``config.attention``; each has SelfAttention's forward signature."""
+    if config.attention == "standard":
+        return SelfAttention(config)
+    from .joformer import JoFormerAttention  # only JoFormer models pay for its import
+
+    return JoFormerAttention(config)
 
 
 class MLP(nn.Module):
