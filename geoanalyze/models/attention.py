@@ -17,6 +17,9 @@ from ..errors import InputError
 from .config import ModelConfig
 from .positional import apply_rope
 
+#: RoPE's (cos, sin), each (T, hs/2), that attention applies to queries and keys
+CosSin = tuple[torch.Tensor, torch.Tensor]
+
 
 def build_attention_mask(
     length: int,
@@ -66,12 +69,7 @@ class SelfAttention(nn.Module):
         self.proj = nn.Linear(config.d_model, config.d_model)
         self.resid_dropout = nn.Dropout(config.dropout)
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        rotation: tuple[torch.Tensor, torch.Tensor] | None = None,
-        mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, rotation: CosSin | None = None, mask: torch.Tensor | None = None) -> torch.Tensor:
         """x (B, T, C) -> (B, T, C).
 
         rotation : RoPE's (cos, sin), each (T, hs/2), applied to q and k.

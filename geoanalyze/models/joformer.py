@@ -38,7 +38,7 @@ from torch import nn
 from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
 from ..errors import InputError
-from .attention import SelfAttention
+from .attention import CosSin, SelfAttention
 from .config import ModelConfig
 from .journey import check_even, rotate_by, rotate_dense, rotate_pairs, rotor, skew
 
@@ -376,12 +376,7 @@ class JoFormerAttention(SelfAttention):
         self.transport_values = transport_values
         self.journey = make_journey(variant, config, grid)
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        rotation: tuple[torch.Tensor, torch.Tensor] | None = None,
-        mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, rotation: CosSin | None = None, mask: torch.Tensor | None = None) -> torch.Tensor:
         """x (B, T, C) -> (B, T, C).
 
         rotation : must be None: JoFormer carries its own positions (build the model with pe none).

@@ -642,7 +642,18 @@ class DeltaShortcutResidual(DeltaResidual):
         return g + branch(norm(g))
 
 
-class SinkhornReferenceResidual(Residual):
+class MappedResidual(Residual):
+    """A residual whose per-token maps (pre, post, H_res) come from :meth:`_maps`; the bare operator is H_res X."""
+
+    def _maps(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def operator(self, x: torch.Tensor) -> torch.Tensor:
+        _, _, res = self._maps(x)
+        return (res @ _as_streams(x, self.n)).flatten(-2)
+
+
+class SinkhornReferenceResidual(MappedResidual):
     r"""The reference code's mHC: pre / post weights and H_res all computed from the token.
 
     h = RMSNorm(x); h_pre = sigmoid(a_pre phi_pre h + b_pre), h_post = 2 sigmoid(a_post phi_post h +
@@ -672,10 +683,6 @@ class SinkhornReferenceResidual(Residual):
         self.mixing = res.detach()
         return pre, post, res
 
-    def operator(self, x: torch.Tensor) -> torch.Tensor:
-        _, _, res = self._maps(x)
-        return (res @ _as_streams(x, self.n)).flatten(-2)
-
     def forward(self, x: torch.Tensor, norm: Branch, branch: Branch) -> torch.Tensor:
         pre, post, res = self._maps(x)
         xs = _as_streams(x, self.n)  # (B, T, n, c)
@@ -684,7 +691,7 @@ class SinkhornReferenceResidual(Residual):
         return (res @ xs + post.unsqueeze(-1) * out).flatten(-2)
 
 
-class JPmHCReferenceResidual(Residual):
+class JPmHCReferenceResidual(MappedResidual):
     r"""The reference code's JPmHC, parallel routing (JPmHC's Eq. 14):
 
     [H_pre | H_post | H~] = W LN(x) + b (per token), H_pre = row-softmax, H_post = column-softmax,
@@ -705,10 +712,6 @@ class JPmHCReferenceResidual(Residual):
         res = jpmhc_reference_cayley(f[..., 2, :, :])
         self.mixing = res.detach()
         return torch.softmax(f[..., 0, :, :], dim=-1), torch.softmax(f[..., 1, :, :], dim=-2), res
-
-    def operator(self, x: torch.Tensor) -> torch.Tensor:
-        _, _, res = self._maps(x)
-        return (res @ _as_streams(x, self.n)).flatten(-2)
 
     def forward(self, x: torch.Tensor, norm: Branch, branch: Branch) -> torch.Tensor:
         pre, post, res = self._maps(x)

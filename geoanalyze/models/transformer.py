@@ -29,7 +29,7 @@ from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
 from ..errors import FormatError, InputError
 from ..io import FORMAT_VERSION, METADATA_KEY, atomic_path, read_metadata, write_text
-from .attention import SelfAttention, build_attention_mask
+from .attention import CosSin, SelfAttention, build_attention_mask
 from .config import ModelConfig
 from .positional import positional_encoding
 
@@ -70,12 +70,7 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.d_model)
         self.mlp = MLP(config)
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        rotation: tuple[torch.Tensor, torch.Tensor] | None = None,
-        mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, rotation: CosSin | None = None, mask: torch.Tensor | None = None) -> torch.Tensor:
         x = x + self.attn(self.ln_1(x), rotation, mask)  # (B, T, d)
         return x + self.mlp(self.ln_2(x))  # (B, T, d)
 
