@@ -256,3 +256,31 @@ def rope_reference(positions: list[int], d: int, base: float = 10000.0) -> np.nd
             table[row, 2 * k] = math.cos(i * theta)
             table[row, 2 * k + 1] = math.sin(i * theta)
     return table
+
+
+def gfm_tables(text: str, code_backticks: bool = False) -> list[list[list[str]]]:
+    """Every table of a Markdown text as rows of cell texts (header row first), as GFM reads them
+    (markdown-it-py's CommonMark parser with its GFM table rule). ``code_backticks``: inline code
+    keeps its backticks, so a cell compares with the table's text."""
+    from markdown_it import MarkdownIt
+
+    tables: list[list[list[str]]] = []
+    row: list[str] = []
+    cell: list[str] | None = None
+    for token in MarkdownIt("commonmark").enable("table").parse(text):
+        if token.type == "table_open":
+            tables.append([])
+        elif token.type == "tr_open":
+            row = []
+        elif token.type == "tr_close":
+            tables[-1].append(row)
+        elif token.type in ("th_open", "td_open"):
+            cell = []
+        elif token.type in ("th_close", "td_close"):
+            assert cell is not None
+            row.append("".join(cell))
+            cell = None
+        elif token.type == "inline" and cell is not None:
+            code = "`{}`" if code_backticks else "{}"
+            cell.append("".join(code.format(c.content) if c.type == "code_inline" else c.content for c in token.children or []))
+    return tables

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -23,14 +22,7 @@ from geoanalyze.train.geometric import (
 )
 from geoanalyze.train.loop import lr_at
 
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    """Small tensors: one intra-op thread is faster (and much faster on a loaded machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_plane_rotation_is_a_rotation_by_theta_in_its_plane() -> None:
