@@ -19,6 +19,7 @@ Test modules import this file as ``helpers`` (tests/ is on pytest's ``pythonpath
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 import shutil
@@ -39,6 +40,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = REPO_ROOT / "sample_corpora"
 DRIFT = SAMPLES / "drift.txt"
 DRIFT_WORDS = SAMPLES / "drift-words.txt"
+#: a synthetic corpus of whole words at 16 positions
+SYNTHETIC_WORDS = "synthetic:drift,n=300,length=16,vocab=50"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 #: a `geoanalyze train` model and run small enough for seconds on a CPU (each test adds its evaluation
@@ -284,3 +287,9 @@ def gfm_tables(text: str, code_backticks: bool = False) -> list[list[list[str]]]
             code = "`{}`" if code_backticks else "{}"
             cell.append("".join(code.format(c.content) if c.type == "code_inline" else c.content for c in token.children or []))
     return tables
+
+
+def stress_json(*args: Any, cwd: Path) -> dict[str, Any]:
+    """``geoanalyze stress ARGS --null-draws 2 -f json`` succeeded (:func:`ok`); its JSON document."""
+    document: dict[str, Any] = json.loads(ok(geoanalyze("stress", *args, "--null-draws", "2", "-f", "json", cwd=cwd)).stdout)
+    return document
