@@ -43,6 +43,14 @@ DRIFT_WORDS = SAMPLES / "drift-words.txt"
 #: a synthetic corpus of whole words at 16 positions
 SYNTHETIC_WORDS = "synthetic:drift,n=300,length=16,vocab=50"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: the scores that do not change when the table is scaled
+SCALE_FREE = (
+    "scaled_stress",
+    "monotonicity_violation",
+    "anchored_monotonicity_violation",
+    "lag_violation",
+    "relative_separation",
+)
 
 #: a `geoanalyze train` model and run small enough for seconds on a CPU (each test adds its evaluation
 #: settings); :func:`train_sets` turns settings into ``--set`` words
@@ -293,3 +301,12 @@ def stress_json(*args: Any, cwd: Path) -> dict[str, Any]:
     """``geoanalyze stress ARGS --null-draws 2 -f json`` succeeded (:func:`ok`); its JSON document."""
     document: dict[str, Any] = json.loads(ok(geoanalyze("stress", *args, "--null-draws", "2", "-f", "json", cwd=cwd)).stdout)
     return document
+
+
+def linked_copy(source: Path, target: Path) -> Path:
+    """A checkpoint folder whose files are hard links of ``source``'s (no 90 MB copy per step)."""
+    target.mkdir(parents=True)
+    for file in source.iterdir():
+        if file.is_file():
+            os.link(file, target / file.name)
+    return target

@@ -129,6 +129,16 @@ def read_only(path: Path) -> Iterator[Path]:
         path.chmod(mode)
 
 
+@contextlib.contextmanager
+def unreadable(path: Path, mode: int) -> Iterator[Path]:
+    """``path`` without any permission for the test's duration, then ``mode``."""
+    path.chmod(0)
+    try:
+        yield path
+    finally:
+        path.chmod(mode)
+
+
 def python_process(
     sandbox: Sandbox, code: str, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -141,6 +151,9 @@ def python_process(
 def running_as_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
+
+#: ``stress rope:d=16`` on a copy of sample_corpora/drift.txt, split on whitespace
+ROPE_ON_DRIFT = ["stress", "rope:d=16", "--dataset", "drift.txt", "-t", "whitespace"]
 
 #: a count that runs long enough to be signalled mid-run
 LONG_COUNT = ["marginals", "synthetic:drift,n=700000,length=64", "--no-cache", "--workers", "1"]
@@ -187,3 +200,14 @@ def assert_interrupted_mid_count(tmp_path: Path, signum: int) -> None:
 def python_run(code: str, tmp_path: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """``python -c code`` in ``tmp_path`` under :func:`signal_env`."""
     return run_process([sys.executable, "-c", code], cwd=tmp_path, env=signal_env(tmp_path), timeout=timeout)
+
+
+def signalled_while_importing(tmp_path: Path, name: str, default_handler: bool = False) -> subprocess.CompletedProcess[str]:
+    """``geoanalyze marginals x`` that sends itself the signal ``name`` right after importing the CLI,
+    before main() runs (``default_handler``: the signal's handler reset to the default first)."""
+    reset = f"signal.signal(signal.{name}, signal.SIG_DFL)\n" if default_handler else ""
+    code = (
+        f"import os, signal, sys, time\n{reset}sys.argv = ['geoanalyze', 'marginals', 'x']\n"
+        f"import geoanalyze.cli.app\nos.kill(os.getpid(), signal.{name})\ntime.sleep(10)\nprint('not interrupted')\n"
+    )
+    return python_run(code, tmp_path)

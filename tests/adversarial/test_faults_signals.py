@@ -14,7 +14,16 @@ from pathlib import Path
 import pytest
 from helpers import GEOANALYZE, run_process
 
-from .harness import SAMPLES, Sandbox, assert_interrupted_mid_count, python_process, python_run, signal_env, tree
+from .harness import (
+    SAMPLES,
+    Sandbox,
+    assert_interrupted_mid_count,
+    python_process,
+    python_run,
+    signal_env,
+    signalled_while_importing,
+    tree,
+)
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and streams")
 
@@ -29,16 +38,7 @@ def test_a_hangup_or_quit_mid_run_says_interrupted_and_leaves_nothing(tmp_path: 
 
 
 def test_a_hangup_while_importing_says_interrupted(tmp_path: Path) -> None:
-    code = (
-        "import os, signal, sys, time\n"
-        "signal.signal(signal.SIGHUP, signal.SIG_DFL)\n"
-        "sys.argv = ['geoanalyze', 'marginals', 'x']\n"
-        "import geoanalyze.cli.app\n"
-        "os.kill(os.getpid(), signal.SIGHUP)\n"
-        "time.sleep(10)\n"
-        "print('not interrupted')\n"
-    )
-    result = python_run(code, tmp_path)
+    result = signalled_while_importing(tmp_path, "SIGHUP", default_handler=True)
     assert result.returncode == 130, result
     assert result.stderr.strip() == "error: interrupted"
 

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from .harness import Sandbox
+from .harness import ROPE_ON_DRIFT, Sandbox
 from .outputs_inputs import CORPUS, QUICK, populate
 
 LONG = "x" * 300
@@ -119,18 +119,7 @@ INSIDE: dict[str, tuple[list[str], tuple[str, ...]]] = {
         ("ckpt",),
     ),
     "stress-o-in-compare-folder": (
-        [
-            "stress",
-            "rope:d=16",
-            "--dataset",
-            "drift.txt",
-            "-t",
-            "whitespace",
-            "--compare",
-            "learned:ckpt",
-            "-o",
-            "ckpt/r.json",
-        ],
+        [*ROPE_ON_DRIFT, "--compare", "learned:ckpt", "-o", "ckpt/r.json"],
         ("ckpt",),
     ),
     "stress-o-in-tokenizer-folder": (

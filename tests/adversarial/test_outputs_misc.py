@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .harness import Sandbox, invoke, python_process, running_as_root, tree
+from .harness import Sandbox, invoke, python_process, running_as_root, tree, unreadable
 from .outputs_inputs import CORPUS, QUICK, full_disk, populate, read_only_folder
 from .test_outputs_writes import TRAIN_TINY
 
@@ -161,11 +161,8 @@ def test_an_unreadable_corpus_is_a_cannot_read_line(sandbox: Sandbox) -> None:
     if running_as_root():
         pytest.skip("running as root: chmod 000 does not stop root from reading")
     populate(sandbox)
-    sandbox.path("drift.txt").chmod(0)
-    try:
+    with unreadable(sandbox.path("drift.txt"), 0o644):
         sandbox.refused("marginals", "drift.txt", *CORPUS, words=("drift.txt",))
-    finally:
-        sandbox.path("drift.txt").chmod(0o644)
 
 
 def test_an_over_long_input_name_is_a_cannot_read_line(sandbox: Sandbox) -> None:

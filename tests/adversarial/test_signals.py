@@ -12,9 +12,17 @@ from pathlib import Path
 import pytest
 from helpers import GEOANALYZE, run_process
 
-from .harness import SAMPLES, assert_interrupted_mid_count, python_run, signal_env, started
+from .harness import (
+    ROPE_ON_DRIFT,
+    SAMPLES,
+    assert_interrupted_mid_count,
+    signal_env,
+    signalled_while_importing,
+    started,
+)
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and pipes")
+
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_a_signal_mid_run_says_interrupted_and_exits_130(tmp_path: Path, signum: int) -> None:
@@ -24,15 +32,7 @@ def test_a_signal_mid_run_says_interrupted_and_exits_130(tmp_path: Path, signum:
 def test_a_signal_while_importing_says_interrupted(tmp_path: Path) -> None:
     # The program's module installs its handler before its heavy imports: a signal that comes then
     # (here sent right after the import, before main() runs) is "interrupted", not a traceback.
-    code = (
-        "import os, signal, sys, time\n"
-        "sys.argv = ['geoanalyze', 'marginals', 'x']\n"
-        "import geoanalyze.cli.app\n"
-        "os.kill(os.getpid(), signal.SIGTERM)\n"
-        "time.sleep(10)\n"
-        "print('not interrupted')\n"
-    )
-    result = python_run(code, tmp_path)
+    result = signalled_while_importing(tmp_path, "SIGTERM")
     assert result.returncode == 130, result
     assert result.stderr.strip() == "error: interrupted"
     assert "not interrupted" not in result.stdout
@@ -42,23 +42,7 @@ PIPED = [
     ("json", ["marginals", "drift.txt", "-t", "whitespace", "-f", "json"]),
     ("table", ["marginals", "drift.txt", "-t", "whitespace"]),
     ("help", ["stress", "--help"]),
-    (
-        "threshold",
-        [
-            "stress",
-            "rope:d=16",
-            "--dataset",
-            "drift.txt",
-            "-t",
-            "whitespace",
-            "--null-draws",
-            "2",
-            "--compare",
-            "",
-            "--fail-above",
-            "scaled_stress=1e-12",
-        ],
-    ),
+    ("threshold", [*ROPE_ON_DRIFT, "--null-draws", "2", "--compare", "", "--fail-above", "scaled_stress=1e-12"]),
 ]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pytest
@@ -64,29 +64,28 @@ def sign(x: float) -> int:
     return int(x > 0) - int(x < 0)
 
 
-def loop_violation(p: np.ndarray, d: np.ndarray) -> float:
-    """Over pairs of position-pairs untied in E and in D: the share ordered differently (nan if none)."""
-    all_pairs = pairs(p.shape[0])
-    e = {pair: dist(p, *pair) for pair in all_pairs}
+def discordant_share(differences: Iterable[tuple[float, float]]) -> float:
+    """Among (E difference, D difference) pairs decided in both, the share of opposite signs (nan if none)."""
     discordant = decided = 0
-    for a, b in itertools.combinations(all_pairs, 2):
-        s = sign(e[a] - e[b]) * sign(d[a] - d[b])
+    for e, d in differences:
+        s = sign(e) * sign(d)
         if s != 0:
             decided += 1
             discordant += s < 0
     return discordant / decided if decided else math.nan
+
+
+def loop_violation(p: np.ndarray, d: np.ndarray) -> float:
+    """Over pairs of position-pairs untied in E and in D: the share ordered differently (nan if none)."""
+    all_pairs = pairs(p.shape[0])
+    e = {pair: dist(p, *pair) for pair in all_pairs}
+    return discordant_share((e[a] - e[b], d[a] - d[b]) for a, b in itertools.combinations(all_pairs, 2))
 
 
 def loop_anchor_rate(e_row: np.ndarray, d_row: np.ndarray, anchor: int) -> float:
     """Violation among pairs (anchor, j), (anchor, k), j < k, both != anchor, in plain Python."""
     others = [j for j in range(len(e_row)) if j != anchor]
-    discordant = decided = 0
-    for j, k in itertools.combinations(others, 2):
-        s = sign(e_row[j] - e_row[k]) * sign(d_row[j] - d_row[k])
-        if s != 0:
-            decided += 1
-            discordant += s < 0
-    return discordant / decided if decided else math.nan
+    return discordant_share((e_row[j] - e_row[k], d_row[j] - d_row[k]) for j, k in itertools.combinations(others, 2))
 
 
 def numpy_anchor_rate(e_row: np.ndarray, d_row: np.ndarray, anchor: int) -> float:

@@ -18,6 +18,7 @@ from itertools import combinations
 
 import numpy as np
 import pytest
+from helpers import SCALE_FREE
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import pdist
@@ -32,13 +33,6 @@ from geoanalyze.geometry.scores import (
     stress,
 )
 
-SCALE_FREE = (
-    "scaled_stress",
-    "monotonicity_violation",
-    "anchored_monotonicity_violation",
-    "lag_violation",
-    "relative_separation",
-)
 FLOAT_MAX = Decimal(str(np.finfo(np.float64).max))
 
 exponents = st.integers(-300, 300)
