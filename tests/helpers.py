@@ -310,3 +310,18 @@ def linked_copy(source: Path, target: Path) -> Path:
         if file.is_file():
             os.link(file, target / file.name)
     return target
+
+
+def assert_rope_verdict(line: str, holm_tests: int) -> None:
+    """The first line that the README's tour and the example script print: rope:d=64's verdict."""
+    assert line.startswith("rope:d=64: no standard encoding has a better shape")
+    assert line.endswith(
+        f"against 999 shuffles of its positions (Holm over {holm_tests} tests), it carries position in shape, order, "
+        "local order and lag (better than its shuffles)"
+    )
+
+
+def assert_python_runs(code: str) -> None:
+    """``python -c code`` in a fresh interpreter (what it imports is its own) exits 0."""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from .harness import Sandbox, invoke, python_process, running_as_root, tree, unreadable
-from .outputs_inputs import CORPUS, QUICK, full_disk, populate, read_only_folder
+from .outputs_inputs import CORPUS, QUICK, fill, full_disk, populate, read_only_folder
 from .test_outputs_writes import TRAIN_TINY
 
 LONG = "z" * 300
@@ -43,13 +43,7 @@ def _cache_place(sandbox: Sandbox, place: str, stack: Any) -> Path:
     if place == "read-only":
         return stack.enter_context(read_only_folder(sandbox.path("rocache")))
     folder = stack.enter_context(full_disk(sandbox.path("fullcache"), size="16k"))
-    descriptor = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT)
-    try:
-        with pytest.raises(OSError):
-            while True:
-                os.write(descriptor, b"\0" * 1024)
-    finally:
-        os.close(descriptor)
+    fill(folder, 1024)
     return folder
 
 
