@@ -22,6 +22,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -325,3 +326,40 @@ def assert_python_runs(code: str) -> None:
     """``python -c code`` in a fresh interpreter (what it imports is its own) exits 0."""
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def position_counters(texts: list[str], tokenizer_path: Path, max_length: int) -> list[Counter[int]]:
+    """counters[i][id] = number of texts with token ``id`` at position i ([CLS] is position 0), counted
+    with transformers' AutoTokenizer alone (the independent reference of the real-corpus tests)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_path))
+    counters: list[Counter[int]] = []
+    for ids in tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]:
+        for i, token in enumerate(ids):
+            if i == len(counters):
+                counters.append(Counter())
+            counters[i][token] += 1
+    return counters
+
+
+def rule_tables(text: str) -> list[list[list[str]]]:
+    """Every table of the one (rich) style in ``text``: the header above its rule of ``─``, then the rows
+    below it that have as many cells as the header; cells are two or more spaces apart (a label has
+    single spaces)."""
+
+    def cells(line: str) -> list[str]:
+        return re.split(r" {2,}", line.strip())
+
+    lines = text.splitlines()
+    found = []
+    for index, line in enumerate(lines):
+        if index and line and set(line) == {"─"}:
+            header = cells(lines[index - 1])
+            rows = []
+            for row in lines[index + 1 :]:
+                if not row.strip() or len(cells(row)) != len(header):
+                    break
+                rows.append(cells(row))
+            found.append([header, *rows])
+    return found

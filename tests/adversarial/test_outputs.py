@@ -118,10 +118,7 @@ INSIDE: dict[str, tuple[list[str], tuple[str, ...]]] = {
         ["stress", "ckpt", "--dataset", "drift.txt", *QUICK, "--plot-dir", "ckpt"],
         ("ckpt",),
     ),
-    "stress-o-in-compare-folder": (
-        [*ROPE_ON_DRIFT, "--compare", "learned:ckpt", "-o", "ckpt/r.json"],
-        ("ckpt",),
-    ),
+    "stress-o-in-compare-folder": ([*ROPE_ON_DRIFT, "--compare", "learned:ckpt", "-o", "ckpt/r.json"], ("ckpt",)),
     "stress-o-in-tokenizer-folder": (
         ["stress", "rope:d=16", "--dataset", "drift.txt", "--tokenizer", "ckpt", "--compare", "", "-o", "ckpt/r.json"],
         ("ckpt",),
@@ -139,10 +136,7 @@ INSIDE: dict[str, tuple[list[str], tuple[str, ...]]] = {
         ["report", "rope:d=16", "--dataset", "r_files/drift.txt", *QUICK, "-o", "r.md"],
         ("figure folder", "r_files"),
     ),
-    "report-figures-are-target": (
-        ["report", "r_files", "--dataset", "drift.txt", *QUICK, "-o", "r.md"],
-        ("r_files",),
-    ),
+    "report-figures-are-target": (["report", "r_files", "--dataset", "drift.txt", *QUICK, "-o", "r.md"], ("r_files",)),
     "report-o-in-checkpoint": (["report", "ckpt", "--dataset", "drift.txt", *QUICK, "-o", "ckpt/r.md"], ("ckpt",)),
     "train-o-is-corpus-folder": (
         ["train", "-o", "corp", "--task", "mlm", "--dataset", "corp", "--set", "steps=1"],
