@@ -15,6 +15,9 @@ import pytest
 from .harness import ROPE_ON_DRIFT, Sandbox
 from .outputs_inputs import CORPUS, QUICK, populate
 
+ROPE_ON_CORP = ["stress", "rope:d=16", "--dataset", "corp", *QUICK]
+CKPT_ON_DRIFT = ["stress", "ckpt", "--dataset", "drift.txt", *QUICK]
+
 LONG = "x" * 300
 # Ways of naming an existing input through another path.
 ALIASES = {
@@ -99,25 +102,16 @@ INSIDE: dict[str, tuple[list[str], tuple[str, ...]]] = {
         ["mds", "d.safetensors", "--into-checkpoint", "ckpt", "--checkpoint-output", "new", "-o", "ckpt/p.safetensors"],
         ("ckpt",),
     ),
-    "stress-o-into-corpus": (["stress", "rope:d=16", "--dataset", "corp", *QUICK, "-o", "corp/r.json"], ("corp",)),
+    "stress-o-into-corpus": ([*ROPE_ON_CORP, "-o", "corp/r.json"], ("corp",)),
     "stress-o-glob": (["stress", "rope:d=16", "--dataset", "corp/*.json", *QUICK, "-o", "corp/r.json"], ("matches",)),
-    "stress-plot-dir-is-corpus": (
-        ["stress", "rope:d=16", "--dataset", "corp", *QUICK, "--plot-dir", "corp"],
-        ("corp",),
-    ),
-    "stress-plot-dir-in-corpus": (
-        ["stress", "rope:d=16", "--dataset", "corp", *QUICK, "--plot-dir", "corp/figs"],
-        ("--plot-dir",),
-    ),
-    "stress-o-in-checkpoint": (["stress", "ckpt", "--dataset", "drift.txt", *QUICK, "-o", "ckpt/r.json"], ("ckpt",)),
+    "stress-plot-dir-is-corpus": ([*ROPE_ON_CORP, "--plot-dir", "corp"], ("corp",)),
+    "stress-plot-dir-in-corpus": ([*ROPE_ON_CORP, "--plot-dir", "corp/figs"], ("--plot-dir",)),
+    "stress-o-in-checkpoint": ([*CKPT_ON_DRIFT, "-o", "ckpt/r.json"], ("ckpt",)),
     "stress-o-in-model-spec": (
         ["stress", "model:ckpt", "--dataset", "drift.txt", *QUICK, "-o", "ckpt/r.json"],
         ("ckpt",),
     ),
-    "stress-plot-dir-is-checkpoint": (
-        ["stress", "ckpt", "--dataset", "drift.txt", *QUICK, "--plot-dir", "ckpt"],
-        ("ckpt",),
-    ),
+    "stress-plot-dir-is-checkpoint": ([*CKPT_ON_DRIFT, "--plot-dir", "ckpt"], ("ckpt",)),
     "stress-o-in-compare-folder": ([*ROPE_ON_DRIFT, "--compare", "learned:ckpt", "-o", "ckpt/r.json"], ("ckpt",)),
     "stress-o-in-tokenizer-folder": (
         ["stress", "rope:d=16", "--dataset", "drift.txt", "--tokenizer", "ckpt", "--compare", "", "-o", "ckpt/r.json"],
