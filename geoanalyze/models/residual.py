@@ -470,6 +470,17 @@ class GeometricResidual(Residual):
         self.pre = nn.Linear(d, d, bias=False) if maps else None
         self.post = nn.Linear(d, d, bias=False) if maps else None
         self.init_special()
+        outputs = self.generator_outputs(n_streams)
+        if outputs:
+            self.nets = Generators(d, hidden, outputs, self.linear_outputs())
+
+    def generator_outputs(self, n: int) -> dict[str, int]:
+        """The outputs of the operator's generator networks (name: width) at n streams; none here."""
+        return {}
+
+    def linear_outputs(self) -> dict[str, int]:
+        """The plain affine outputs of the generators' first layer (:class:`Generators`' ``linear``)."""
+        return {}
 
     def init_special(self, reference: bool = False) -> None:
         for layer in (self.pre, self.post):
@@ -516,9 +527,8 @@ class IterativeCayleyResidual(GeometricResidual):
     ||M||_2 < 1/2, where the fixed-point iteration contracts; the result is orthogonal to O(||M||^3).
     """
 
-    def __init__(self, d: int, n_streams: int = 4, hidden: int = 32, pooling: str = "token", maps: bool = True):
-        super().__init__(d, n_streams, hidden, pooling, maps)
-        self.nets = Generators(d, hidden, {"w": n_streams * (n_streams - 1) // 2})
+    def generator_outputs(self, n: int) -> dict[str, int]:
+        return {"w": n * (n - 1) // 2}
 
     def operator(self, x: torch.Tensor) -> torch.Tensor:
         w = skew_from_vector(self.nets(self.context(x))["w"], self.n)  # (B, T|1, n, n)
@@ -535,9 +545,8 @@ class CayleyResidual(GeometricResidual):
     #: u and v normalised and orthogonalised (the reference's bare operator); ``make_residual(..., unit=True)``
     unit = False
 
-    def __init__(self, d: int, n_streams: int = 4, hidden: int = 32, pooling: str = "token", maps: bool = True):
-        super().__init__(d, n_streams, hidden, pooling, maps)
-        self.nets = Generators(d, hidden, {"u": n_streams, "v": n_streams, "beta": 1})
+    def generator_outputs(self, n: int) -> dict[str, int]:
+        return {"u": n, "v": n, "beta": 1}
 
     def operator(self, x: torch.Tensor) -> torch.Tensor:
         out = self.nets(self.context(x))
@@ -548,9 +557,8 @@ class CayleyResidual(GeometricResidual):
 class HouseholderResidual(GeometricResidual):
     """EΔ's reflection alone: G = H_2(k(x)) X."""
 
-    def __init__(self, d: int, n_streams: int = 4, hidden: int = 32, pooling: str = "token", maps: bool = True):
-        super().__init__(d, n_streams, hidden, pooling, maps)
-        self.nets = Generators(d, hidden, {"k": n_streams})
+    def generator_outputs(self, n: int) -> dict[str, int]:
+        return {"k": n}
 
     def operator(self, x: torch.Tensor) -> torch.Tensor:
         return householder_apply(_as_streams(x, self.n), self.nets(self.context(x))["k"]).flatten(-2)
@@ -593,21 +601,25 @@ class HybridResidual(GeometricResidual):
         if not (math.isfinite(gate_weight) and gate_weight >= 0):
             raise InputError(f"gate_weight must be a finite number >= 0, got {gate_weight}")
         self.gate_bias, self.gate_weight = float(gate_bias), float(gate_weight)
-        self.nets: Generators | None = None
         super().__init__(d, n_streams, hidden, pooling, maps)
-        self.nets = Generators(d, hidden, {"u": n_streams, "v": n_streams, "beta": 1, "k": n_streams}, {"gate": 1})
-        self.init_special()
+        self.init_special()  # the gate, now that the generators exist
+
+    def generator_outputs(self, n: int) -> dict[str, int]:
+        return {"u": n, "v": n, "beta": 1, "k": n}
+
+    def linear_outputs(self) -> dict[str, int]:
+        return {"gate": 1}
 
     def init_special(self, reference: bool = False) -> None:
         super().init_special(reference)
-        if self.nets is not None:
-            rows = self.nets.linear_slice("gate")
+        nets = getattr(self, "nets", None)  # None while GeometricResidual.__init__ runs
+        if nets is not None:
+            rows = nets.linear_slice("gate")
             with torch.no_grad():
-                self.nets.first.weight[rows] = 0.0
-                self.nets.first.bias[rows] = self.gate_bias
+                nets.first.weight[rows] = 0.0
+                nets.first.bias[rows] = self.gate_bias
 
     def operator(self, x: torch.Tensor) -> torch.Tensor:
-        assert self.nets is not None
         out = self.nets(self.context(x))
         xs = _as_streams(x, self.n)  # (B, T, n, c)
         logit = out["gate"]  # (B, T|1, 1)
