@@ -63,10 +63,12 @@ class MLP(nn.Module):
 class Block(nn.Module):
     """Pre-LN transformer block: x + attn(ln(x)), then x + mlp(ln(x))."""
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelConfig, attention: nn.Module | None = None) -> None:
+        """``attention``: the block's attention, made by the caller (a ViT's knows the patch grid), else by
+        :func:`make_attention`."""
         super().__init__()
         self.ln_1 = nn.LayerNorm(config.d_model)
-        self.attn = make_attention(config)
+        self.attn = make_attention(config) if attention is None else attention
         self.ln_2 = nn.LayerNorm(config.d_model)
         self.mlp = MLP(config)
 
