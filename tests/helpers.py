@@ -19,8 +19,10 @@ Test modules import this file as ``helpers`` (tests/ is on pytest's ``pythonpath
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -39,7 +41,17 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = REPO_ROOT / "sample_corpora"
 DRIFT = SAMPLES / "drift.txt"
 DRIFT_WORDS = SAMPLES / "drift-words.txt"
+#: a synthetic corpus of whole words at 16 positions
+SYNTHETIC_WORDS = "synthetic:drift,n=300,length=16,vocab=50"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: the scores that do not change when the table is scaled
+SCALE_FREE = (
+    "scaled_stress",
+    "monotonicity_violation",
+    "anchored_monotonicity_violation",
+    "lag_violation",
+    "relative_separation",
+)
 
 #: a `geoanalyze train` model and run small enough for seconds on a CPU (each test adds its evaluation
 #: settings); :func:`train_sets` turns settings into ``--set`` words
@@ -256,3 +268,98 @@ def rope_reference(positions: list[int], d: int, base: float = 10000.0) -> np.nd
             table[row, 2 * k] = math.cos(i * theta)
             table[row, 2 * k + 1] = math.sin(i * theta)
     return table
+
+
+def gfm_tables(text: str, code_backticks: bool = False) -> list[list[list[str]]]:
+    """Every table of a Markdown text as rows of cell texts (header row first), as GFM reads them
+    (markdown-it-py's CommonMark parser with its GFM table rule). ``code_backticks``: inline code
+    keeps its backticks, so a cell compares with the table's text."""
+    from markdown_it import MarkdownIt
+
+    tables: list[list[list[str]]] = []
+    row: list[str] = []
+    cell: list[str] | None = None
+    for token in MarkdownIt("commonmark").enable("table").parse(text):
+        if token.type == "table_open":
+            tables.append([])
+        elif token.type == "tr_open":
+            row = []
+        elif token.type == "tr_close":
+            tables[-1].append(row)
+        elif token.type in ("th_open", "td_open"):
+            cell = []
+        elif token.type in ("th_close", "td_close"):
+            assert cell is not None
+            row.append("".join(cell))
+            cell = None
+        elif token.type == "inline" and cell is not None:
+            code = "`{}`" if code_backticks else "{}"
+            cell.append("".join(code.format(c.content) if c.type == "code_inline" else c.content for c in token.children or []))
+    return tables
+
+
+def stress_json(*args: Any, cwd: Path) -> dict[str, Any]:
+    """``geoanalyze stress ARGS --null-draws 2 -f json`` succeeded (:func:`ok`); its JSON document."""
+    document: dict[str, Any] = json.loads(ok(geoanalyze("stress", *args, "--null-draws", "2", "-f", "json", cwd=cwd)).stdout)
+    return document
+
+
+def linked_copy(source: Path, target: Path) -> Path:
+    """A checkpoint folder whose files are hard links of ``source``'s (no 90 MB copy per step)."""
+    target.mkdir(parents=True)
+    for file in source.iterdir():
+        if file.is_file():
+            os.link(file, target / file.name)
+    return target
+
+
+def assert_rope_verdict(line: str, holm_tests: int) -> None:
+    """The first line that the README's tour and the example script print: rope:d=64's verdict."""
+    assert line.startswith("rope:d=64: no standard encoding has a better shape")
+    assert line.endswith(
+        f"against 999 shuffles of its positions (Holm over {holm_tests} tests), it carries position in shape, order, "
+        "local order and lag (better than its shuffles)"
+    )
+
+
+def assert_python_runs(code: str) -> None:
+    """``python -c code`` in a fresh interpreter (what it imports is its own) exits 0."""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+
+
+def position_counters(texts: list[str], tokenizer_path: Path, max_length: int) -> list[Counter[int]]:
+    """counters[i][id] = number of texts with token ``id`` at position i ([CLS] is position 0), counted
+    with transformers' AutoTokenizer alone (the independent reference of the real-corpus tests)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_path))
+    counters: list[Counter[int]] = []
+    for ids in tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]:
+        for i, token in enumerate(ids):
+            if i == len(counters):
+                counters.append(Counter())
+            counters[i][token] += 1
+    return counters
+
+
+def rule_tables(text: str) -> list[list[list[str]]]:
+    """Every table of the one (rich) style in ``text``: the header above its rule of ``─``, then the rows
+    below it that have as many cells as the header; cells are two or more spaces apart (a label has
+    single spaces)."""
+
+    def cells(line: str) -> list[str]:
+        return re.split(r" {2,}", line.strip())
+
+    lines = text.splitlines()
+    found = []
+    for index, line in enumerate(lines):
+        if index and line and set(line) == {"─"}:
+            header = cells(lines[index - 1])
+            rows = []
+            for row in lines[index + 1 :]:
+                if not row.strip() or len(cells(row)) != len(header):
+                    break
+                rows.append(cells(row))
+            found.append([header, *rows])
+    return found

@@ -14,6 +14,8 @@ Each is registered as a spec family (registry.py): ``rope:d=64,base=500000`` cal
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..errors import InputError
@@ -24,6 +26,9 @@ MAX_WIDTH = 1 << 16
 
 #: the base of the frequencies theta_k = base^(-2k/d)
 BASE = Parameter("base", float, 10000.0, "10000")
+
+
+Table = Callable[..., np.ndarray]
 
 
 def _positions(positions: np.ndarray) -> np.ndarray:
@@ -44,25 +49,19 @@ def _unit_circles(positions: np.ndarray, d: int, base: float, name: str, sine_fi
     return table
 
 
-@encoding(
-    "sinusoidal",
-    "sin/cos table of Vaswani et al.",
-    params=(Parameter("d", int, shown="width (default: model width)", default_width=True), BASE),
-    width="d",
-    order=10,
-)
+def _pairs_family(name: str, summary: str, shown: str, order: int) -> Callable[[Table], Table]:
+    """Register a table of cos / sin pairs: parameters d (the width, default the model's) and base."""
+    width = Parameter("d", int, shown=shown, default_width=True)
+    return encoding(name, summary, params=(width, BASE), width="d", order=order)
+
+
+@_pairs_family("sinusoidal", "sin/cos table of Vaswani et al.", "width (default: model width)", order=10)
 def sinusoidal(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np.ndarray:
     """Vaswani et al.'s sinusoidal table, (sin, cos) per frequency, (n, d)."""
     return _unit_circles(positions, d, base, "sinusoidal", sine_first=True)
 
 
-@encoding(
-    "rope",
-    "RoPE's unit-circle vectors (cos, sin)(i theta_k)",
-    params=(Parameter("d", int, shown="width", default_width=True), BASE),
-    width="d",
-    order=20,
-)
+@_pairs_family("rope", "RoPE's unit-circle vectors (cos, sin)(i theta_k)", "width", order=20)
 def rope(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np.ndarray:
     """The unit-circle vectors of RoPE, interleaved (cos, sin) per frequency, (n, d)."""
     return _unit_circles(positions, d, base, "rope", sine_first=False)

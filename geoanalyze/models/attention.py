@@ -17,6 +17,9 @@ from ..errors import InputError
 from .config import ModelConfig
 from .positional import apply_rope
 
+#: RoPE's (cos, sin), each (T, hs/2), that attention applies to queries and keys
+CosSin = tuple[torch.Tensor, torch.Tensor]
+
 
 def build_attention_mask(
     length: int,
@@ -54,15 +57,6 @@ def build_attention_mask(
     return scores.masked_fill(~allowed, torch.finfo(dtype).min)  # (B|1, nh|1, T, T)
 
 
-def make_attention(config: ModelConfig) -> nn.Module:
-    """The attention module of one block, by ``config.attention``; each has SelfAttention's forward signature."""
-    if config.attention == "standard":
-        return SelfAttention(config)
-    from .joformer import JoFormerAttention  # only JoFormer models pay for its import
-
-    return JoFormerAttention(config)
-
-
 class SelfAttention(nn.Module):
     """Multi-head self-attention; ``causal`` applies when no explicit mask is passed."""
 
@@ -75,23 +69,14 @@ class SelfAttention(nn.Module):
         self.proj = nn.Linear(config.d_model, config.d_model)
         self.resid_dropout = nn.Dropout(config.dropout)
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        rotation: tuple[torch.Tensor, torch.Tensor] | None = None,
-        mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, rotation: CosSin | None = None, mask: torch.Tensor | None = None) -> torch.Tensor:
         """x (B, T, C) -> (B, T, C).
 
         rotation : RoPE's (cos, sin), each (T, hs/2), applied to q and k.
         mask : :func:`build_attention_mask`'s additive mask (it already holds causality); None: plain
             or causal attention by ``self.causal``.
         """
-        B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)  # (B, T, C) each
-        q = q.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)  # (B, nh, T, hs)
-        k = k.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)  # (B, nh, T, hs)
-        v = v.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)  # (B, nh, T, hs)
+        q, k, v = self.heads(x)  # (B, nh, T, hs) each
         if rotation is not None:
             cos, sin = rotation
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
@@ -103,5 +88,15 @@ class SelfAttention(nn.Module):
             dropout_p=self.attn_dropout if self.training else 0.0,
             is_causal=self.causal and mask is None,
         )  # (B, nh, T, hs)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C): heads side by side
-        return self.resid_dropout(self.proj(y))
+        return self.output(y)
+
+    def heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q, k, v of x (B, T, C), each (B, nh, T, hs)."""
+        B, T, C = x.shape
+        q, k, v = (part.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for part in self.qkv(x).split(C, 2))
+        return q, k, v
+
+    def output(self, y: torch.Tensor) -> torch.Tensor:
+        """The heads' outputs (B, nh, T, hs) side by side (B, T, C), projected."""
+        B, _, T, _ = y.shape
+        return cast(torch.Tensor, self.resid_dropout(self.proj(y.transpose(1, 2).contiguous().view(B, T, -1))))

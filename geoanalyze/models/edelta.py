@@ -38,6 +38,7 @@ from .residual import (
     Generators,
     HybridResidual,
     Residual,
+    ResidualSpec,
     make_residual,
 )
 from .transformer import MLP
@@ -114,24 +115,15 @@ class EDeltaConfig:
     gate: str = "plain"
 
     def __post_init__(self) -> None:
-        if self.init not in INITS:
-            raise InputError(f"unknown init {self.init!r}; choose one of {', '.join(INITS)}")
-        if self.gate not in GATES:
-            raise InputError(f"unknown gate {self.gate!r}; choose one of {', '.join(GATES)}")
-        if not isinstance(self.positions, int) or isinstance(self.positions, bool) or self.positions < 0:
-            raise InputError(f"positions must be an integer >= 0, got {self.positions!r}")
-        if self.residual not in RESIDUALS:
-            raise InputError(f"unknown residual {self.residual!r}; choose one of {', '.join(RESIDUALS)}")
-        if self.pooling not in POOLINGS:
-            raise InputError(f"unknown pooling {self.pooling!r}; choose one of {', '.join(POOLINGS)}")
-        for name, minimum in (("d_in", 1), ("d_out", 0), ("n_embd", 1), ("n_layers", 1), ("n_heads", 1)):
+        # a tuple: the choices; a number: the least integer
+        checks = [("init", INITS), ("gate", GATES), ("positions", 0), ("residual", RESIDUALS), ("pooling", POOLINGS)]
+        checks += [("d_in", 1), ("d_out", 0), ("n_embd", 1), ("n_layers", 1), ("n_heads", 1)]
+        for name, rule in [*checks, ("n_streams", 1), ("hidden", 0)]:
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-                raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
-        for name, minimum in (("n_streams", 1), ("hidden", 0)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-                raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+            if isinstance(rule, tuple) and value not in rule:
+                raise InputError(f"unknown {name} {value!r}; choose one of {', '.join(rule)}")
+            if isinstance(rule, int) and (not isinstance(value, int) or isinstance(value, bool) or value < rule):
+                raise InputError(f"{name} must be an integer >= {rule}, got {value!r}")
         if self.n_embd % self.n_heads:
             raise InputError(
                 f"n_embd {self.n_embd} is not divisible by n_heads {self.n_heads}; choose n_heads dividing it"
@@ -221,7 +213,7 @@ class EDeltaBlock(nn.Module):
 
 
 def _residual(config: EDeltaConfig) -> Residual:
-    return make_residual(
+    return ResidualSpec(
         config.residual,
         config.n_embd,
         n_streams=config.n_streams,
@@ -232,7 +224,7 @@ def _residual(config: EDeltaConfig) -> Residual:
         gate_weight=config.gate_weight,
         beta_max=config.beta_max,
         gate=config.gate,
-    )
+    ).build()
 
 
 class EDeltaModel(nn.Module):

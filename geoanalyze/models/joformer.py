@@ -31,7 +31,6 @@ the benchmark compare against.
 from __future__ import annotations
 
 import math
-from typing import cast
 
 import numpy as np
 import torch
@@ -39,6 +38,7 @@ from torch import nn
 from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
 from ..errors import InputError
+from .attention import CosSin, SelfAttention
 from .config import ModelConfig
 from .journey import check_even, rotate_by, rotate_dense, rotate_pairs, rotor, skew
 
@@ -64,19 +64,29 @@ def journey_attention(
 ) -> torch.Tensor:
     r"""c_k = \sum_j \alpha_{kj} R(\phi_k - \phi_j) v_j with \alpha from (R(\phi_k) q_k, R(\phi_j) k_j), factored.
 
-    q, k, v: (B, nh, T, hs); angles: (T, hs/2) or (B|1, nh|1, T, hs/2); mask: additive (B|1, nh|1, T, T)
-    or None (then ``causal`` decides). Returns (B, nh, T, hs).
+    q, k, v: (B, nh, T, hs); angles: (T, hs/2) or (B|1, nh|1, T, hs/2), or dense orthogonal frames
+    A_t (T, hs, hs) in place of the rotations; mask: additive (B|1, nh|1, T, T) or None (then
+    ``causal`` decides). Returns (B, nh, T, hs).
     """
-    if q.shape[-1] != 2 * angles.shape[-1]:
+    if angles.ndim == 3:  # dense frames: A_j^T = A_j^{-1}
+        frames = angles
+        rotate, unrotate = (lambda x: rotate_dense(x, frames)), (lambda x: rotate_dense(x, frames, transpose=True))
+    elif q.shape[-1] != 2 * angles.shape[-1]:
         raise InputError(f"head dimension {q.shape[-1]} but {angles.shape[-1]} angles; pass hs / 2 angles per position")
-    turn = rotor(angles)  # e^{i phi}, shared by the four rotations
-    q, k = rotate_by(q, turn), rotate_by(k, turn)  # (B, nh, T, hs): A_t q_t, A_t k_t
+    else:
+        turn = rotor(angles)  # e^{i phi}, shared by the four rotations
+        rotate, unrotate = (lambda x: rotate_by(x, turn)), (lambda x: rotate_by(x, turn.conj()))
+    q, k = rotate(q), rotate(k)  # (B, nh, T, hs): A_t q_t, A_t k_t
     if transport_values:
-        v = rotate_by(v, turn.conj())  # A_j^{-1} v_j
+        v = unrotate(v)  # A_j^{-1} v_j
     y = F.scaled_dot_product_attention(
         q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal and mask is None
     )  # (B, nh, T, hs)
-    return rotate_by(y, turn) if transport_values else y  # A_k sum_j alpha_kj A_j^{-1} v_j
+    return rotate(y) if transport_values else y  # A_k sum_j alpha_kj A_j^{-1} v_j
+
+
+#: :func:`journey_attention` with dense orthogonal frames (T, hs, hs) instead of angles
+dense_journey_attention = journey_attention
 
 
 def transport(weights: torch.Tensor, v: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
@@ -88,25 +98,6 @@ def transport(weights: torch.Tensor, v: torch.Tensor, angles: torch.Tensor) -> t
     """
     turn = rotor(angles)
     return rotate_by(weights @ rotate_by(v, turn.conj()), turn)
-
-
-def dense_journey_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    frames: torch.Tensor,
-    *,
-    mask: torch.Tensor | None = None,
-    causal: bool = False,
-    dropout_p: float = 0.0,
-    transport_values: bool = True,
-) -> torch.Tensor:
-    """As :func:`journey_attention` with dense orthogonal frames (T, hs, hs) instead of angles."""
-    q, k = rotate_dense(q, frames), rotate_dense(k, frames)  # (B, nh, T, hs)
-    if transport_values:
-        v = rotate_dense(v, frames, transpose=True)  # A_j^T v_j = A_j^{-1} v_j
-    y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal and mask is None)
-    return rotate_dense(y, frames) if transport_values else y
 
 
 def materialized_journey_attention(
@@ -349,7 +340,7 @@ def make_journey(variant: str, config: ModelConfig, grid: Grid | None = None) ->
 # --- the module ---------------------------------------------------------------------------------
 
 
-class JoFormerAttention(nn.Module):
+class JoFormerAttention(SelfAttention):
     """Multi-head JoFormer attention, with :class:`~geoanalyze.models.attention.SelfAttention`'s forward signature.
 
     Parameters
@@ -370,7 +361,6 @@ class JoFormerAttention(nn.Module):
         grid: Grid | None = None,
         transport_values: bool = True,
     ) -> None:
-        super().__init__()
         if variant is None:
             if config.attention not in ATTENTION_VARIANTS:
                 raise InputError(
@@ -381,22 +371,12 @@ class JoFormerAttention(nn.Module):
         check_even(config.head_dim, "JoFormer attention")
         if grid is not None and (len(grid) != 2 or min(grid) < 1):
             raise InputError(f"grid must be (rows, cols) of positive integers, got {grid}; pass e.g. (4, 4)")
+        super().__init__(config)
         self.variant = variant
-        self.n_heads = config.n_heads
-        self.causal = config.causal
         self.transport_values = transport_values
-        self.attn_dropout = config.dropout
-        self.qkv = nn.Linear(config.d_model, 3 * config.d_model)
-        self.proj = nn.Linear(config.d_model, config.d_model)
-        self.resid_dropout = nn.Dropout(config.dropout)
         self.journey = make_journey(variant, config, grid)
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        rotation: tuple[torch.Tensor, torch.Tensor] | None = None,
-        mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, rotation: CosSin | None = None, mask: torch.Tensor | None = None) -> torch.Tensor:
         """x (B, T, C) -> (B, T, C).
 
         rotation : must be None: JoFormer carries its own positions (build the model with pe none).
@@ -405,14 +385,9 @@ class JoFormerAttention(nn.Module):
         """
         if rotation is not None:
             raise InputError("JoFormer attention carries its own positions; build the model with pe none, not rope")
-        B, T, C = x.shape
         frames = self.journey.frames(x)  # angles (T | B nh T, hs/2) or dense (T, hs, hs)
-        q, k, v = self.qkv(x).split(C, dim=2)  # (B, T, C) each
-        q = q.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)  # (B, nh, T, hs)
-        k = k.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)  # (B, nh, T, hs)
-        v = v.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)  # (B, nh, T, hs)
-        attend = journey_attention if self.journey.toral else dense_journey_attention
-        y = attend(
+        q, k, v = self.heads(x)  # (B, nh, T, hs) each
+        y = journey_attention(
             q,
             k,
             v,
@@ -422,8 +397,7 @@ class JoFormerAttention(nn.Module):
             dropout_p=self.attn_dropout if self.training else 0.0,
             transport_values=self.transport_values,
         )  # (B, nh, T, hs)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)
-        return cast(torch.Tensor, self.resid_dropout(self.proj(y)))
+        return self.output(y)
 
     def position_vectors(self, n: int) -> np.ndarray:
         """The (n, k) float64 position vectors the stress scores use: unit-circle vectors of the angles

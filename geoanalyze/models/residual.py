@@ -49,6 +49,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -468,6 +470,17 @@ class GeometricResidual(Residual):
         self.pre = nn.Linear(d, d, bias=False) if maps else None
         self.post = nn.Linear(d, d, bias=False) if maps else None
         self.init_special()
+        outputs = self.generator_outputs(n_streams)
+        if outputs:
+            self.nets = Generators(d, hidden, outputs, self.linear_outputs())
+
+    def generator_outputs(self, n: int) -> dict[str, int]:
+        """The outputs of the operator's generator networks (name: width) at n streams; none here."""
+        return {}
+
+    def linear_outputs(self) -> dict[str, int]:
+        """The plain affine outputs of the generators' first layer (:class:`Generators`' ``linear``)."""
+        return {}
 
     def init_special(self, reference: bool = False) -> None:
         for layer in (self.pre, self.post):
@@ -514,9 +527,8 @@ class IterativeCayleyResidual(GeometricResidual):
     ||M||_2 < 1/2, where the fixed-point iteration contracts; the result is orthogonal to O(||M||^3).
     """
 
-    def __init__(self, d: int, n_streams: int = 4, hidden: int = 32, pooling: str = "token", maps: bool = True):
-        super().__init__(d, n_streams, hidden, pooling, maps)
-        self.nets = Generators(d, hidden, {"w": n_streams * (n_streams - 1) // 2})
+    def generator_outputs(self, n: int) -> dict[str, int]:
+        return {"w": n * (n - 1) // 2}
 
     def operator(self, x: torch.Tensor) -> torch.Tensor:
         w = skew_from_vector(self.nets(self.context(x))["w"], self.n)  # (B, T|1, n, n)
@@ -530,18 +542,11 @@ class CayleyResidual(GeometricResidual):
     ``unit=True``: u and v normalised and orthogonalised (t = beta / 2), as the reference's bare operator.
     """
 
-    def __init__(
-        self,
-        d: int,
-        n_streams: int = 4,
-        hidden: int = 32,
-        pooling: str = "token",
-        maps: bool = True,
-        unit: bool = False,
-    ):
-        super().__init__(d, n_streams, hidden, pooling, maps)
-        self.unit = unit
-        self.nets = Generators(d, hidden, {"u": n_streams, "v": n_streams, "beta": 1})
+    #: u and v normalised and orthogonalised (the reference's bare operator); ``make_residual(..., unit=True)``
+    unit = False
+
+    def generator_outputs(self, n: int) -> dict[str, int]:
+        return {"u": n, "v": n, "beta": 1}
 
     def operator(self, x: torch.Tensor) -> torch.Tensor:
         out = self.nets(self.context(x))
@@ -552,9 +557,8 @@ class CayleyResidual(GeometricResidual):
 class HouseholderResidual(GeometricResidual):
     """EΔ's reflection alone: G = H_2(k(x)) X."""
 
-    def __init__(self, d: int, n_streams: int = 4, hidden: int = 32, pooling: str = "token", maps: bool = True):
-        super().__init__(d, n_streams, hidden, pooling, maps)
-        self.nets = Generators(d, hidden, {"k": n_streams})
+    def generator_outputs(self, n: int) -> dict[str, int]:
+        return {"k": n}
 
     def operator(self, x: torch.Tensor) -> torch.Tensor:
         return householder_apply(_as_streams(x, self.n), self.nets(self.context(x))["k"]).flatten(-2)
@@ -575,6 +579,9 @@ class HybridResidual(GeometricResidual):
     orthogonal.
     """
 
+    #: u and v normalised and orthogonalised (the reference's bare operator); ``make_residual(..., unit=True)``
+    unit = False
+
     def __init__(
         self,
         d: int,
@@ -585,31 +592,34 @@ class HybridResidual(GeometricResidual):
         gate_bias: float = 0.0,
         gate_weight: float = 0.1,
         gate: str = "plain",
-        unit: bool = False,
     ):
         if gate not in GATES:
             raise InputError(f"unknown gate {gate!r}; choose one of {', '.join(GATES)}")
-        self.gate_mode, self.unit = gate, unit
+        self.gate_mode = gate
         if not math.isfinite(gate_bias):
             raise InputError(f"gate_bias must be a finite number, got {gate_bias}")
         if not (math.isfinite(gate_weight) and gate_weight >= 0):
             raise InputError(f"gate_weight must be a finite number >= 0, got {gate_weight}")
         self.gate_bias, self.gate_weight = float(gate_bias), float(gate_weight)
-        self.nets: Generators | None = None
         super().__init__(d, n_streams, hidden, pooling, maps)
-        self.nets = Generators(d, hidden, {"u": n_streams, "v": n_streams, "beta": 1, "k": n_streams}, {"gate": 1})
-        self.init_special()
+        self.init_special()  # the gate, now that the generators exist
+
+    def generator_outputs(self, n: int) -> dict[str, int]:
+        return {"u": n, "v": n, "beta": 1, "k": n}
+
+    def linear_outputs(self) -> dict[str, int]:
+        return {"gate": 1}
 
     def init_special(self, reference: bool = False) -> None:
         super().init_special(reference)
-        if self.nets is not None:
-            rows = self.nets.linear_slice("gate")
+        nets = getattr(self, "nets", None)  # None while GeometricResidual.__init__ runs
+        if nets is not None:
+            rows = nets.linear_slice("gate")
             with torch.no_grad():
-                self.nets.first.weight[rows] = 0.0
-                self.nets.first.bias[rows] = self.gate_bias
+                nets.first.weight[rows] = 0.0
+                nets.first.bias[rows] = self.gate_bias
 
     def operator(self, x: torch.Tensor) -> torch.Tensor:
-        assert self.nets is not None
         out = self.nets(self.context(x))
         xs = _as_streams(x, self.n)  # (B, T, n, c)
         logit = out["gate"]  # (B, T|1, 1)
@@ -644,7 +654,18 @@ class DeltaShortcutResidual(DeltaResidual):
         return g + branch(norm(g))
 
 
-class SinkhornReferenceResidual(Residual):
+class MappedResidual(Residual):
+    """A residual whose per-token maps (pre, post, H_res) come from :meth:`_maps`; the bare operator is H_res X."""
+
+    def _maps(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def operator(self, x: torch.Tensor) -> torch.Tensor:
+        _, _, res = self._maps(x)
+        return (res @ _as_streams(x, self.n)).flatten(-2)
+
+
+class SinkhornReferenceResidual(MappedResidual):
     r"""The reference code's mHC: pre / post weights and H_res all computed from the token.
 
     h = RMSNorm(x); h_pre = sigmoid(a_pre phi_pre h + b_pre), h_post = 2 sigmoid(a_post phi_post h +
@@ -674,10 +695,6 @@ class SinkhornReferenceResidual(Residual):
         self.mixing = res.detach()
         return pre, post, res
 
-    def operator(self, x: torch.Tensor) -> torch.Tensor:
-        _, _, res = self._maps(x)
-        return (res @ _as_streams(x, self.n)).flatten(-2)
-
     def forward(self, x: torch.Tensor, norm: Branch, branch: Branch) -> torch.Tensor:
         pre, post, res = self._maps(x)
         xs = _as_streams(x, self.n)  # (B, T, n, c)
@@ -686,7 +703,7 @@ class SinkhornReferenceResidual(Residual):
         return (res @ xs + post.unsqueeze(-1) * out).flatten(-2)
 
 
-class JPmHCReferenceResidual(Residual):
+class JPmHCReferenceResidual(MappedResidual):
     r"""The reference code's JPmHC, parallel routing (JPmHC's Eq. 14):
 
     [H_pre | H_post | H~] = W LN(x) + b (per token), H_pre = row-softmax, H_post = column-softmax,
@@ -707,10 +724,6 @@ class JPmHCReferenceResidual(Residual):
         res = jpmhc_reference_cayley(f[..., 2, :, :])
         self.mixing = res.detach()
         return torch.softmax(f[..., 0, :, :], dim=-1), torch.softmax(f[..., 1, :, :], dim=-2), res
-
-    def operator(self, x: torch.Tensor) -> torch.Tensor:
-        _, _, res = self._maps(x)
-        return (res @ _as_streams(x, self.n)).flatten(-2)
 
     def forward(self, x: torch.Tensor, norm: Branch, branch: Branch) -> torch.Tensor:
         pre, post, res = self._maps(x)
@@ -736,45 +749,54 @@ class DenseCayleyResidual(Residual):
         return (y @ _as_streams(x, self.n)).flatten(-2)
 
 
-def make_residual(
-    kind: str,
-    d: int,
-    n_streams: int = 4,
-    hidden: int = 32,
-    pooling: str = "token",
-    maps: bool = True,
-    gate_bias: float = 0.0,
-    gate_weight: float = 0.1,
-    beta_max: float = 2.0,
-    gate: str = "plain",
-    unit: bool = False,
-) -> Residual:
-    """The residual operator ``kind`` (one of :data:`RESIDUALS`); InputError listing the choices otherwise.
+@dataclass(frozen=True)
+class ResidualSpec:
+    """One residual operator, described: :func:`make_residual`'s arguments, built by :meth:`build`.
 
     ``plain`` ignores the stream count, ``ddl-ref`` uses d streams (k in the full width); ``mhc``
     needs n >= 2 to mix anything; ``maps`` (the pre / post maps) applies to jpmhc, cayley,
-    householder and hybrid; ``gate`` to hybrid; ``unit`` to cayley and hybrid.
+    householder and hybrid; ``gate``, ``gate_bias`` and ``gate_weight`` to hybrid; ``unit`` to
+    cayley and hybrid; ``beta_max`` to ddl.
     """
-    if kind not in RESIDUALS:
-        raise InputError(f"unknown residual {kind!r}; choose one of {', '.join(RESIDUALS)}")
-    if kind == "plain":
-        return PlainResidual(d, 1, hidden, pooling)
-    if kind == "ddl":
-        return DeltaResidual(d, n_streams, hidden, pooling, beta_max)
-    if kind == "ddl-ref":
-        return DeltaShortcutResidual(d, hidden, pooling)
-    if kind == "mhc":
-        return SinkhornResidual(d, n_streams, hidden, pooling)
-    if kind == "mhc-ref":
-        return SinkhornReferenceResidual(d, n_streams, hidden, pooling)
-    if kind == "jpmhc-ref":
-        return JPmHCReferenceResidual(d, n_streams, hidden, pooling)
-    if kind == "hybrid":
-        return HybridResidual(d, n_streams, hidden, pooling, maps, gate_bias, gate_weight, gate, unit)
-    if kind == "cayley":
-        return CayleyResidual(d, n_streams, hidden, pooling, maps, unit)
-    classes: dict[str, type[GeometricResidual]] = {
-        "jpmhc": IterativeCayleyResidual,
-        "householder": HouseholderResidual,
-    }
-    return classes[kind](d, n_streams, hidden, pooling, maps)
+
+    kind: str
+    d: int
+    n_streams: int = 4
+    hidden: int = 32
+    pooling: str = "token"
+    maps: bool = True
+    gate_bias: float = 0.0
+    gate_weight: float = 0.1
+    beta_max: float = 2.0
+    gate: str = "plain"
+    unit: bool = False
+
+    def build(self) -> Residual:
+        """The residual operator ``kind`` (one of :data:`RESIDUALS`); InputError listing the choices otherwise."""
+        kind, d, n, hidden, pooling = self.kind, self.d, self.n_streams, self.hidden, self.pooling
+        if kind not in RESIDUALS:
+            raise InputError(f"unknown residual {kind!r}; choose one of {', '.join(RESIDUALS)}")
+        if kind == "plain":
+            return PlainResidual(d, 1, hidden, pooling)
+        if kind == "ddl":
+            return DeltaResidual(d, n, hidden, pooling, self.beta_max)
+        if kind == "ddl-ref":
+            return DeltaShortcutResidual(d, hidden, pooling)
+        if kind in ("mhc", "mhc-ref", "jpmhc-ref"):
+            plain = {"mhc": SinkhornResidual, "mhc-ref": SinkhornReferenceResidual, "jpmhc-ref": JPmHCReferenceResidual}
+            return plain[kind](d, n, hidden, pooling)
+        if kind == "hybrid":
+            residual: GeometricResidual = HybridResidual(
+                d, n, hidden, pooling, self.maps, self.gate_bias, self.gate_weight, self.gate
+            )
+        else:
+            geometric = {"cayley": CayleyResidual, "jpmhc": IterativeCayleyResidual, "householder": HouseholderResidual}
+            residual = geometric[kind](d, n, hidden, pooling, self.maps)
+        if self.unit and isinstance(residual, CayleyResidual | HybridResidual):
+            residual.unit = True
+        return residual
+
+
+def make_residual(kind: str, d: int, **options: Any) -> Residual:
+    """The residual operator ``kind`` of width ``d``; ``options`` are the other fields of :class:`ResidualSpec`."""
+    return ResidualSpec(kind, d, **options).build()

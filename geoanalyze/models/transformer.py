@@ -29,13 +29,22 @@ from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
 from ..errors import FormatError, InputError
 from ..io import FORMAT_VERSION, METADATA_KEY, atomic_path, read_metadata, write_text
-from .attention import build_attention_mask, make_attention
+from .attention import CosSin, SelfAttention, build_attention_mask
 from .config import ModelConfig
 from .positional import positional_encoding
 
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 MODEL_KIND = "model"
+
+
+def make_attention(config: ModelConfig) -> nn.Module:
+    """The attention module of one block, by ``config.attention``; each has SelfAttention's forward signature."""
+    if config.attention == "standard":
+        return SelfAttention(config)
+    from .joformer import JoFormerAttention  # only JoFormer models pay for its import
+
+    return JoFormerAttention(config)
 
 
 class MLP(nn.Module):
@@ -54,19 +63,16 @@ class MLP(nn.Module):
 class Block(nn.Module):
     """Pre-LN transformer block: x + attn(ln(x)), then x + mlp(ln(x))."""
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelConfig, attention: nn.Module | None = None) -> None:
+        """``attention``: the block's attention, made by the caller (a ViT's knows the patch grid), else by
+        :func:`make_attention`."""
         super().__init__()
         self.ln_1 = nn.LayerNorm(config.d_model)
-        self.attn = make_attention(config)
+        self.attn = make_attention(config) if attention is None else attention
         self.ln_2 = nn.LayerNorm(config.d_model)
         self.mlp = MLP(config)
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        rotation: tuple[torch.Tensor, torch.Tensor] | None = None,
-        mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, rotation: CosSin | None = None, mask: torch.Tensor | None = None) -> torch.Tensor:
         x = x + self.attn(self.ln_1(x), rotation, mask)  # (B, T, d)
         return x + self.mlp(self.ln_2(x))  # (B, T, d)
 

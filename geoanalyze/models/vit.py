@@ -25,7 +25,7 @@ from ..errors import InputError
 from .attention import SelfAttention
 from .config import ModelConfig
 from .joformer import JoFormerAttention
-from .transformer import MLP, init_weights
+from .transformer import Block, init_weights
 
 ROTATIONS = ("none", "rope2d", "rope2d-learned", "joformer-fixed", "joformer-learned", "dense")
 #: rotation -> (JoFormer variant, values transported)
@@ -90,25 +90,13 @@ class ViTConfig:
         return asdict(self)
 
 
-class ViTBlock(nn.Module):
-    """Pre-LN block whose attention knows the patch grid."""
-
-    def __init__(self, config: ViTConfig) -> None:
-        super().__init__()
-        model = config.model_config()
-        self.ln_1 = nn.LayerNorm(config.d_model)
-        self.attn: nn.Module
-        if config.rotation == "none":
-            self.attn = SelfAttention(model)
-        else:
-            variant, transport = _ATTENTION[config.rotation]
-            self.attn = JoFormerAttention(model, variant=variant, grid=config.grid, transport_values=transport)
-        self.ln_2 = nn.LayerNorm(config.d_model)
-        self.mlp = MLP(model)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.ln_1(x))  # (B, T, d)
-        return x + self.mlp(self.ln_2(x))
+def vit_block(config: ViTConfig) -> Block:
+    """A pre-LN block whose attention knows the patch grid."""
+    model = config.model_config()
+    if config.rotation == "none":
+        return Block(model, SelfAttention(model))
+    variant, transport = _ATTENTION[config.rotation]
+    return Block(model, JoFormerAttention(model, variant=variant, grid=config.grid, transport_values=transport))
 
 
 class ViT(nn.Module):
@@ -118,7 +106,7 @@ class ViT(nn.Module):
         super().__init__()
         self.config = config
         self.embed = nn.Linear(config.channels * config.patch**2, config.d_model)
-        self.blocks = nn.ModuleList(ViTBlock(config) for _ in range(config.n_layers))
+        self.blocks = nn.ModuleList(vit_block(config) for _ in range(config.n_layers))
         self.ln_f = nn.LayerNorm(config.d_model)
         self.head = nn.Linear(config.d_model, config.n_classes)
         self.apply(init_weights)

@@ -16,14 +16,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import signal
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from helpers import REPO_ROOT, SAMPLES, Run, invoke, run_process
+from helpers import GEOANALYZE, REPO_ROOT, SAMPLES, Run, invoke, run_process
 
 __all__ = [
     "REPO_ROOT",
@@ -127,6 +129,16 @@ def read_only(path: Path) -> Iterator[Path]:
         path.chmod(mode)
 
 
+@contextlib.contextmanager
+def unreadable(path: Path, mode: int) -> Iterator[Path]:
+    """``path`` without any permission for the test's duration, then ``mode``."""
+    path.chmod(0)
+    try:
+        yield path
+    finally:
+        path.chmod(mode)
+
+
 def python_process(
     sandbox: Sandbox, code: str, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -138,3 +150,64 @@ def python_process(
 
 def running_as_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+#: ``stress rope:d=16`` on a copy of sample_corpora/drift.txt, split on whitespace
+ROPE_ON_DRIFT = ["stress", "rope:d=16", "--dataset", "drift.txt", "-t", "whitespace"]
+
+#: a count that runs long enough to be signalled mid-run
+LONG_COUNT = ["marginals", "synthetic:drift,n=700000,length=64", "--no-cache", "--workers", "1"]
+
+
+def signal_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment of a real process under a signal test: this checkout, no progress lines, its own cache."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["GEOANALYZE_PROGRESS_SECONDS"] = "100000"
+    env["GEOANALYZE_CACHE_DIR"] = str(tmp_path / "cache")
+    return {**env, **extra}
+
+
+def _default_signals() -> None:
+    # a test runner started in the background (nohup, CI) may ignore these; a user's terminal does not
+    for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def started(args: list[str], tmp_path: Path) -> subprocess.Popen[bytes]:
+    """``geoanalyze ARGS`` started in ``tmp_path`` as a terminal would start it (default signal handlers)."""
+    return subprocess.Popen(
+        [*GEOANALYZE, *args],
+        cwd=tmp_path,
+        env=signal_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=_default_signals,
+    )
+
+
+def assert_interrupted_mid_count(tmp_path: Path, signum: int) -> None:
+    """A long count signalled once it runs says ``error: interrupted``, exits 130 and leaves no file."""
+    process = started([*LONG_COUNT, "-o", "counts.safetensors"], tmp_path)
+    time.sleep(2.5)  # imported and counting
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err.decode()
+    assert err.decode().strip().splitlines() == ["error: interrupted"], err.decode()
+    assert not [name for name in tree(tmp_path) if not name.startswith("cache")], "an interrupted run left files"
+
+
+def python_run(code: str, tmp_path: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``python -c code`` in ``tmp_path`` under :func:`signal_env`."""
+    return run_process([sys.executable, "-c", code], cwd=tmp_path, env=signal_env(tmp_path), timeout=timeout)
+
+
+def signalled_while_importing(tmp_path: Path, name: str, default_handler: bool = False) -> subprocess.CompletedProcess[str]:
+    """``geoanalyze marginals x`` that sends itself the signal ``name`` right after importing the CLI,
+    before main() runs (``default_handler``: the signal's handler reset to the default first)."""
+    reset = f"signal.signal(signal.{name}, signal.SIG_DFL)\n" if default_handler else ""
+    code = (
+        f"import os, signal, sys, time\n{reset}sys.argv = ['geoanalyze', 'marginals', 'x']\n"
+        f"import geoanalyze.cli.app\nos.kill(os.getpid(), signal.{name})\ntime.sleep(10)\nprint('not interrupted')\n"
+    )
+    return python_run(code, tmp_path)

@@ -89,3 +89,14 @@ def full_disk(path: Path, size: str = "64k") -> Iterator[Path]:
         yield path
     finally:
         subprocess.run(["umount", str(path)], capture_output=True, check=False)
+
+
+def fill(folder: Path, block: int) -> None:
+    """Write ``folder/filler`` in blocks of ``block`` bytes until the disk is full (an OSError, expected)."""
+    descriptor = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        with pytest.raises(OSError):
+            while True:
+                os.write(descriptor, b"\0" * block)
+    finally:
+        os.close(descriptor)

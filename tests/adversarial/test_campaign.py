@@ -26,8 +26,17 @@ TEXT = "\n".join(LINES) + "\n"
 ROPE16_SCALED = 0.05811681582577066  # stress rope:d=16 on drift.txt (whitespace), scaled stress
 
 
+def on(dataset: str) -> list[str]:
+    """``stress rope:d=16`` on ``dataset`` split on whitespace, quick."""
+    return ["stress", "rope:d=16", "--dataset", dataset, "-t", "whitespace", *QUICK]
+
+
+def compared_with(compare: str) -> list[str]:
+    return ["stress", "rope:d=16", "--dataset", *C, "--compare", compare, "--null-draws", "2"]
+
+
 def st(dataset: str, *extra: str) -> list[str]:
-    return ["stress", "rope:d=16", "--dataset", dataset, "-t", "whitespace", *QUICK, "--min-count", "1", *extra]
+    return [*on(dataset), "--min-count", "1", *extra]
 
 
 def jsonl(rows: list[Any]) -> str:
@@ -174,45 +183,21 @@ SAME_NUMBERS: list[tuple[str, dict[str, str | bytes], list[str]]] = [
     ("spec-spaces", {}, ["stress", "rope: d = 16", "--dataset", *C, *QUICK]),
     ("spec-trailing-comma", {}, ["stress", "rope:d=16,", "--dataset", *C, *QUICK]),
     ("spec-float-width", {}, ["stress", "rope:d=16.0", "--dataset", *C, *QUICK]),
-    ("compare-duplicates", {}, ["stress", "rope:d=16", "--dataset", *C, "--compare", "rope,rope", "--null-draws", "2"]),
-    ("compare-the-target", {}, ["stress", "rope:d=16", "--dataset", *C, "--compare", "rope:d=16", "--null-draws", "2"]),
-    ("compare-only-commas", {}, ["stress", "rope:d=16", "--dataset", *C, "--compare", ",,", "--null-draws", "2"]),
-    ("compare-blank", {}, ["stress", "rope:d=16", "--dataset", *C, "--compare", " ", "--null-draws", "2"]),
-    ("compare-trailing-comma", {}, ["stress", "rope:d=16", "--dataset", *C, "--compare", "rope,", "--null-draws", "2"]),
-    (
-        "crlf-line-endings",
-        {"c.txt": TEXT.replace("\n", "\r\n")},
-        ["stress", "rope:d=16", "--dataset", "c.txt", "-t", "whitespace", *QUICK],
-    ),
-    ("utf8-bom", {"b.txt": "\ufeff" + TEXT}, ["stress", "rope:d=16", "--dataset", "b.txt", "-t", "whitespace", *QUICK]),
-    (
-        "gzip-crlf",
-        {"e.txt.gz": gzip.compress(TEXT.replace("\n", "\r\n").encode(), mtime=0)},
-        ["stress", "rope:d=16", "--dataset", "e.txt.gz", "-t", "whitespace", *QUICK],
-    ),
-    (
-        "unicode-rtl-emoji-name",
-        {"דרפט😀.txt": TEXT},
-        ["stress", "rope:d=16", "--dataset", "דרפט😀.txt", "-t", "whitespace", *QUICK],
-    ),
-    ("tab-in-name", {"a\tb.txt": TEXT}, ["stress", "rope:d=16", "--dataset", "a\tb.txt", "-t", "whitespace", *QUICK]),
-    (
-        "newline-in-name",
-        {"a\nb.txt": TEXT},
-        ["stress", "rope:d=16", "--dataset", "a\nb.txt", "-t", "whitespace", *QUICK],
-    ),
-    (
-        "spaces-around-name",
-        {" x .txt": TEXT},
-        ["stress", "rope:d=16", "--dataset", " x .txt", "-t", "whitespace", *QUICK],
-    ),
-    ("comma-in-name", {"a,b.txt": TEXT}, ["stress", "rope:d=16", "--dataset", "a,b.txt", "-t", "whitespace", *QUICK]),
-    (
-        "colon-in-name",
-        {"synthetic:x.txt": TEXT},
-        ["stress", "rope:d=16", "--dataset", "synthetic:x.txt", "-t", "whitespace", *QUICK],
-    ),
-    ("glob-star", {}, ["stress", "rope:d=16", "--dataset", "*", "-t", "whitespace", *QUICK]),
+    ("compare-duplicates", {}, compared_with("rope,rope")),
+    ("compare-the-target", {}, compared_with("rope:d=16")),
+    ("compare-only-commas", {}, compared_with(",,")),
+    ("compare-blank", {}, compared_with(" ")),
+    ("compare-trailing-comma", {}, compared_with("rope,")),
+    ("crlf-line-endings", {"c.txt": TEXT.replace("\n", "\r\n")}, on("c.txt")),
+    ("utf8-bom", {"b.txt": "\ufeff" + TEXT}, on("b.txt")),
+    ("gzip-crlf", {"e.txt.gz": gzip.compress(TEXT.replace("\n", "\r\n").encode(), mtime=0)}, on("e.txt.gz")),
+    ("unicode-rtl-emoji-name", {"דרפט😀.txt": TEXT}, on("דרפט😀.txt")),
+    ("tab-in-name", {"a\tb.txt": TEXT}, on("a\tb.txt")),
+    ("newline-in-name", {"a\nb.txt": TEXT}, on("a\nb.txt")),
+    ("spaces-around-name", {" x .txt": TEXT}, on(" x .txt")),
+    ("comma-in-name", {"a,b.txt": TEXT}, on("a,b.txt")),
+    ("colon-in-name", {"synthetic:x.txt": TEXT}, on("synthetic:x.txt")),
+    ("glob-star", {}, on("*")),
     ("progress-seconds-word", {}, S),
     ("cache-dir-empty", {}, S),
     ("cache-dir-a-file", {}, S),

@@ -11,12 +11,12 @@ a GFM parser (markdown-it-py's gfm-like preset) and read back as a browser shows
 
 from __future__ import annotations
 
-import os
 import re
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from helpers import linked_copy
 from markdown_it import MarkdownIt
 
 from geoanalyze.io import markdown_cell
@@ -119,14 +119,6 @@ def test_a_hostile_corpus_name_in_a_report_page_stays_text(sandbox: Sandbox, key
     markdown = sandbox.path("page.md").read_text(encoding="utf-8")
     title = check_page(markdown, name).headings[0]
     assert title == f"Positional geometry report: {shown(name)}"
-
-
-def linked_copy(source: Path, target: Path) -> Path:
-    target.mkdir(parents=True)
-    for file in source.iterdir():
-        if file.is_file():
-            os.link(file, target / file.name)
-    return target
 
 
 @pytest.mark.slow  # two members of the real MiniLM per run

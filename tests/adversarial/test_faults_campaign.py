@@ -94,15 +94,10 @@ def test_a_broken_tokenizer_folder_is_one_line(sandbox: Sandbox, files: dict[str
 TEXT = "ab cd\nef gh\n"
 
 
-@pytest.mark.parametrize(
-    ("codec", "what"),
-    [
-        ("utf-16-le", "UTF-16 (little-endian)"),
-        ("utf-16-be", "UTF-16 (big-endian)"),
-        ("utf-32-le", "UTF-32 (little-endian)"),
-        ("utf-32-be", "UTF-32 (big-endian)"),
-    ],
-)
+BOMLESS = [(f"utf-{bits}-{end[0]}e", f"UTF-{bits} ({end}-endian)") for bits in (16, 32) for end in ("little", "big")]
+
+
+@pytest.mark.parametrize(("codec", "what"), BOMLESS)
 @pytest.mark.parametrize("name", ["u.txt", "u.tsv", "u.txt.gz"])
 def test_utf16_or_utf32_without_a_bom_is_named(sandbox: Sandbox, codec: str, what: str, name: str) -> None:
     import gzip

@@ -6,70 +6,39 @@ encode a file name (``PYTHONIOENCODING=ascii``) gets it escaped, not a UnicodeEn
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from helpers import GEOANALYZE, run_process
 
-from .harness import REPO_ROOT, SAMPLES, Sandbox, python_process, tree
+from .harness import (
+    SAMPLES,
+    Sandbox,
+    assert_interrupted_mid_count,
+    python_process,
+    python_run,
+    signal_env,
+    signalled_while_importing,
+    tree,
+)
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and streams")
 
-LONG_COUNT = ["marginals", "synthetic:drift,n=700000,length=64", "--no-cache", "--workers", "1"]
 QUICK = ["--null-draws", "2", "--compare", "", "-t", "whitespace", "--no-cache"]
-
-
-def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env["GEOANALYZE_PROGRESS_SECONDS"] = "100000"
-    env["GEOANALYZE_CACHE_DIR"] = str(tmp_path / "cache")
-    return {**env, **extra}
-
-
-def _default_signals() -> None:
-    # a test runner started in the background (nohup, CI) may ignore these; a user's terminal does not
-    for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
-        signal.signal(signum, signal.SIG_DFL)
 
 
 @pytest.mark.parametrize(
     "signum", [signal.SIGHUP, pytest.param(signal.SIGQUIT, marks=pytest.mark.slow)], ids=["sighup", "sigquit"]
 )
 def test_a_hangup_or_quit_mid_run_says_interrupted_and_leaves_nothing(tmp_path: Path, signum: int) -> None:
-    process = subprocess.Popen(
-        [*GEOANALYZE, *LONG_COUNT, "-o", "counts.safetensors"],
-        cwd=tmp_path,
-        env=_env(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        preexec_fn=_default_signals,
-    )
-    time.sleep(2.5)  # imported and counting
-    process.send_signal(signum)
-    _, err = process.communicate(timeout=60)
-    assert process.returncode == 130, err.decode()
-    assert err.decode().strip().splitlines() == ["error: interrupted"], err.decode()
-    assert not [name for name in tree(tmp_path) if not name.startswith("cache")], "an interrupted run left files"
+    assert_interrupted_mid_count(tmp_path, signum)
 
 
 def test_a_hangup_while_importing_says_interrupted(tmp_path: Path) -> None:
-    code = (
-        "import os, signal, sys, time\n"
-        "signal.signal(signal.SIGHUP, signal.SIG_DFL)\n"
-        "sys.argv = ['geoanalyze', 'marginals', 'x']\n"
-        "import geoanalyze.cli.app\n"
-        "os.kill(os.getpid(), signal.SIGHUP)\n"
-        "time.sleep(10)\n"
-        "print('not interrupted')\n"
-    )
-    result = run_process([sys.executable, "-c", code], cwd=tmp_path, env=_env(tmp_path), timeout=60)
+    result = signalled_while_importing(tmp_path, "SIGHUP", default_handler=True)
     assert result.returncode == 130, result
     assert result.stderr.strip() == "error: interrupted"
 
@@ -139,7 +108,7 @@ def test_a_hangup_under_nohup_is_still_ignored(tmp_path: Path) -> None:
         "os.kill(os.getpid(), signal.SIGHUP)\n"
         "app.main()\n"
     )
-    result = run_process([sys.executable, "-c", code], cwd=tmp_path, env=_env(tmp_path), timeout=120)
+    result = python_run(code, tmp_path, timeout=120)
     assert result.returncode == 0, result
     assert '"n_sequences": 2000' in result.stdout
 
@@ -148,7 +117,7 @@ def test_a_closed_stdout_is_one_error_line(tmp_path: Path) -> None:
     # was: exit 1 and a traceback at import (sys.stdout is None in the width probe)
     shutil.copy(SAMPLES / "drift.txt", tmp_path / "drift.txt")
     for args in (["marginals", "drift.txt", "-t", "whitespace", "-o", "c.safetensors"], ["--version"]):
-        result = run_process(["bash", "-c", '"$@" >&-', "bash", *GEOANALYZE, *args], cwd=tmp_path, env=_env(tmp_path))
+        result = run_process(["bash", "-c", '"$@" >&-', "bash", *GEOANALYZE, *args], cwd=tmp_path, env=signal_env(tmp_path))
         assert result.returncode == 2, result
         assert result.stderr.strip().splitlines() == [
             "error: stdout is closed (`>&-`), so the results would go nowhere; send them somewhere, "
@@ -160,7 +129,7 @@ def test_a_closed_stdout_is_one_error_line(tmp_path: Path) -> None:
 def test_a_closed_stderr_still_runs(tmp_path: Path) -> None:
     shutil.copy(SAMPLES / "drift.txt", tmp_path / "drift.txt")
     args = ["marginals", "drift.txt", "-t", "whitespace", "--no-cache", "-f", "json"]
-    result = run_process(["bash", "-c", '"$@" 2>&-', "bash", *GEOANALYZE, *args], cwd=tmp_path, env=_env(tmp_path))
+    result = run_process(["bash", "-c", '"$@" 2>&-', "bash", *GEOANALYZE, *args], cwd=tmp_path, env=signal_env(tmp_path))
     assert result.returncode == 0, result
     assert '"n_sequences": 2000' in result.stdout
 
@@ -173,7 +142,7 @@ def test_a_stream_that_cannot_encode_a_name_gets_it_escaped(tmp_path: Path, form
     result = run_process(
         [*GEOANALYZE, "marginals", name, "-t", "whitespace", "--no-cache", "-f", format],
         cwd=tmp_path,
-        env=_env(tmp_path, PYTHONIOENCODING="ascii"),
+        env=signal_env(tmp_path, PYTHONIOENCODING="ascii"),
     )
     assert result.returncode == 0, result
     assert "\\xfcn\\xef\\U0001f600.txt" in result.stdout or "\\u00fcn\\u00ef\\ud83d\\ude00" in result.stdout, result
@@ -184,7 +153,7 @@ def test_an_error_naming_an_unencodable_name_is_escaped(tmp_path: Path) -> None:
     result = run_process(
         [*GEOANALYZE, "marginals", "ünï😀.txt", "-t", "whitespace"],
         cwd=tmp_path,
-        env=_env(tmp_path, PYTHONIOENCODING="ascii"),
+        env=signal_env(tmp_path, PYTHONIOENCODING="ascii"),
     )
     assert result.returncode == 2, result
     lines = result.stderr.strip().splitlines()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from .harness import Sandbox, running_as_root
+from .harness import Sandbox, running_as_root, unreadable
 
 DRIFT = "drift.txt"
 SMALL = ("-t", "whitespace")
@@ -178,11 +178,8 @@ def test_a_path_with_a_newline_is_one_line(sandbox: Sandbox) -> None:
 @pytest.mark.skipif(running_as_root(), reason="root reads any file whatever its permissions")
 def test_an_unreadable_folder_on_the_way(sandbox: Sandbox) -> None:
     sandbox.write("locked/corpus.txt", _text())
-    sandbox.path("locked").chmod(0)
-    try:
+    with unreadable(sandbox.path("locked"), 0o755):
         sandbox.refused("marginals", "locked/corpus.txt", *SMALL, words=("permission",))
-    finally:
-        sandbox.path("locked").chmod(0o755)
 
 
 # --- broken compression -----------------------------------------------------------------------

@@ -15,18 +15,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import SCALE_FREE
 
 from geoanalyze.results import crossed, gate
 
 from .harness import Run, Sandbox
 
-SCALE_FREE = (
-    "scaled_stress",
-    "monotonicity_violation",
-    "anchored_monotonicity_violation",
-    "lag_violation",
-    "relative_separation",
-)
 SCALES = (1e-300, 1e-200, 1e-160, 1e-10, 1e10, 1e160, 1e200, 1e300)
 COMMON = ("--dataset", "drift.txt", "-t", "whitespace", "--compare", "", "--null-draws", "2")
 

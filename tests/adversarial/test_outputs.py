@@ -12,8 +12,11 @@ import os
 
 import pytest
 
-from .harness import Sandbox
+from .harness import ROPE_ON_DRIFT, Sandbox
 from .outputs_inputs import CORPUS, QUICK, populate
+
+ROPE_ON_CORP = ["stress", "rope:d=16", "--dataset", "corp", *QUICK]
+CKPT_ON_DRIFT = ["stress", "ckpt", "--dataset", "drift.txt", *QUICK]
 
 LONG = "x" * 300
 # Ways of naming an existing input through another path.
@@ -99,40 +102,17 @@ INSIDE: dict[str, tuple[list[str], tuple[str, ...]]] = {
         ["mds", "d.safetensors", "--into-checkpoint", "ckpt", "--checkpoint-output", "new", "-o", "ckpt/p.safetensors"],
         ("ckpt",),
     ),
-    "stress-o-into-corpus": (["stress", "rope:d=16", "--dataset", "corp", *QUICK, "-o", "corp/r.json"], ("corp",)),
+    "stress-o-into-corpus": ([*ROPE_ON_CORP, "-o", "corp/r.json"], ("corp",)),
     "stress-o-glob": (["stress", "rope:d=16", "--dataset", "corp/*.json", *QUICK, "-o", "corp/r.json"], ("matches",)),
-    "stress-plot-dir-is-corpus": (
-        ["stress", "rope:d=16", "--dataset", "corp", *QUICK, "--plot-dir", "corp"],
-        ("corp",),
-    ),
-    "stress-plot-dir-in-corpus": (
-        ["stress", "rope:d=16", "--dataset", "corp", *QUICK, "--plot-dir", "corp/figs"],
-        ("--plot-dir",),
-    ),
-    "stress-o-in-checkpoint": (["stress", "ckpt", "--dataset", "drift.txt", *QUICK, "-o", "ckpt/r.json"], ("ckpt",)),
+    "stress-plot-dir-is-corpus": ([*ROPE_ON_CORP, "--plot-dir", "corp"], ("corp",)),
+    "stress-plot-dir-in-corpus": ([*ROPE_ON_CORP, "--plot-dir", "corp/figs"], ("--plot-dir",)),
+    "stress-o-in-checkpoint": ([*CKPT_ON_DRIFT, "-o", "ckpt/r.json"], ("ckpt",)),
     "stress-o-in-model-spec": (
         ["stress", "model:ckpt", "--dataset", "drift.txt", *QUICK, "-o", "ckpt/r.json"],
         ("ckpt",),
     ),
-    "stress-plot-dir-is-checkpoint": (
-        ["stress", "ckpt", "--dataset", "drift.txt", *QUICK, "--plot-dir", "ckpt"],
-        ("ckpt",),
-    ),
-    "stress-o-in-compare-folder": (
-        [
-            "stress",
-            "rope:d=16",
-            "--dataset",
-            "drift.txt",
-            "-t",
-            "whitespace",
-            "--compare",
-            "learned:ckpt",
-            "-o",
-            "ckpt/r.json",
-        ],
-        ("ckpt",),
-    ),
+    "stress-plot-dir-is-checkpoint": ([*CKPT_ON_DRIFT, "--plot-dir", "ckpt"], ("ckpt",)),
+    "stress-o-in-compare-folder": ([*ROPE_ON_DRIFT, "--compare", "learned:ckpt", "-o", "ckpt/r.json"], ("ckpt",)),
     "stress-o-in-tokenizer-folder": (
         ["stress", "rope:d=16", "--dataset", "drift.txt", "--tokenizer", "ckpt", "--compare", "", "-o", "ckpt/r.json"],
         ("ckpt",),
@@ -150,10 +130,7 @@ INSIDE: dict[str, tuple[list[str], tuple[str, ...]]] = {
         ["report", "rope:d=16", "--dataset", "r_files/drift.txt", *QUICK, "-o", "r.md"],
         ("figure folder", "r_files"),
     ),
-    "report-figures-are-target": (
-        ["report", "r_files", "--dataset", "drift.txt", *QUICK, "-o", "r.md"],
-        ("r_files",),
-    ),
+    "report-figures-are-target": (["report", "r_files", "--dataset", "drift.txt", *QUICK, "-o", "r.md"], ("r_files",)),
     "report-o-in-checkpoint": (["report", "ckpt", "--dataset", "drift.txt", *QUICK, "-o", "ckpt/r.md"], ("ckpt",)),
     "train-o-is-corpus-folder": (
         ["train", "-o", "corp", "--task", "mlm", "--dataset", "corp", "--set", "steps=1"],

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from .harness import Sandbox, invoke, python_process, running_as_root, tree
-from .outputs_inputs import CORPUS, QUICK, full_disk, populate, read_only_folder
+from .harness import Sandbox, invoke, python_process, running_as_root, tree, unreadable
+from .outputs_inputs import CORPUS, QUICK, fill, full_disk, populate, read_only_folder
 from .test_outputs_writes import TRAIN_TINY
 
 LONG = "z" * 300
@@ -43,13 +43,7 @@ def _cache_place(sandbox: Sandbox, place: str, stack: Any) -> Path:
     if place == "read-only":
         return stack.enter_context(read_only_folder(sandbox.path("rocache")))
     folder = stack.enter_context(full_disk(sandbox.path("fullcache"), size="16k"))
-    descriptor = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT)
-    try:
-        with pytest.raises(OSError):
-            while True:
-                os.write(descriptor, b"\0" * 1024)
-    finally:
-        os.close(descriptor)
+    fill(folder, 1024)
     return folder
 
 
@@ -161,11 +155,8 @@ def test_an_unreadable_corpus_is_a_cannot_read_line(sandbox: Sandbox) -> None:
     if running_as_root():
         pytest.skip("running as root: chmod 000 does not stop root from reading")
     populate(sandbox)
-    sandbox.path("drift.txt").chmod(0)
-    try:
+    with unreadable(sandbox.path("drift.txt"), 0o644):
         sandbox.refused("marginals", "drift.txt", *CORPUS, words=("drift.txt",))
-    finally:
-        sandbox.path("drift.txt").chmod(0o644)
 
 
 def test_an_over_long_input_name_is_a_cannot_read_line(sandbox: Sandbox) -> None:

@@ -18,7 +18,7 @@ import pytest
 import typer
 
 from .harness import Sandbox, python_process, tree
-from .outputs_inputs import CORPUS, QUICK, full_disk, populate, read_only_folder
+from .outputs_inputs import CORPUS, QUICK, fill, full_disk, populate, read_only_folder
 
 STRESS = ["stress", "rope:d=16", "--dataset", "drift.txt", *QUICK]
 REPORT = ["report", "rope:d=16", "--dataset", "drift.txt", *QUICK]
@@ -93,14 +93,7 @@ def test_a_read_only_destination_writes_nothing(sandbox: Sandbox, case: str) -> 
 def test_a_full_disk_writes_nothing(sandbox: Sandbox, case: str) -> None:
     _prepare(sandbox)
     with full_disk(sandbox.path("full"), size="128k") as folder:
-        filler = folder / "filler"
-        descriptor = os.open(filler, os.O_WRONLY | os.O_CREAT)
-        try:
-            with pytest.raises(OSError):
-                while True:
-                    os.write(descriptor, b"\0" * 4096)
-        finally:
-            os.close(descriptor)
+        fill(folder, 4096)
         run = sandbox.refused(*[a.replace("{d}", "full") for a in INTO[case]])
     _assert_cannot_write(run, "full")
 

@@ -4,72 +4,35 @@ quietly with 141 (128 + SIGPIPE), without a traceback or Python's "Exception ign
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from helpers import GEOANALYZE, run_process
 
-from .harness import REPO_ROOT, SAMPLES, tree
+from .harness import (
+    ROPE_ON_DRIFT,
+    SAMPLES,
+    assert_interrupted_mid_count,
+    signal_env,
+    signalled_while_importing,
+    started,
+)
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and pipes")
-
-LONG_COUNT = ["marginals", "synthetic:drift,n=700000,length=64", "--no-cache", "--workers", "1"]
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env["GEOANALYZE_PROGRESS_SECONDS"] = "100000"
-    env["GEOANALYZE_CACHE_DIR"] = str(tmp_path / "cache")
-    return env
-
-
-def _default_sigint() -> None:
-    # a test runner started in the background may ignore SIGINT; a user's terminal does not
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _started(args: list[str], tmp_path: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [*GEOANALYZE, *args],
-        cwd=tmp_path,
-        env=_env(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        preexec_fn=_default_sigint,
-    )
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_a_signal_mid_run_says_interrupted_and_exits_130(tmp_path: Path, signum: int) -> None:
-    process = _started([*LONG_COUNT, "-o", "counts.safetensors"], tmp_path)
-    time.sleep(2.5)  # imported and counting
-    process.send_signal(signum)
-    _, err = process.communicate(timeout=60)
-    lines = err.decode().strip().splitlines()
-    assert process.returncode == 130, err.decode()
-    assert lines == ["error: interrupted"], err.decode()
-    assert not [name for name in tree(tmp_path) if not name.startswith("cache")], "an interrupted run left files"
+    assert_interrupted_mid_count(tmp_path, signum)
 
 
 def test_a_signal_while_importing_says_interrupted(tmp_path: Path) -> None:
     # The program's module installs its handler before its heavy imports: a signal that comes then
     # (here sent right after the import, before main() runs) is "interrupted", not a traceback.
-    code = (
-        "import os, signal, sys, time\n"
-        "sys.argv = ['geoanalyze', 'marginals', 'x']\n"
-        "import geoanalyze.cli.app\n"
-        "os.kill(os.getpid(), signal.SIGTERM)\n"
-        "time.sleep(10)\n"
-        "print('not interrupted')\n"
-    )
-    result = run_process([sys.executable, "-c", code], cwd=tmp_path, env=_env(tmp_path), timeout=60)
+    result = signalled_while_importing(tmp_path, "SIGTERM")
     assert result.returncode == 130, result
     assert result.stderr.strip() == "error: interrupted"
     assert "not interrupted" not in result.stdout
@@ -79,30 +42,14 @@ PIPED = [
     ("json", ["marginals", "drift.txt", "-t", "whitespace", "-f", "json"]),
     ("table", ["marginals", "drift.txt", "-t", "whitespace"]),
     ("help", ["stress", "--help"]),
-    (
-        "threshold",
-        [
-            "stress",
-            "rope:d=16",
-            "--dataset",
-            "drift.txt",
-            "-t",
-            "whitespace",
-            "--null-draws",
-            "2",
-            "--compare",
-            "",
-            "--fail-above",
-            "scaled_stress=1e-12",
-        ],
-    ),
+    ("threshold", [*ROPE_ON_DRIFT, "--null-draws", "2", "--compare", "", "--fail-above", "scaled_stress=1e-12"]),
 ]
 
 
 @pytest.mark.parametrize("args", [case[1] for case in PIPED], ids=[case[0] for case in PIPED])
 def test_a_closed_stdout_ends_quietly_with_141(tmp_path: Path, args: list[str]) -> None:
     shutil.copy(SAMPLES / "drift.txt", tmp_path / "drift.txt")
-    process = _started(args, tmp_path)
+    process = started(args, tmp_path)
     assert process.stdout is not None and process.stderr is not None
     process.stdout.close()  # the reader went away before the first line (`| head -c 0`)
     err = process.stderr.read().decode()
@@ -117,7 +64,7 @@ def test_output_a_reader_took_whole_exits_0(tmp_path: Path) -> None:
     result = run_process(
         [*GEOANALYZE, "marginals", "drift.txt", "-t", "whitespace", "-f", "json"],
         cwd=tmp_path,
-        env=_env(tmp_path),
+        env=signal_env(tmp_path),
         timeout=60,
     )
     assert result.returncode == 0, result

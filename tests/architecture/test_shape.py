@@ -18,10 +18,11 @@ MAX_FUNCTION_LINES = 80
 LONG_FUNCTIONS: dict[str, str] = {}
 
 
-def modules() -> list[tuple[str, Path, ast.Module]]:
+def modules(package: Path = PACKAGE) -> list[tuple[str, Path, ast.Module]]:
+    """``(dotted name, path, syntax tree)`` of each module of ``package``."""
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package.parent).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         found.append((name, path, ast.parse(path.read_text(encoding="utf-8"))))
     return found

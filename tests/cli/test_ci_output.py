@@ -15,37 +15,11 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from helpers import DRIFT_WORDS, geoanalyze, geoanalyze_process, ok
-from markdown_it import MarkdownIt
+from helpers import DRIFT_WORDS, geoanalyze, geoanalyze_process, gfm_tables, ok
 from test_stress_command import FAST
 
 from geoanalyze.report.render import fmt, markdown_table
 from geoanalyze.results import shown_score
-
-GFM = MarkdownIt("commonmark").enable("table")
-
-
-def gfm_tables(text: str) -> list[list[list[str]]]:
-    """Every table of a Markdown text as rows of cell texts (header row first), as GFM reads them."""
-    tables: list[list[list[str]]] = []
-    row: list[str] | None = None
-    cell: list[str] | None = None
-    for token in GFM.parse(text):
-        if token.type == "table_open":
-            tables.append([])
-        elif token.type == "tr_open":
-            row = []
-        elif token.type == "tr_close":
-            assert row is not None
-            tables[-1].append(row)
-        elif token.type in ("th_open", "td_open"):
-            cell = []
-        elif token.type in ("th_close", "td_close"):
-            assert row is not None and cell is not None
-            row.append("".join(cell))
-        elif token.type == "inline" and cell is not None and row is not None:
-            cell.append("".join(child.content for child in token.children or []))
-    return tables
 
 
 def assert_rectangular(tables: list[list[list[str]]]) -> None:

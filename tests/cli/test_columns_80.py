@@ -10,12 +10,11 @@ the encodings side by side). Inputs are small: the sample corpora and the packag
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import DRIFT, DRIFT_WORDS, geoanalyze, ok
+from helpers import DRIFT, DRIFT_WORDS, geoanalyze, ok, rule_tables
 
 from geoanalyze.report.render import fmt
 from geoanalyze.results import SCORE_COLUMNS, category_code, shown_score
@@ -86,28 +85,6 @@ def run(work: Path, words: tuple[Any, ...], env: dict[str, str], monkeypatch: py
     return _RUNS[key]
 
 
-def cells(line: str) -> list[str]:
-    """A table line's cells: columns are two or more spaces apart, a label has single spaces."""
-    return re.split(r" {2,}", line.strip())
-
-
-def tables(text: str) -> list[list[list[str]]]:
-    """Every table of the one style in ``text``: the header above its rule, then the rows below it
-    that have as many cells as the header."""
-    lines = text.splitlines()
-    found = []
-    for index, line in enumerate(lines):
-        if index and line and set(line) == {"─"}:
-            header = cells(lines[index - 1])
-            rows = []
-            for row in lines[index + 1 :]:
-                if not row.strip() or len(cells(row)) != len(header):
-                    break
-                rows.append(cells(row))
-            found.append([header, *rows])
-    return found
-
-
 def expected_scores(scores: dict[str, Any]) -> list[str]:
     """One encoding's cells after its name, as the JSON document says: d, each score, null."""
     shown = [fmt(shown_score(scores[column.key])) for column in SCORE_COLUMNS]
@@ -158,7 +135,7 @@ def test_every_score_of_every_encoding_is_on_one_line(
     words = COMMANDS[name]
     text = run(work, words, WIDTHS[where], monkeypatch)
     document = json.loads(run(work, (*words, "-f", "json"), {}, monkeypatch))
-    found = tables(text)
+    found = rule_tables(text)
     assert score_columns(found, "encoding") == [expected_scores(s) for s in document["scores"].values()]
     if document["layers"]:
         (layers,) = [table for table in found if table[0][0] == "layer"]
@@ -175,13 +152,13 @@ def test_every_score_of_every_encoding_is_on_one_line(
 def test_the_report_summary_has_every_score_of_every_target_on_one_line(
     work: Path, monkeypatch: pytest.MonkeyPatch, minilm_path: Path
 ) -> None:
-    from test_markdown_everywhere import gfm_tables
+    from helpers import gfm_tables
 
     text = run(work, COMMANDS["report"], WIDTHS["80 columns"], monkeypatch)
     # The page the same run wrote holds the summary's cells (a GFM table, read by a Markdown parser).
-    page = gfm_tables((work / "r.md").read_text(encoding="utf-8"))[0]
+    page = gfm_tables((work / "r.md").read_text(encoding="utf-8"), code_backticks=True)[0]
     assert page[0][0] == "target"
-    assert score_columns(tables(text), "target") == [row[1:] for row in page[1:]]
+    assert score_columns(rule_tables(text), "target") == [row[1:] for row in page[1:]]
     assert "gate passed: fail above scaled_stress > 0.99" in text  # a passing gate says so, as stress's does
 
 
@@ -242,7 +219,7 @@ def number_cells(table: list[list[str]]) -> list[list[str]]:
 def track_steps(text: str) -> dict[str, list[str]]:
     """The position table of `track`'s table format, step -> its cells (the scores, then null), read
     one row per step or transposed (one row per score, the steps side by side)."""
-    found = [table for table in tables(text) if table[0][0] in ("step", "score") and "layer" not in table[0]]
+    found = [table for table in rule_tables(text) if table[0][0] in ("step", "score") and "layer" not in table[0]]
     steps: dict[str, list[str]] = {}
     for table in found:
         if table[0][0] == "score":
@@ -268,7 +245,7 @@ def test_track_fits_and_every_number_is_the_json_s(
     text = run(work, words, TRACK_WIDTHS[where], monkeypatch)
     check_lines(text, int(TRACK_WIDTHS[where].get("COLUMNS", 160)))
     if where == "60 columns":
-        assert any(table[0][:2] == ["score", "step 10"] for table in tables(text)), text
+        assert any(table[0][:2] == ["score", "step 10"] for table in rule_tables(text)), text
     document = json.loads(run(work, (*words, "-f", "json"), {}, monkeypatch))
     expected = {
         record["step"]: [fmt(record["position"][key]) for key in TRACKED]
@@ -279,7 +256,7 @@ def test_track_fits_and_every_number_is_the_json_s(
     assert {int(name.removeprefix("step ")): cells for name, cells in steps.items()} == expected
     if where == "60 columns":
         return  # the layer rows' labels fold at 60 columns (their numbers never do)
-    (layers,) = [table for table in tables(text) if "layer" in table[0]]
+    (layers,) = [table for table in rule_tables(text) if "layer" in table[0]]
     assert [row[3:] for row in layers[1:]] == [
         [fmt(row[key]) for key in TRACKED] + [category_code(row["categories"])]
         for record in document["records"]
@@ -304,7 +281,7 @@ def test_verify_fits_with_every_number_of_the_json(work: Path, monkeypatch: pyte
     text = run(work, words, WIDTHS["80 columns"], monkeypatch)
     check_lines(text, 80)
     document = json.loads((work / "verify-alibi" / "alibi-rank1.json").read_text(encoding="utf-8"))
-    (table,) = [table for table in tables(text) if table[0][0] == "check"]
+    (table,) = [table for table in rule_tables(text) if table[0][0] == "check"]
     assert {row[0]: row[1:] for row in table[1:]} == {
         check["name"]: [fmt(check["value"]), check["verdict"].upper()] for check in document["checks"]
     }
@@ -324,7 +301,7 @@ def test_report_baseline_fits_with_every_number_of_the_json(
     text = run(work, words, WIDTHS[where], monkeypatch)
     check_lines(text, 80 if where == "80 columns" else 160)
     document = json.loads(run(work, (*words, "-f", "json"), {}, monkeypatch))
-    (table,) = [table for table in tables(text) if table[0][:2] == ["score", "baseline"]]
+    (table,) = [table for table in rule_tables(text) if table[0][:2] == ["score", "baseline"]]
     assert "change is" in table[0]
     expected = []
     for s in document["comparison"]["scores"]:

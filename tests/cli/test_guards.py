@@ -8,27 +8,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import DRIFT, DRIFT_WORDS, geoanalyze, refused
+from helpers import DRIFT, DRIFT_WORDS, SYNTHETIC_WORDS, geoanalyze, refused, stress_json
 
 
 def test_synthetic_specs_count_whole_words_in_stress(tmp_path: Path) -> None:
-    result = geoanalyze(
-        "stress",
-        "rope:d=16",
-        "--dataset",
-        "synthetic:drift,n=300,length=16,vocab=50",
-        "--min-count",
-        "50",
-        "--compare",
-        "",
-        "--null-draws",
-        "2",
-        "-f",
-        "json",
-        cwd=tmp_path,
-    )
-    assert result.code == 0, result.stderr
-    document = json.loads(result.stdout)
+    document = stress_json("rope:d=16", "--dataset", SYNTHETIC_WORDS, "--min-count", "50", "--compare", "", cwd=tmp_path)
     assert document["dataset"]["tokenizer"] == "whitespace"
     assert len(document["positions"]) == 16  # the generator's 16 positions, not BERT word-pieces
 
@@ -127,21 +111,8 @@ def test_bad_outputs_and_specs_are_refused_before_any_work(tmp_path: Path, args:
 
 
 def test_compare_keeps_multi_parameter_specs(tmp_path: Path) -> None:
-    result = geoanalyze(
-        "stress",
-        "rope:d=16",
-        "--dataset",
-        DRIFT_WORDS,
-        "--compare",
-        "alibi:heads=8,head=2,rope:d=8,base=100",
-        "--null-draws",
-        "2",
-        "-f",
-        "json",
-        cwd=tmp_path,
-    )
-    assert result.code == 0, result.stderr
-    assert set(json.loads(result.stdout)["scores"]) == {"rope:d=16", "alibi:heads=8,head=2", "rope:d=8,base=100"}
+    document = stress_json("rope:d=16", "--dataset", DRIFT_WORDS, "--compare", "alibi:heads=8,head=2,rope:d=8,base=100", cwd=tmp_path)
+    assert set(document["scores"]) == {"rope:d=16", "alibi:heads=8,head=2", "rope:d=8,base=100"}
 
 
 def test_non_finite_numpy_values_become_null() -> None:

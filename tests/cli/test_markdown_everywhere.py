@@ -16,43 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import DRIFT, geoanalyze
-from markdown_it import MarkdownIt
+from helpers import DRIFT, geoanalyze, gfm_tables
 from rich.table import Table
 
 from geoanalyze.report.render import fmt, grid_table, key_value_table, table_markdown
 
-GFM = MarkdownIt("commonmark").enable("table")
 CORPUS = [str(DRIFT), "-t", "whitespace", "--no-cache"]  # the same "sources" line in every format
-
-
-def gfm_tables(text: str) -> list[list[list[str]]]:
-    """Every table of a Markdown text as rows of cell texts (header row first), as GFM reads them."""
-    tables: list[list[list[str]]] = []
-    row: list[str] = []
-    cell: list[str] | None = None
-    for token in GFM.parse(text):
-        if token.type == "table_open":
-            tables.append([])
-        elif token.type == "tr_open":
-            row = []
-        elif token.type == "tr_close":
-            tables[-1].append(row)
-        elif token.type in ("th_open", "td_open"):
-            cell = []
-        elif token.type in ("th_close", "td_close"):
-            assert cell is not None
-            row.append("".join(cell))
-            cell = None
-        elif token.type == "inline" and cell is not None:
-            # inline code keeps its backticks, so a cell compares with the table's text
-            cell.append(
-                "".join(
-                    f"`{child.content}`" if child.type == "code_inline" else child.content
-                    for child in token.children or []
-                )
-            )
-    return tables
 
 
 def rich_rows(text: str) -> list[list[str]]:
@@ -91,7 +60,7 @@ def three_formats(*args: str) -> tuple[list[list[list[str]]], Any, list[list[str
     assert "\x1b" not in markdown, "an ANSI escape in the Markdown"
     assert not any(ch in markdown for ch in "┃━│┏└"), "a Rich table in the Markdown"
     assert not re.search(r"\[/?(bold|dim|red|green|yellow|italic)[^\]]*\]", markdown), "Rich markup in the Markdown"
-    tables = gfm_tables(markdown)
+    tables = gfm_tables(markdown, code_backticks=True)
     assert tables, f"no GFM table in:\n{markdown}"
     for table in tables:
         widths = {len(row) for row in table}
@@ -180,7 +149,7 @@ def test_train_list_keys_and_a_training_run(cwd: Path) -> None:
         "model.d_model=16",
     )
     markdown = run(*run_args, "-o", "md", "-f", "markdown")
-    (table,) = gfm_tables(markdown)
+    (table,) = gfm_tables(markdown, code_backticks=True)
     assert {len(row) for row in table} == {2} and table[0] == ["item", "value"]
     run_json = json.loads(run(*run_args, "-o", "js", "-f", "json"))
     values = {row[0]: row[1] for row in table[1:]}
@@ -210,8 +179,8 @@ def test_the_renderer_escapes_pipes_and_drops_markup() -> None:
     )
     text = table_markdown(table)
     assert text.splitlines()[0] == "**scores \\| of x**"
-    (parsed,) = gfm_tables(text)
+    (parsed,) = gfm_tables(text, code_backticks=True)
     assert parsed == [["check", "claim"], ["a|b", "max |f(x)| <= 1"], ["bad", "-"]]
     pairs = table_markdown(key_value_table("kv", [("x | y", 0.123456), ("[CLS] count", 3)]))
-    assert gfm_tables(pairs) == [[["item", "value"], ["x | y", "0.1235"], ["[CLS] count", "3"]]]
+    assert gfm_tables(pairs, code_backticks=True) == [[["item", "value"], ["x | y", "0.1235"], ["[CLS] count", "3"]]]
     assert isinstance(table, Table)

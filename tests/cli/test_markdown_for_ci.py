@@ -85,11 +85,11 @@ def test_figures_are_named_by_path_as_well_as_shown(section: tuple[Path, str, di
 
 
 def test_the_score_table_keeps_every_value(section: tuple[Path, str, dict]) -> None:
+    from helpers import gfm_tables
     from test_columns_80 import expected_scores
-    from test_markdown_everywhere import gfm_tables
 
     _, markdown, document = section
-    table = gfm_tables(markdown)[0]
+    table = gfm_tables(markdown, code_backticks=True)[0]
     assert table[0][0] == "encoding"
     assert [row[1:] for row in table[1:]] == [expected_scores(s) for s in document["scores"].values()]
     assert [row[0] for row in table[1:]] == list(document["scores"])

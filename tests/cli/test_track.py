@@ -9,18 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import DRIFT_WORDS, invoke, ok, refused
+from helpers import DRIFT_WORDS, invoke, linked_copy, ok, refused
 
 CORPUS = ["--dataset", str(DRIFT_WORDS)]
-
-
-def linked_copy(source: Path, target: Path) -> Path:
-    """A checkpoint folder whose files are hard links of ``source``'s (no 90 MB copy per step)."""
-    target.mkdir(parents=True)
-    for file in source.iterdir():
-        if file.is_file():
-            os.link(file, target / file.name)
-    return target
 
 
 def shuffled_copy(source: Path, target: Path, seed: int = 0) -> Path:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import DRIFT, TINY_TRAIN, geoanalyze, refused, run_process, train_sets
+from helpers import DRIFT, SYNTHETIC_WORDS, TINY_TRAIN, geoanalyze, refused, run_process, stress_json, train_sets
 from safetensors.numpy import load_file
 
 TORCHRUN = shutil.which("torchrun", path=str(Path(sys.executable).parent))
@@ -63,23 +63,7 @@ def test_train_resumes_with_more_steps(tmp_path: Path) -> None:
 def test_the_trained_positions_go_into_the_stress_scores(tmp_path: Path) -> None:
     run = ["model.n_positions=16", "order_length=16", *TINY[:4], *TINY[6:]]
     assert geoanalyze("train", "-o", "run", "--pe", "learned", *sets(*run), cwd=tmp_path).code == 0
-    result = geoanalyze(
-        "stress",
-        "model:run",
-        "--dataset",
-        "synthetic:drift,n=300,length=16,vocab=50",
-        "--min-count",
-        "50",
-        "--compare",
-        "",
-        "--null-draws",
-        "2",
-        "-f",
-        "json",
-        cwd=tmp_path,
-    )
-    assert result.code == 0, result.stderr
-    document = json.loads(result.stdout)
+    document = stress_json("model:run", "--dataset", SYNTHETIC_WORDS, "--min-count", "50", "--compare", "", cwd=tmp_path)
     scores = document["scores"]["model:run"]
     assert scores["dim"] == 32  # the learned table's width
     assert 0.0 <= scores["monotonicity_violation"] <= 1.0

@@ -15,7 +15,7 @@ from typing import Any
 import helpers
 import numpy as np
 import pytest
-from helpers import hellinger
+from helpers import hellinger, position_counters
 
 pytestmark = pytest.mark.integration
 
@@ -31,21 +31,12 @@ def geoanalyze(*args: Any, cwd: Path) -> helpers.Run:
 @pytest.fixture(scope="module")
 def sst2_reference(shared_data: Path, minilm_path: Path) -> list[Counter[int]]:
     """counters[i][id]: SST-2 train sentences with token ``id`` at position i, counted without geoanalyze."""
-    from transformers import AutoTokenizer
-
     rows = (shared_data / "sst2" / "train.tsv").read_text(encoding="utf-8").split("\n")
     column = rows[0].split("\t").index("sentence")
     sentences = [row.split("\t")[column] for row in rows[1:] if row]
     sentences = [s for s in sentences if s.strip()]
     assert len(sentences) == 67_349
-    tokenizer = AutoTokenizer.from_pretrained(str(minilm_path))
-    counters: list[Counter[int]] = []
-    for ids in tokenizer(sentences, truncation=True, max_length=MAX_LENGTH)["input_ids"]:
-        for i, token in enumerate(ids):
-            if i == len(counters):
-                counters.append(Counter())
-            counters[i][token] += 1
-    return counters
+    return position_counters(sentences, minilm_path, MAX_LENGTH)
 
 
 def bert_base_uncased_is_cached() -> bool:

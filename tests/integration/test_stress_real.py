@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import PNG_SIGNATURE, Run, geoanalyze, hellinger
+from helpers import PNG_SIGNATURE, Run, geoanalyze, hellinger, position_counters
 
 pytestmark = pytest.mark.integration
 
@@ -25,6 +25,8 @@ MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_LENGTH = 512  # the checkpoint's own limit: what the command uses by default
 MIN_COUNT = 50
 TRAIN_LIMIT = 5000
+VALIDATION_ARGS = ("--dataset", "sst2", "--split", "validation", "--min-count", MIN_COUNT, "--max-sequences", 200)
+FAST = ("--null-draws", 2, "-f", "json")
 REL = 1e-8
 TIE_RTOL = 1e-9  # distances closer than this, relative to the largest, are ties
 
@@ -42,20 +44,6 @@ def sst2_sentences(shared_data: Path, split: str) -> list[str]:
     column = rows[0].split("\t").index("sentence")
     sentences = [row.split("\t")[column] for row in rows[1:] if row]
     return [s for s in sentences if s.strip()]
-
-
-def position_counters(texts: list[str], minilm_path: Path) -> list[Counter[int]]:
-    """counters[i][id] = number of texts with token ``id`` at position i ([CLS] is position 0)."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(str(minilm_path))
-    counters: list[Counter[int]] = []
-    for ids in tokenizer(texts, truncation=True, max_length=MAX_LENGTH)["input_ids"]:
-        for i, token in enumerate(ids):
-            if i == len(counters):
-                counters.append(Counter())
-            counters[i][token] += 1
-    return counters
 
 
 def hellinger_matrix(counters: list[Counter[int]], kept: list[int]) -> np.ndarray:
@@ -143,7 +131,7 @@ class Reference:
     def __init__(self, texts: list[str], minilm_path: Path) -> None:
         from safetensors.numpy import load_file
 
-        counters = position_counters(texts, minilm_path)
+        counters = position_counters(texts, minilm_path, MAX_LENGTH)
         self.totals = [sum(c.values()) for c in counters]
         self.kept = [i for i, total in enumerate(self.totals) if total >= MIN_COUNT]
         self.distances = hellinger_matrix(counters, self.kept)
@@ -186,33 +174,13 @@ def validation_reference(shared_data: Path, minilm_path: Path) -> Reference:
 def validation_run(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], str]:
     """The command exactly as a user types it: (its folder, the JSON it printed, stderr)."""
     folder = tmp_path_factory.mktemp("stress-validation")
-    result = geoanalyze(
-        "stress",
-        MODEL,
-        "--dataset",
-        "sst2",
-        "--split",
-        "validation",
-        "--data-dir",
-        shared_data,
-        "--min-count",
-        MIN_COUNT,
-        "--max-sequences",
-        200,
-        "-f",
-        "json",
-        "-o",
-        "out.json",
-        "--plot-dir",
-        "figs",
-        cwd=folder,
-    )
+    args = (*VALIDATION_ARGS, "--data-dir", shared_data, "-f", "json", "-o", "out.json", "--plot-dir", "figs")
+    result = geoanalyze("stress", MODEL, *args, cwd=folder)
     assert result.code == 0, explain(result)
     assert "Traceback" not in result.stderr
     return folder, json.loads(result.stdout), result.stderr
 
 
-VALIDATION_ARGS = ("--dataset", "sst2", "--split", "validation", "--min-count", MIN_COUNT, "--max-sequences", 200)
 
 
 def test_json_has_the_documented_keys(validation_run: tuple[Path, dict[str, Any], str], shared_data: Path) -> None:
@@ -358,27 +326,8 @@ def test_fail_above_exits_1_and_still_prints_the_json(
 
 
 def test_train_with_limit_and_no_layers(shared_data: Path, minilm_path: Path, tmp_path: Path) -> None:
-    result = geoanalyze(
-        "stress",
-        MODEL,
-        "--dataset",
-        "sst2",
-        "--split",
-        "train",
-        "--data-dir",
-        shared_data,
-        "--limit",
-        TRAIN_LIMIT,
-        "--min-count",
-        MIN_COUNT,
-        "--layers",
-        "none",
-        "--null-draws",
-        2,
-        "-f",
-        "json",
-        cwd=tmp_path,
-    )
+    train = ("--dataset", "sst2", "--split", "train", "--data-dir", shared_data, "--limit", TRAIN_LIMIT)
+    result = geoanalyze("stress", MODEL, *train, "--min-count", MIN_COUNT, "--layers", "none", *FAST, cwd=tmp_path)
     assert result.code == 0, explain(result)
     document = json.loads(result.stdout)
     texts = sst2_sentences(shared_data, "train")[:TRAIN_LIMIT]

@@ -8,12 +8,11 @@ group, so the encodings package never imports a layer above it.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from importlib.metadata import entry_points
 
 import numpy as np
 import pytest
+from helpers import assert_python_runs
 
 from geoanalyze.encodings import REGISTRY, EncodingContext, Parameter, encoding, get_encoding, spec_width
 from geoanalyze.encodings.registry import PLUGIN_GROUP
@@ -71,13 +70,9 @@ def scratch_family():
 
 @pytest.mark.usefixtures("scratch_family")
 def test_the_decorator_registers_builder_parameters_and_width() -> None:
-    @encoding(
-        "ramp",
-        "i * scale in every column",
-        params=(Parameter("d", int, shown="width", default_width=True), Parameter("scale", float, 1.0, "1")),
-        width="d",
-        order=45,
-    )
+    params = (Parameter("d", int, shown="width", default_width=True), Parameter("scale", float, 1.0, "1"))
+
+    @encoding("ramp", "i * scale in every column", params=params, width="d", order=45)
     def ramp(positions: np.ndarray, d: int, scale: float) -> np.ndarray:
         return np.repeat(positions[:, None] * scale, d, axis=1).astype(np.float64)
 
@@ -121,8 +116,7 @@ def test_the_encodings_package_imports_no_layer_above_it() -> None:
         "assert 'learned' in e.REGISTRY and 'geoanalyze.checkpoints.encodings' in sys.modules\n"
         "assert 'torch' not in sys.modules\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stderr
+    assert_python_runs(code)
 
 
 def test_which_target_tables_set_the_compared_width() -> None:

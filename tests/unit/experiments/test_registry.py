@@ -2,30 +2,17 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
+from helpers import assert_python_runs
 
 from geoanalyze.errors import InputError
 from geoanalyze.experiments import EXPERIMENTS, Experiment, get_experiment
 from geoanalyze.experiments.registry import experiment
 
-ORDER = [
-    "necessity",
-    "separation",
-    "monotonicity",
-    "mds-training",
-    "sinusoidal-optimality",
-    "alibi-rank1",
-    "mds-parameters",
-    "journey",
-    "length-generalization",
-    "joformer-reference",
-    "lm-vocab",
-    "vision-2d",
-    "edelta",
-    "edelta-benchmarks",
+ORDER = [  # verify list's order
+    "necessity", "separation", "monotonicity", "mds-training", "sinusoidal-optimality", "alibi-rank1",
+    "mds-parameters", "journey", "length-generalization", "joformer-reference", "lm-vocab", "vision-2d",
+    "edelta", "edelta-benchmarks",
 ]
 
 
@@ -40,8 +27,7 @@ def test_listing_the_experiments_imports_neither_torch_nor_scipy() -> None:
         "heavy = [m for m in ('torch', 'scipy', 'transformers', 'matplotlib') if m in sys.modules]; "
         "assert not heavy, heavy"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr
+    assert_python_runs(code)
 
 
 def test_a_decorated_run_function_is_its_entry_s_target() -> None:

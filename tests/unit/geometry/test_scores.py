@@ -357,15 +357,19 @@ def test_switch_size_is_what_these_tests_straddle() -> None:
     assert scores._VECTORISED_ANCHORS_UP_TO == 160
 
 
+def anchored_problem(n: int, ties: bool, levels: int) -> tuple[np.ndarray, np.ndarray]:
+    """(P, D) of n points: Gaussian (seed n), or with ties: integer coordinates in [0, levels) for P and
+    [0, levels] for D's points, D rounded."""
+    if not ties:
+        return gaussian(n, n, 3), target_for(n, n)
+    rng = np.random.default_rng(n)
+    p = rng.integers(0, levels, size=(n, 2)).astype(float)
+    return p, np.round(pairwise(rng.integers(0, levels + 1, size=(n, 2)).astype(float)))
+
+
 @pytest.mark.parametrize("ties", [False, True], ids=["untied", "tied"])
 def test_anchored_violation_small_n_matches_per_anchor_loop(ties: bool) -> None:
-    n = 12
-    rng = np.random.default_rng(12)
-    if ties:
-        p = rng.integers(0, 4, size=(n, 2)).astype(float)
-        d = np.round(pairwise(rng.integers(0, 5, size=(n, 2)).astype(float)))
-    else:
-        p, d = gaussian(12, n, 3), target_for(12, n)
+    p, d = anchored_problem(12, ties, levels=4)
     expected = loop_anchored(p, d)
     assert monotonicity_violation(p, d, anchored=True) == pytest.approx(expected, abs=1e-12)
     assert all_scores(p, d)["anchored_monotonicity_violation"] == pytest.approx(expected, abs=1e-12)
@@ -375,12 +379,7 @@ def test_anchored_violation_small_n_matches_per_anchor_loop(ties: bool) -> None:
 def test_anchored_violation_large_n_matches_per_anchor_loop(ties: bool) -> None:
     n = 170
     assert n > scores._VECTORISED_ANCHORS_UP_TO
-    rng = np.random.default_rng(170)
-    if ties:
-        p = rng.integers(0, 5, size=(n, 2)).astype(float)
-        d = np.round(pairwise(rng.integers(0, 6, size=(n, 2)).astype(float)))
-    else:
-        p, d = gaussian(170, n, 3), target_for(170, n)
+    p, d = anchored_problem(n, ties, levels=5)
     expected = loop_anchored(p, d, per_anchor=numpy_anchor_rate)
     assert monotonicity_violation(p, d, anchored=True) == pytest.approx(expected, abs=1e-9)
     # The per-anchor NumPy reference agrees with the plain loop on a few anchors.
@@ -392,9 +391,7 @@ def test_anchored_violation_large_n_matches_per_anchor_loop(ties: bool) -> None:
 
 
 def test_anchored_violation_agrees_across_the_switch(monkeypatch: pytest.MonkeyPatch) -> None:
-    rng = np.random.default_rng(30)
-    p = rng.integers(0, 4, size=(30, 2)).astype(float)
-    d = np.round(pairwise(rng.integers(0, 5, size=(30, 2)).astype(float)))
+    p, d = anchored_problem(30, ties=True, levels=4)
     vectorised = monotonicity_violation(p, d, anchored=True)
     monkeypatch.setattr(scores, "_VECTORISED_ANCHORS_UP_TO", 5)
     per_anchor = monotonicity_violation(p, d, anchored=True)

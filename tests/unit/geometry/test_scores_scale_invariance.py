@@ -18,7 +18,8 @@ from itertools import combinations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from helpers import SCALE_FREE
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import pdist
 
@@ -32,13 +33,6 @@ from geoanalyze.geometry.scores import (
     stress,
 )
 
-SCALE_FREE = (
-    "scaled_stress",
-    "monotonicity_violation",
-    "anchored_monotonicity_violation",
-    "lag_violation",
-    "relative_separation",
-)
 FLOAT_MAX = Decimal(str(np.finfo(np.float64).max))
 
 exponents = st.integers(-300, 300)
@@ -64,11 +58,8 @@ def same(a: float, b: float) -> bool:
 @settings(max_examples=150, deadline=None)
 @given(problem=integer_problem(), exponent=exponents)
 def test_scale_free_scores_of_cp_are_those_of_p(problem: tuple[np.ndarray, np.ndarray], exponent: int) -> None:
-    p, q = problem
-    d = pdist(q)
-    if not d.any():
-        return  # D = 0: stress undefined (refused), nothing to compare
-    c = 10.0**exponent
+    p, d, c = problem[0], pdist(problem[1]), 10.0**exponent
+    assume(d.any())  # D = 0: stress undefined (refused), nothing to compare
     plain = all_scores(p, d)
     scaled = all_scores(p * c, d)
     for key in SCALE_FREE:
@@ -83,11 +74,8 @@ def test_scale_free_scores_of_cp_are_those_of_p(problem: tuple[np.ndarray, np.nd
 @given(problem=integer_problem(), exponent=exponents)
 def test_the_target_distances_scale_freely_too(problem: tuple[np.ndarray, np.ndarray], exponent: int) -> None:
     """Scaled stress and the violations are scale-free in D as well (D / max D first)."""
-    p, q = problem
-    d = pdist(q)
-    if not d.any():
-        return
-    c = 10.0**exponent
+    p, d, c = problem[0], pdist(problem[1]), 10.0**exponent
+    assume(d.any())
     assert same(scaled_stress(p, d * c), scaled_stress(p, d))
     assert same(monotonicity_violation(p, d * c), monotonicity_violation(p, d))
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 
@@ -21,13 +19,7 @@ from geoanalyze.models.residual import RESIDUALS
 SMALL = {"n_embd": 16, "n_layers": 2, "n_heads": 2, "n_streams": 4, "d_in": 5, "hidden": 4}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    """Small tensors: one intra-op thread is faster (and much faster on a loaded machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_presets_are_matched_at_the_papers_size(capsys: pytest.CaptureFixture[str]) -> None:

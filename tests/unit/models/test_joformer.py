@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from geoanalyze.encodings import standard
 from geoanalyze.errors import InputError
 from geoanalyze.models import ModelConfig, Transformer
-from geoanalyze.models.attention import SelfAttention, build_attention_mask, make_attention
+from geoanalyze.models.attention import SelfAttention, build_attention_mask
 from geoanalyze.models.joformer import (
     JoFormerAttention,
     axis_frequencies,
@@ -26,6 +26,7 @@ from geoanalyze.models.joformer import (
 )
 from geoanalyze.models.journey import block_rotation
 from geoanalyze.models.positional import Rotary
+from geoanalyze.models.transformer import make_attention
 from geoanalyze.models.vit import ViT, ViTConfig
 from geoanalyze.train import build_task, resolve_config, train
 from geoanalyze.train.tasks import LMTask, lm_batch

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -36,13 +35,7 @@ dims = st.integers(min_value=2, max_value=64)
 seeds = st.integers(min_value=0, max_value=2**31 - 1)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    """Small tensors: one intra-op thread is faster (and much faster on a loaded machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _vectors(seed: int, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:

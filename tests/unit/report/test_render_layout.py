@@ -8,10 +8,10 @@ every row exactly where it was, one row per encoding or transposed.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import pytest
+from helpers import rule_tables
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,23 +22,10 @@ from geoanalyze.results import display_path, fmt, shown_score
 LABELS = ["d", "scaled", "violation", "anchored", "lag viol.", "rel. sep.", "stress", "null"]
 
 
-def cells(line: str) -> list[str]:
-    return re.split(r" {2,}", line.strip())
-
-
 def read_back(text: str) -> dict[str, list[str]]:
     """name -> its cells, from the tables in ``text`` (wide or transposed, in one or more parts)."""
-    lines = text.splitlines()
     found: dict[str, list[str]] = {}
-    for index, line in enumerate(lines):
-        if not (index and line and set(line) == {"─"}):
-            continue
-        header = cells(lines[index - 1])
-        body = []
-        for row in lines[index + 1 :]:
-            if not row.strip() or len(cells(row)) != len(header):
-                break
-            body.append(cells(row))
+    for header, *body in rule_tables(text):
         if header[0] == "encoding":
             found.update({row[0]: row[1:] for row in body})
         else:

@@ -22,6 +22,8 @@ from geoanalyze.train.geometric import (
 )
 from geoanalyze.train.loop import lr_at
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 
 def test_plane_rotation_is_a_rotation_by_theta_in_its_plane() -> None:
     rng = np.random.default_rng(0)
