@@ -55,6 +55,7 @@ _EXPORTS = {
     "shuffle_test": "geoanalyze.geometry.shuffle",
     "get_encoding": "geoanalyze.encodings",
     "write_figures": "geoanalyze.report.stress",
+    **dict.fromkeys(("capture", "CaptureResult", "LayerRows"), "geoanalyze.checkpoints.rows"),
 }
 
 __all__ = [

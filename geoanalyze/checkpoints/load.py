@@ -595,7 +595,11 @@ def mechanism_of(path: Path, trust_remote_code: bool = False) -> Mechanism:
     from ..cache import cache_enabled, cache_entry
 
     # Detection reads what transformers builds: another transformers version may build it otherwise.
-    key = {"checkpoint": fingerprint(path), "transformers": version("transformers"), "version": 5}  # 5: blocks run by reused modules (HRM); 4: caller NoPE, mLSTM attention, BLT's blocks
+    key = {
+        "checkpoint": fingerprint(path),
+        "transformers": version("transformers"),
+        "version": 5,
+    }  # 5: blocks run by reused modules (HRM); 4: caller NoPE, mLSTM attention, BLT's blocks
     entry = cache_entry("mechanisms", key).with_suffix(".json")
     try:  # served only under its recorded key; never read with --no-cache
         record = json.loads(entry.read_text(encoding="utf-8")) if cache_enabled() else {}

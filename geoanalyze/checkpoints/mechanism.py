@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import InputError
+from .quirks import quirks
 
 KINDS = ("learned", "fixed", "rope", "alibi", "relative", "none")
 _POSITION_NAME = re.compile(
@@ -473,7 +474,7 @@ def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
         "buffers": int(sum(b.numel() for b in model.buffers())),
     }
     # ALiBi: the model's own slope function, unless the config switches it off (Falcon, MPT).
-    slopes = _alibi_slopes(model, config)
+    slopes = _alibi_slopes(config)
     if slopes is not None:
         return AlibiMechanism(**common, alibi_slopes=tuple(slopes))
     # Rotary: frequency buffers, or a sin/cos table (GPT-J, CodeGen).
@@ -619,33 +620,17 @@ def _qk_weights(model: Any, blocks: list[Any], prefix: str = "") -> tuple[tuple[
     return tuple(out)
 
 
-def _alibi_slopes(model: Any, config: Any) -> list[float] | None:
-    import sys
-
-    import torch
-
+def _alibi_slopes(config: Any) -> list[float] | None:
+    """The slopes of the model type's own ALiBi function (its quirks' ``alibi``), unless the config turns it off."""
+    rule = quirks(str(config_attr(config, "model_type", ""))).alibi
     flag = config_attr(config, "alibi", None)
     attn_config = config_attr(config, "attn_config", None)
     if attn_config is not None:
         flag = attn_config.get("alibi") if isinstance(attn_config, dict) else getattr(attn_config, "alibi", flag)
-    if flag is False:
-        return None
-    namespace = vars(sys.modules[type(model).__module__])
     heads = config_attr(config, "num_attention_heads", None) or config_attr(config, "n_head", None)
-    if not isinstance(heads, int):
+    if rule is None or flag is False or not isinstance(heads, int):
         return None
-    for name, function in namespace.items():
-        if not callable(function) or "alibi" not in name.lower() or not name.startswith("build"):
-            continue
-        with torch.no_grad():
-            if "mpt" in name:
-                bias_max = getattr(attn_config, "alibi_bias_max", 8) if attn_config is not None else 8
-                values = function(heads, 2, alibi_bias_max=bias_max)  # (1?, H, 1, 2): slope * (j - (n - 1))
-            else:
-                values = function(torch.ones(1, 2, dtype=torch.long), heads, torch.float32)  # (H, 1, 2)
-        values = values.reshape(heads, -1).to(torch.float64)
-        return (values[:, -1] - values[:, 0]).tolist()
-    return None
+    return rule(heads, attn_config)
 
 
 def _stack_first(model: Any, blocks: list[Any]) -> list[Any]:
