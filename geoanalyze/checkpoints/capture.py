@@ -54,10 +54,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Protocol
 
-from .mechanism import KEY_NAMES, QUERY_NAMES
-from .quirks import Call, ParameterProjection, Quirks, Rotation, Split, quirks
+from .quirks import KEY_NAMES, QUERY_NAMES, Call, ParameterProjection, Quirks, Rotation, Split, quirks
 
 #: the implementations a capture can wrap (the ones ``from_pretrained`` picks without being asked)
 WRAPPED = ("sdpa", "eager")
@@ -75,6 +74,13 @@ SHARED_NAMES = ("query_key",)
 PROJECTION_QUERY_NAMES = (*QUERY_NAMES, "project_q")
 PROJECTION_KEY_NAMES = (*KEY_NAMES, "project_k")
 Attention = Callable[..., Any]  # (module, query, key, value, attention_mask, ...) -> (output, weights)
+
+
+class Recorder(Protocol):
+    """What :func:`capture_attention` calls: an attention function that records, then calls the original."""
+
+    def attention(self, original: Callable[[Any], Attention]) -> Attention: ...
+
 
 #: the attention of the pass under way: the capture, then the original
 _ACTIVE: ContextVar[Attention | None] = ContextVar("geoanalyze_capture", default=None)
@@ -414,7 +420,7 @@ def _original(implementation: str, fallback_eager: Attention | None) -> Callable
 
 
 @contextlib.contextmanager
-def capture_attention(model: Any, recorder: QueryKeySums, implementation: str | None = None) -> Iterator[None]:
+def capture_attention(model: Any, recorder: Recorder, implementation: str | None = None) -> Iterator[None]:
     """Switch the model to the capturing attention for the duration of a pass, then back.
 
     ``implementation``: the attention the model was loaded with (``load_model`` states it); None
@@ -518,9 +524,9 @@ def hook_projections(recorder: QueryKeySums, blocks: list[Any], model_type: str 
         if rules.rotation is not None:  # the attention rotates q and k in its own code: as it does, with its tables
             recorder.rotations[number] = (rules.rotation, attention)
             handles.append(attention.register_forward_pre_hook(_arguments(recorder, number), with_kwargs=True))
-        if key is None:
+        if key is None and rules.split is not None:
             handles.append(query.register_forward_hook(_fused(recorder, number, attention, rules.split)))
-        else:
+        elif key is not None:
             handles.append(query.register_forward_hook(_store(recorder, recorder.queries, number)))
             handles.append(key.register_forward_hook(_store(recorder, recorder.keys, number)))
     return handles

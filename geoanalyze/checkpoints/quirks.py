@@ -16,6 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+#: last components of the module names of query and key projections
+QUERY_NAMES = ("query", "q_proj", "q_lin", "q", "query_proj", "wq")
+KEY_NAMES = ("key", "k_proj", "k_lin", "k", "key_proj", "wk")
 #: the arguments of one call of an attention module, by the names its forward's signature gives them
 Call = Mapping[str, Any]
 Split = Callable[[Any, Any], tuple[Any, Any]]  # (attention module, fused (B, T, 3w)) -> (q, k), each (B, T, w')
