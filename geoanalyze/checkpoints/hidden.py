@@ -49,7 +49,8 @@ from typing import Any, TypedDict, Unpack
 import numpy as np
 
 from ..errors import InputError
-from .capture import QueryKeySums, capture_attention, hook_projections
+from .capture import QueryKeySums, hook_projections
+from .interface import capture_attention
 from .load import Checkpoint
 from .mechanism import blocks_run, layer_list
 from .placement import DEVICES, DTYPES, available_memory, resolve_device, resolve_dtype

@@ -34,32 +34,14 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .kinds import (
-    AlibiMechanism,
-    FixedTable,
-    LearnedTable,
-    Mechanism,
-    NoMechanism,
-    RelativeMechanism,
-    RopeMechanism,
-    RopeSet,
-    TableMechanism,
-    axial_table,
-    check_rope_matches,
-    implied_base,
-)
+from . import kinds
+from .kinds import LearnedTable, Mechanism, RopeSet, TableMechanism, axial_table, check_rope_matches
 from .observe import Observed, caller_rope, observe
 from .quirks import KEY_NAMES, QUERY_NAMES, quirks
 
-__all__ = [
-    "AlibiMechanism",
-    "FixedTable",
+__all__ = [  # the kinds tests and callers reach through here beside detection's own names
     "LearnedTable",
     "Mechanism",
-    "NoMechanism",
-    "RelativeMechanism",
-    "RopeMechanism",
-    "RopeSet",
     "TableMechanism",
     "axial_table",
     "blocks_run",
@@ -67,7 +49,6 @@ __all__ = [
     "check_rope_matches",
     "config_attr",
     "detect",
-    "implied_base",
     "layer_list",
 ]
 
@@ -223,7 +204,7 @@ def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
     # ALiBi: the model's own slope function, unless the config switches it off (Falcon, MPT).
     slopes = _alibi_slopes(config)
     if slopes is not None:
-        return AlibiMechanism(**common, alibi_slopes=tuple(slopes))
+        return kinds.AlibiMechanism(**common, alibi_slopes=tuple(slopes))
     # Rotary: frequency buffers, or a sin/cos table (GPT-J, CodeGen).
     rope_sets = _rope_sets(model, config, blocks)
     if rope_sets:
@@ -238,8 +219,8 @@ def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
             return LearnedTable(**common, table=prefix + name, table_shape=shape, offset=offset, factors=factors)
         rows = tensor.detach().double().cpu().numpy().tolist()
         values = tuple(tuple(row) for row in rows)
-        return FixedTable(**common, table=prefix + name, table_shape=shape, offset=offset, table_values=values)
-    return RelativeMechanism(**common) if common["relative"] else NoMechanism(**common)
+        return kinds.FixedTable(**common, table=prefix + name, table_shape=shape, offset=offset, table_values=values)
+    return kinds.RelativeMechanism(**common) if common["relative"] else kinds.NoMechanism(**common)
 
 
 def _relative_scheme(model: Any, config: Any) -> str:
@@ -261,7 +242,7 @@ def _rope_mechanism(
     n_blocks: int,
     attention: dict[int, list[Any]],
     seen: Observed,
-) -> RopeMechanism:
+) -> kinds.RopeMechanism:
     main = _main_set(sets)
     layers = _rope_layers(config, sets, main, n_blocks, attention, seen)
     notes = []
@@ -272,7 +253,7 @@ def _rope_mechanism(
         notes.append("every attention layer skips its rotary embedding (NoPE)")
     elif nope:
         notes.append(f"blocks {', '.join(map(str, nope))} apply no rotary embedding (NoPE); the others use RoPE")
-    return RopeMechanism(**common, notes=tuple(notes), rope=sets, rope_main=main, rope_layers=tuple(layers))
+    return kinds.RopeMechanism(**common, notes=tuple(notes), rope=sets, rope_main=main, rope_layers=tuple(layers))
 
 
 def _hidden_size(config: Any, depth: int = 0) -> int:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .capture import capture_attention
+from .interface import capture_attention
 
 #: keyword arguments by which a model hands a block, or a block its attention, the rotary tables
 ROTARY_ARGUMENT = re.compile(r"position_embeddings?$|rotary|rope|freqs_cis|cos_sin")

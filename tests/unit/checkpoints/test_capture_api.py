@@ -21,9 +21,10 @@ DOC = Path(__file__).resolve().parents[3] / "docs" / "checkpoints.md"
 
 
 def example() -> str:
-    """The python block of the section "Capture the rows from Python"."""
+    """The python block (fenced ``py``: the page's one ``python`` block builds the zoo's tiny Llama) of the section
+    "Capture the rows from Python"."""
     section = DOC.read_text(encoding="utf-8").split("## Capture the rows from Python", 1)[1]
-    found = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    found = re.search(r"```py\n(.*?)```", section, re.DOTALL)
     assert found is not None, "docs/checkpoints.md: the capture section has no python example"
     return found.group(1)
 
