@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .interface import capture_attention
+from .quirks import Call
 
 #: keyword arguments by which a model hands a block, or a block its attention, the rotary tables
 ROTARY_ARGUMENT = re.compile(r"position_embeddings?$|rotary|rope|freqs_cis|cos_sin")
@@ -89,7 +90,7 @@ def observe(model: Any, blocks: Sequence[Any]) -> Observed:
 
 
 def _handed(seen: Observed, number: int) -> Callable[..., None]:
-    def hook(_: Any, __: Any, kwargs: dict[str, Any]) -> None:
+    def hook(_: Any, __: Any, kwargs: Call) -> None:
         for name, value in kwargs.items():
             if ROTARY_ARGUMENT.search(name):
                 seen.handed[number] = seen.handed.get(number, True) and value is not None
@@ -196,16 +197,14 @@ def _runnable(model: Any) -> tuple[Any, str]:
     return runner, "cpu"
 
 
-def _two_tokens(model: Any, device: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def _two_tokens(model: Any, device: str) -> tuple[tuple[Any, ...], Call]:
     """The arguments of a two-token call: ``input_ids`` (no cache) for a transformers model, else a (2,) tensor
     of ones for each required argument of its forward."""
     import torch
 
     parameters = inspect.signature(model.forward).parameters
     if "input_ids" in parameters:
-        kwargs: dict[str, Any] = {"input_ids": torch.tensor([[1, 2]], device=device)}
-        if "use_cache" in parameters:
-            kwargs["use_cache"] = False
-        return (), kwargs
+        cache: Call = {"use_cache": False} if "use_cache" in parameters else {}
+        return (), {"input_ids": torch.tensor([[1, 2]], device=device), **cache}
     required = [p for p in parameters.values() if p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD]
     return tuple(torch.ones(2, device=device) for _ in required), {}
