@@ -58,6 +58,7 @@ _EXPORTS = {
     "get_encoding": "geoanalyze.encodings",
     "write_figures": "geoanalyze.report.stress",
     "VerifyResult": "geoanalyze.experiments.record",
+    **dict.fromkeys(("capture", "CaptureResult", "LayerRows"), "geoanalyze.checkpoints.rows"),
 }
 
 __all__ = [

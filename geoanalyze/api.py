@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .analysis import StressOptions, analyze, split_specs
+from .checkpoints.rows import CaptureResult, LayerRows, capture  # noqa: F401  (the public face: geoanalyze.capture)
 from .results import StressResult
 
 __all__ = ["score", "score_vectors", "to_json", "to_markdown", "verdict", "write_report"]

@@ -1,8 +1,7 @@
 """Pretrained checkpoints: offline-first loading, the position mechanism read from the model, and
 the forward pass that measures hidden states and the queries and keys attention sees."""
 
-from .load import Checkpoint, load_checkpoint, resolve_checkpoint
-from .mechanism import (
+from .kinds import (
     AlibiMechanism,
     FixedTable,
     LearnedTable,
@@ -13,6 +12,7 @@ from .mechanism import (
     RopeSet,
     TableMechanism,
 )
+from .load import Checkpoint, load_checkpoint, resolve_checkpoint
 
 __all__ = [
     "AlibiMechanism",

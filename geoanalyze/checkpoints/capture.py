@@ -16,7 +16,7 @@ numbers are the original's.
 Models whose attention does not go through that interface (BLOOM, MPT, Falcon, DeBERTa, Longformer,
 ...) keep their implementation; :func:`hook_projections` captures them at their query/key
 projections (forward hooks), separate or fused in the layout the model type documents. Those that
-rotate q and k in their own code (RoFormer, GPT-NeoX-Japanese, Falcon with RoPE: :data:`ROTATIONS`)
+rotate q and k in their own code (RoFormer, GPT-NeoX-Japanese, Falcon with RoPE: their :class:`~.quirks.Quirks` ``rotation``)
 have the projections' q and k rotated as their attention rotates them: a forward pre-hook on the
 attention module takes the rotary tables its call is handed (``sinusoidal_pos``, ``position_embeddings``),
 and the model's own rotary function applies them (:meth:`QueryKeySums.rotate`).
@@ -37,10 +37,10 @@ of its own) has its query row from that projection, as the attention uses it, an
 what the attention compares the queries against: the same projection length-normalised per head
 (:func:`_shared_query_key`), with a note (:attr:`QueryKeySums.shared`).
 
-CPM-Ant's blocks see the model's prompt positions before the input's (:data:`PREFIXES`): its rows are
+CPM-Ant's blocks see the model's prompt positions before the input's (its quirks' ``prefix``): its rows are
 read after them. XLNet's query and key maps are Parameters its attention multiplies in its own code, no
 module to hook: a forward pre-hook on the attention module takes its content stream and multiplies it as
-the attention does (:data:`PARAMETER_PROJECTIONS`).
+the attention does (its quirks' ``parameters``).
 
 A block that runs two attention modules of its own, each once (LongCat-Flash's self_attn[0] and
 self_attn[1]), keeps its number (the mechanism's block, the hidden rows' layer): its query and key
@@ -51,43 +51,23 @@ shared by every layer counts a block per call, DiffLlama's two softmaxes on the 
 
 from __future__ import annotations
 
-import contextlib
-import sys
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Callable
 from typing import Any
 
-from .mechanism import KEY_NAMES, QUERY_NAMES
+from .interface import CAPTURE_PREFIX, Attention, capture_attention  # noqa: F401  (capture's public names)
+from .quirks import KEY_NAMES, QUERY_NAMES, Call, ParameterProjection, Quirks, Rotation, Split, quirks
 
-#: the implementations a capture can wrap (the ones ``from_pretrained`` picks without being asked)
-WRAPPED = ("sdpa", "eager")
-#: prefix of the registered names: geoanalyze_capture_sdpa, geoanalyze_capture_eager
-CAPTURE_PREFIX = "geoanalyze_capture_"
 #: the names of fused query/key/value projections (BLOOM, Falcon, GPT-NeoX-Japanese: query_key_value; MPT: Wqkv;
 #: OpenAI-GPT: its Conv1D c_attn), and of shared query/key projections (Reformer's LSH attention: query_key)
 FUSED_NAMES = ("query_key_value", "wqkv", "c_attn", "query_key")
 #: the names in FUSED_NAMES of a shared query/key projection (the keys are made from the queries)
 SHARED_NAMES = ("query_key",)
-#: fused query/key/value projections by a name other modules use for other maps (Mamba's in_proj is no
-#: attention's), sought only in the model types whose layout FUSED_LAYOUTS knows: DeBERTa's in_proj
-TYPE_FUSED_NAMES: dict[str, tuple[str, ...]] = {"deberta": ("in_proj",)}
 #: query/key projections by names the position mechanism does not need (its QUERY_NAMES, KEY_NAMES read
 #: weights; these only the capture): CPM-Ant's project_q/project_k. Not Funnel's q_head/k_head: its first
 #: layer of a pooled group has pooled queries (fewer rows than the input's positions), which the analysis
 #: scores on the input's positions
 PROJECTION_QUERY_NAMES = (*QUERY_NAMES, "project_q")
 PROJECTION_KEY_NAMES = (*KEY_NAMES, "project_k")
-#: model_type -> the config value counting the positions its blocks see before the input's (CPM-Ant:
-#: CpmAntModel.forward puts ``prompt_length`` prompt tokens ahead of input_ids and drops them from its
-#: hidden states after the encoder): its query/key rows are read from that position on
-PREFIXES: dict[str, str] = {"cpmant": "prompt_length"}
-
-Attention = Callable[..., Any]  # (module, query, key, value, attention_mask, ...) -> (output, weights)
-Split = Callable[[Any, Any], tuple[Any, Any]]  # (attention module, fused (B, T, 3w)) -> (q, k), each (B, T, w')
-Rotation = Callable[[Any, dict[str, Any], Any], Any]  # (attention module, its call's arguments, (B, H, T, d))
-
-#: the attention of the pass under way: the capture, then the original
-_ACTIVE: ContextVar[Attention | None] = ContextVar("geoanalyze_capture", default=None)
 
 
 class QueryKeySums:
@@ -118,7 +98,7 @@ class QueryKeySums:
         self.shared: dict[int, str] = {}  # block -> its attention's class, whose keys are its normalised queries
         self.pending: list[tuple[dict[int, Any], int, Any, str]] = []  # the sums of the forward under way
         self.rotations: dict[int, tuple[Rotation, Any]] = {}  # block -> how its attention rotates q and k, the module
-        self.arguments: dict[int, dict[str, Any]] = {}  # per forward: block -> its attention's call, by argument name
+        self.arguments: dict[int, Call] = {}  # per forward: block -> its attention's call, by argument name
 
     def start(self, mask: Any) -> None:
         """Take the padding mask of the next forward (on the model's input device)."""
@@ -183,7 +163,7 @@ class QueryKeySums:
 
     def rotate(self, block: int, states: Any) -> Any:
         """A projection's q or k of ``block``, (B, T, w) or per head (B, T, ..., d), rotated as its attention
-        rotates them (:data:`ROTATIONS`), at the positions of the call under way; unchanged without a rule."""
+        rotates them (its quirks' ``rotation``), at the positions of the call under way; unchanged without a rule."""
         found = self.rotations.get(block)
         if found is None:
             return states
@@ -379,154 +359,6 @@ def _blocks(numbers: list[int]) -> str:
     return ("block " if len(numbers) == 1 else "blocks ") + ", ".join(str(number) for number in numbers)
 
 
-def captured_attention(
-    module: Any, query: Any, key: Any, value: Any, attention_mask: Any, *args: Any, **kwargs: Any
-) -> Any:
-    """The function registered with transformers' ``AttentionInterface``: the attention of the pass under way."""
-    attention = _ACTIVE.get()
-    if attention is None:
-        raise RuntimeError(
-            f"{type(module).__name__} called geoanalyze's capturing attention outside a forward pass; "
-            "its attn_implementation was not restored"
-        )
-    return attention(module, query, key, value, attention_mask, *args, **kwargs)
-
-
-def _model_eager(model: Any) -> Attention | None:
-    """The ``eager_attention_forward`` of the model's file, or of the first of its modules' files that has one."""
-    eager = getattr(sys.modules[type(model).__module__], "eager_attention_forward", None)
-    if eager is None:  # the block modules may live in another file than the model class
-        for module in model.modules():
-            eager = getattr(sys.modules.get(type(module).__module__), "eager_attention_forward", None)
-            if eager is not None:
-                break
-    return eager
-
-
-def _original(implementation: str, fallback_eager: Attention | None) -> Callable[[Any], Attention]:
-    """module -> the attention function it calls under ``implementation``, looked up as its own file does
-    (a file may keep its own AttentionInterface; eager is the file's ``eager_attention_forward``)."""
-    from transformers import AttentionInterface
-    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-
-    def original(module: Any) -> Attention:
-        namespace = sys.modules.get(type(module).__module__)
-        if implementation == "eager":
-            found: Attention | None = getattr(namespace, "eager_attention_forward", None) or fallback_eager
-            if found is None:  # capture_attention switches an eager model only when it has one
-                raise RuntimeError(f"{type(module).__name__}: no eager attention function to call")
-            return found
-        interface = getattr(namespace, "ALL_ATTENTION_FUNCTIONS", None)
-        return (interface if isinstance(interface, AttentionInterface) else ALL_ATTENTION_FUNCTIONS)[implementation]
-
-    return original
-
-
-@contextlib.contextmanager
-def capture_attention(model: Any, recorder: QueryKeySums, implementation: str | None = None) -> Iterator[None]:
-    """Switch the model to the capturing attention for the duration of a pass, then back.
-
-    ``implementation``: the attention the model was loaded with (``load_model`` states it); None
-    asks the model's config. Nothing changes for a model that cannot switch (its attention
-    bypasses the interface), or whose implementation is not one of :data:`WRAPPED`; the caller's
-    probe finds no calls then.
-    """
-    from transformers import AttentionInterface, AttentionMaskInterface
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
-
-    # transformers 5.24 has no public getter of the current implementation (set_attn_implementation
-    # only sets it; the config's attn_implementation is an init argument): the private property it reads itself
-    before = implementation or getattr(getattr(model, "config", None), "_attn_implementation", None)
-    eager = _model_eager(model)
-    if before not in WRAPPED or (before == "eager" and eager is None) or not hasattr(model, "set_attn_implementation"):
-        yield
-        return
-    name = CAPTURE_PREFIX + before
-    AttentionInterface.register(name, captured_attention)
-    AttentionMaskInterface.register(name, ALL_MASK_ATTENTION_FUNCTIONS[before])  # the original's mask, unchanged
-    token = _ACTIVE.set(recorder.attention(_original(before, eager)))
-    try:
-        model.set_attn_implementation(name)
-        yield
-    finally:
-        model.set_attn_implementation(before)
-        _ACTIVE.reset(token)
-
-
-# --- the projections of models that bypass the interface -----------------------------------------
-
-
-def _bloom(attention: Any, fused: Any) -> tuple[Any, Any]:
-    """BLOOM and Falcon (classic): (B, T, H, 3, d), per head [q | k | v]."""
-    heads = fused.view(*fused.shape[:2], attention.num_heads, 3, attention.head_dim)
-    return heads[..., 0, :], heads[..., 1, :]
-
-
-def _falcon(attention: Any, fused: Any) -> tuple[Any, Any]:
-    """Falcon: new decoder architecture (groups of H/kv queries, one key, one value), multi-query
-    (H queries, one key, one value), or BLOOM's layout. The shared key is repeated per query head, as
-    Falcon's own attention does."""
-    import torch
-
-    batch, length = fused.shape[:2]
-    if getattr(attention, "new_decoder_architecture", False):
-        groups = fused.view(batch, length, -1, attention.num_heads // attention.num_kv_heads + 2, attention.head_dim)
-        query = groups[:, :, :, :-2]
-        return query, torch.broadcast_to(groups[:, :, :, [-2]], query.shape)
-    if not getattr(attention, "multi_query", False):
-        return _bloom(attention, fused)
-    heads = fused.view(batch, length, attention.num_heads + 2, attention.head_dim)
-    return heads[..., :-2, :], heads[..., [-2], :]
-
-
-def _neox_japanese(attention: Any, fused: Any) -> tuple[Any, Any]:
-    """GPT-NeoX-Japanese: (B, T, H, 3d), per head [q | k | v]."""
-    size = attention.head_size
-    heads = fused.view(*fused.shape[:2], attention.num_attention_heads, 3 * size)
-    return heads[..., :size], heads[..., size : 2 * size]
-
-
-def _shared_query_key(attention: Any, shared: Any) -> tuple[Any, Any]:
-    """Reformer's LSH attention (LSHSelfAttention.forward): one projection ``query_key`` gives the queries,
-    and the keys are ``_len_and_dim_norm`` of the same vectors per head, x * rsqrt(mean(x^2) + 1e-6) /
-    sqrt(head size) (``_len_norm``'s epsilon). The 1/sqrt(head size) is the score scaling (the model's
-    LocalSelfAttention divides its keys by it too), left out as everywhere the capture reads projections."""
-    import torch
-
-    heads = shared.view(*shared.shape[:2], attention.num_attention_heads, attention.attention_head_size)
-    variance = torch.mean(heads.float() ** 2, -1, keepdim=True)
-    return shared, heads.float() * torch.rsqrt(variance + 1e-6)
-
-
-def _deberta(attention: Any, fused: Any) -> tuple[Any, Any]:
-    """DeBERTa (DisentangledSelfAttention.forward): in_proj's (B, T, 3w) viewed per head, (B, T, H, 3d),
-    then ``chunk(3, dim=-1)``: per head [q | k | v]; the queries get ``q_bias``, viewed per head the same
-    way (``transpose_for_scores(self.q_bias[None, None, :])``). Its division of the queries by
-    sqrt(d * (1 + len(pos_att_type))) is the score scaling, left out as for every block; its relative
-    terms (c2p, p2c) are the relative mechanism, not queries or keys of the positions."""
-    heads, size = attention.num_attention_heads, attention.attention_head_size
-    split = fused.view(*fused.shape[:2], heads, 3 * size)
-    return split[..., :size] + attention.q_bias.view(heads, size), split[..., size : 2 * size]
-
-
-def _thirds(_: Any, fused: Any) -> tuple[Any, Any]:
-    """MPT, OpenAI-GPT: [Q | K | V] along the width."""
-    query, key, _value = fused.chunk(3, dim=-1)
-    return query, key
-
-
-#: model_type -> how its fused projection splits (the layout of the model's own attention code)
-FUSED_LAYOUTS: dict[str, Split] = {
-    "bloom": _bloom,
-    "deberta": _deberta,
-    "falcon": _falcon,
-    "mpt": _thirds,
-    "gpt_neox_japanese": _neox_japanese,
-    "openai-gpt": _thirds,
-    "reformer": _shared_query_key,
-}
-
-
 def _is_projection(module: Any) -> bool:
     """A per-position linear map: torch's Linear; transformers' Conv1D (x W + b: OpenAI-GPT's fused c_attn);
     torch's Conv1d with kernel 1 (SqueezeBERT's 1x1 convolutions, channels first); a linear of its own
@@ -561,26 +393,27 @@ def _projections(block: Any, fused_names: tuple[str, ...] = FUSED_NAMES) -> tupl
 
 def hook_projections(recorder: QueryKeySums, blocks: list[Any], model_type: str = "", config: Any = None) -> list[Any]:
     """Forward hooks on each block's query/key projections (separate, or fused in the layout of
-    :data:`FUSED_LAYOUTS`; maps held as Parameters read by :data:`PARAMETER_PROJECTIONS`) and on the
+    :class:`~.quirks.Quirks` ``split``; maps held as Parameters read by its ``parameters``) and on the
     block itself (the (batch, length) of its input); the handles, to remove after the pass. ``config``
-    (the model's) tells the positions a model puts before the input's (:data:`PREFIXES`)."""
+    (the model's) tells the positions a model puts before the input's (its quirks' ``prefix``)."""
     handles = []
-    prefix = int(getattr(config, PREFIXES.get(model_type, ""), 0) or 0)
+    rules = quirks(model_type)
+    prefix = int(getattr(config, rules.prefix, 0) or 0) if rules.prefix else 0
     for index, block in enumerate(blocks):
         number = index + 1
         if prefix:
             recorder.prefix[number] = prefix
-        _query_bias(recorder, block, number, model_type)
-        if model_type in PARAMETER_PROJECTIONS:
-            handles.extend(_hook_parameters(recorder, block, number, PARAMETER_PROJECTIONS[model_type]))
+        _query_bias(recorder, block, number, rules)
+        if rules.parameters is not None:
+            handles.extend(_hook_parameters(recorder, block, number, rules.parameters))
             continue
-        found = _projections(block, FUSED_NAMES + TYPE_FUSED_NAMES.get(model_type, ()))
+        found = _projections(block, FUSED_NAMES + rules.fused_names)
         if found is None:
             continue
         query, key, attention = found
         query, key = _requantized(attention, query), _requantized(attention, key)
         shared = key is None and any(getattr(attention, name, None) is query for name in SHARED_NAMES)
-        if key is None and model_type not in FUSED_LAYOUTS:
+        if key is None and rules.split is None:
             what = (
                 "shared query/key projection has no known key rule"
                 if shared
@@ -597,25 +430,20 @@ def hook_projections(recorder: QueryKeySums, blocks: list[Any], model_type: str 
         handles.append(
             block.register_forward_pre_hook(_block_input(recorder, number, inside, channels), with_kwargs=True)
         )
-        if model_type in ROTATIONS:  # the attention rotates q and k in its own code: as it does, with its call's tables
-            recorder.rotations[number] = (ROTATIONS[model_type], attention)
+        if rules.rotation is not None:  # the attention rotates q and k in its own code: as it does, with its tables
+            recorder.rotations[number] = (rules.rotation, attention)
             handles.append(attention.register_forward_pre_hook(_arguments(recorder, number), with_kwargs=True))
-        if key is None:
-            handles.append(query.register_forward_hook(_fused(recorder, number, attention, FUSED_LAYOUTS[model_type])))
-        else:
+        if key is None and rules.split is not None:
+            handles.append(query.register_forward_hook(_fused(recorder, number, attention, rules.split)))
+        elif key is not None:
             handles.append(query.register_forward_hook(_store(recorder, recorder.queries, number)))
             handles.append(key.register_forward_hook(_store(recorder, recorder.keys, number)))
     return handles
 
 
-#: model_type -> (its attention's class, the Parameter its content score adds to the queries): XLNet
-#: (XLNetRelativeAttention.rel_attn_core: ``torch.einsum("ibnd,jbnd->bnij", q_head + self.r_w_bias, k_head_h)``)
-QUERY_BIASES: dict[str, tuple[str, str]] = {"xlnet": ("XLNetRelativeAttention", "r_w_bias")}
-
-
-def _query_bias(recorder: QueryKeySums, block: Any, number: int, model_type: str) -> None:
-    """Record that block's attention adds a bias of its own to the queries it scores (:data:`QUERY_BIASES`)."""
-    found = QUERY_BIASES.get(model_type)
+def _query_bias(recorder: QueryKeySums, block: Any, number: int, rules: Quirks) -> None:
+    """Record that block's attention adds a bias of its own to the queries it scores (its ``query_bias``)."""
+    found = rules.query_bias
     if found is not None and any(type(module).__name__ == found[0] for module in block.modules()):
         recorder.biased[number] = found
 
@@ -694,7 +522,7 @@ def _store(recorder: QueryKeySums, store: dict[int, Any], block: int) -> Callabl
 
 
 def _fused(recorder: QueryKeySums, block: int, attention: Any, split: Split) -> Callable[..., None]:
-    """Split a fused QKV output the way the model's attention does (:data:`FUSED_LAYOUTS`)."""
+    """Split a fused QKV output the way the model's attention does (its quirks' ``split``)."""
 
     def hook(module: Any, __: Any, output: Any) -> None:
         if recorder.mask is None:
@@ -712,34 +540,10 @@ def _fused(recorder: QueryKeySums, block: int, attention: Any, split: Split) -> 
     return hook
 
 
-# --- attentions whose query/key maps are Parameters, not modules -------------------------------------
-
-
-def _xlnet(attention: Any, call: dict[str, Any]) -> tuple[Any, Any]:
-    """XLNet (XLNetRelativeAttention.forward, both branches): the content stream h, (T, B, d) sequence-first,
-    gives ``q_head_h = torch.einsum("ibh,hnd->ibnd", h, self.q)`` and ``k_head_h = torch.einsum("ibh,hnd->ibnd",
-    cat, self.k)``, cat = h (with ``mems``, cat = [mems, h]: the positions' own keys are h's). The biases its
-    scores add to q (r_w_bias on the content term, r_r_bias on the relative one, r_s_bias on the segment one)
-    and the relative keys k_head_r are the relative mechanism, left out: q and k as projected. The query
-    stream g (two-stream pretraining, target_mapping) is no position's query here."""
-    import torch
-
-    h = call["h"]
-    query = torch.einsum("ibh,hnd->ibnd", h, attention.q).flatten(2)
-    key = torch.einsum("ibh,hnd->ibnd", h, attention.k).flatten(2)
-    return query, key
-
-
-ParameterProjection = Callable[[Any, dict[str, Any]], tuple[Any, Any]]  # (attention, its call) -> q, k (T, B, w)
-#: model_type -> (the name of the attention module in its block, how its q and k come from its call's
-#: arguments): attentions whose query/key maps are Parameters multiplied in their own code (no module to hook)
-PARAMETER_PROJECTIONS: dict[str, tuple[str, ParameterProjection]] = {"xlnet": ("rel_attn", _xlnet)}
-
-
 def _hook_parameters(
     recorder: QueryKeySums, block: Any, number: int, rule: tuple[str, ParameterProjection]
 ) -> list[Any]:
-    """A forward pre-hook on block's attention module (:data:`PARAMETER_PROJECTIONS`): q and k from its call,
+    """A forward pre-hook on block's attention module (its quirks' ``parameters``): q and k from its call,
     batch-first, added; one on the block (its input's (batch, length)). [] where the block has no such module."""
     name, project = rule
     attention = getattr(block, name, None)
@@ -763,46 +567,6 @@ def _hook_parameters(
         block.register_forward_pre_hook(_block_input(recorder, number), with_kwargs=True),
         attention.register_forward_pre_hook(hook, with_kwargs=True),
     ]
-
-
-# --- attentions that rotate their queries and keys in their own code ---------------------------------
-
-
-def _sinusoidal_pairs(attention: Any, call: dict[str, Any], heads: Any) -> Any:
-    """RoFormer (RoFormerSelfAttention.forward): a self-attention call (no ``encoder_hidden_states``) handed
-    ``sinusoidal_pos`` (the encoder's embed_positions table at the input's positions) rotates its queries
-    and keys with its own ``apply_rotary_position_embeddings``, in (2i, 2i + 1) pairs."""
-    table = call.get("sinusoidal_pos")
-    if table is None or call.get("encoder_hidden_states") is not None:
-        return heads
-    rotated, _ = attention.apply_rotary_position_embeddings(table, heads, heads)
-    return rotated
-
-
-def _cos_sin(attention: Any, call: dict[str, Any], heads: Any) -> Any:
-    """Falcon (FalconAttention.forward, where it is handed no ``alibi``) and GPT-NeoX-Japanese
-    (GPTNeoXJapaneseAttention.forward): the (cos, sin) the model's rotary_emb hands the call as
-    ``position_embeddings``, applied by the attention's file's ``apply_rotary_pos_emb`` to the first
-    cos.shape[-1] dims of each head (GPT-NeoX-Japanese's rotary_ndims); the rest passes unrotated."""
-    import torch
-
-    tables = call.get("position_embeddings")
-    if tables is None or call.get("alibi") is not None:
-        return heads
-    cos, sin = tables
-    apply = sys.modules[type(attention).__module__].apply_rotary_pos_emb
-    dims = cos.shape[-1]
-    rotated, _ = apply(heads[..., :dims], heads[..., :dims], cos, sin)
-    return torch.cat((rotated, heads[..., dims:]), dim=-1) if dims < heads.shape[-1] else rotated
-
-
-#: model_type -> how its attention rotates the projections' q and k in its own code (outside transformers'
-#: attention interface), mirrored per type: another own-code attention may normalise or reshape them first
-ROTATIONS: dict[str, Rotation] = {
-    "falcon": _cos_sin,
-    "gpt_neox_japanese": _cos_sin,
-    "roformer": _sinusoidal_pairs,
-}
 
 
 def _head_size(attention: Any) -> int:

@@ -44,15 +44,17 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
 from ..errors import InputError
-from .capture import QueryKeySums, capture_attention, hook_projections
+from .capture import QueryKeySums, hook_projections
+from .interface import capture_attention
 from .load import Checkpoint
 from .mechanism import blocks_run, layer_list
 from .placement import DEVICES, DTYPES, available_memory, resolve_device, resolve_dtype
+from .quirks import quirks
 
 __all__ = [
     "DEVICES",
@@ -210,17 +212,28 @@ def load_model(
     return model, config
 
 
+class PassOptions(TypedDict, total=False):
+    """How :func:`forward_pass` runs the model: where, in what precision, with which tokenizer.
+
+    device : cpu | cuda | mps; None picks the best available. dtype : float32 | bfloat16 | float16; None
+    the checkpoint's own where the device runs it. tokenizer_spec : the tokenizer the counts were made with
+    (None: the checkpoint's own). trust_remote_code : run the checkpoint's own modeling code.
+    """
+
+    device: str | None
+    dtype: str | None
+    tokenizer_spec: str | None
+    trust_remote_code: bool
+
+
 def forward_pass(
     checkpoint: Checkpoint,
     texts: Sequence[str],
     max_length: int,
     batch_size: int = 32,
     progress: Callable[[int], None] | None = None,
-    trust_remote_code: bool = False,
-    device: str | None = None,
-    dtype: str | None = None,
-    tokenizer_spec: str | None = None,
     capture: bool = True,
+    **options: Unpack[PassOptions],
 ) -> ForwardResult:
     """Hidden-state centroids of every layer and, with ``capture``, the query/key centroids of every block."""
     if not texts:
@@ -230,10 +243,11 @@ def forward_pass(
         raise InputError(f"--batch-size must be at least 1, got {batch_size}")
     import torch
 
-    where = resolve_device(device)
-    torch_dtype = resolve_dtype(dtype, where, checkpoint.config)
+    where = resolve_device(options.get("device"))
+    torch_dtype = resolve_dtype(options.get("dtype"), where, checkpoint.config)
+    trust_remote_code = options.get("trust_remote_code", False)
     shard = check_fits(checkpoint, where, torch_dtype, batch_size, max_length)
-    tokenizer = _tokenizer(checkpoint, tokenizer_spec, trust_remote_code)
+    tokenizer = _tokenizer(checkpoint, options.get("tokenizer_spec"), trust_remote_code)
     model, config = load_model(checkpoint, where, torch_dtype, shard, trust_remote_code)
     encoded = tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
@@ -269,29 +283,15 @@ def _tokenizer(checkpoint: Checkpoint, tokenizer_spec: str | None, trust_remote_
 
 def padded_alone(config: Any) -> int:
     """The multiple a model pads a sequence's length to inside its forward, where how far it pads changes
-    the sequence's own output; 1 for every other model.
-
-    Reformer (modeling_reformer's _get_least_common_mult_chunk_len): the least common multiple of the
-    chunk lengths of its layer types. Its local attention looks one chunk back circularly, so chunk 0
-    of a sequence sees the sequence's tail when it is padded to one multiple, and padding when a longer
-    batch pads it further (block 2's keys moved by 8e-5 on the zoo's model)."""
-    layers = getattr(config, "attn_layers", None)
-    if getattr(config, "model_type", "") != "reformer" or not layers:
-        return 1
-    chunks = {"lsh": config.lsh_attn_chunk_length, "local": config.local_attn_chunk_length}
-    return int(np.lcm.reduce([int(chunks[kind]) for kind in set(layers) if kind in chunks] or [1]))
+    the sequence's own output (its quirks' ``pad_multiple``: Reformer); 1 for every other model."""
+    rule = quirks(getattr(config, "model_type", "")).pad_multiple
+    return rule(config) if rule is not None else 1
 
 
 def unpadded(config: Any) -> bool:
-    """Whether a model must get batches without padding: CPM-Ant (CpmAntModel.forward takes no attention mask;
-    its _prepare_attention_mask counts the ids != 0 as a sequence's length and takes the LAST that many
-    positions as the real ones, left padding, so a right-padded sequence would attend to its padding and
-    its own last tokens' places would be masked), and Funnel where it pools (more than one block: its
-    FunnelAttentionStructure pools the padded batch, so a sequence's last pooled position averages its last
-    token with the padding after it, and truncate_seq drops the batch's last position, not the sequence's:
-    a sequence's rows alone differed by up to 0.40 from those in padded batches; CPM-Ant's by 186)."""
-    model_type = getattr(config, "model_type", "")
-    return model_type == "cpmant" or (model_type == "funnel" and len(getattr(config, "block_sizes", ()) or ()) > 1)
+    """Whether a model must get batches without padding (its quirks' ``unpadded``: CPM-Ant, Funnel where it pools)."""
+    rule = quirks(getattr(config, "model_type", "")).unpadded
+    return rule is not None and rule(config)
 
 
 def batch_groups(lengths: Sequence[int], batch_size: int, multiple: int = 1, exact: bool = False) -> list[np.ndarray]:
@@ -786,9 +786,9 @@ def _query_key_notes(
 
 
 def hidden_centroids(
-    checkpoint: Checkpoint, texts: Sequence[str], max_length: int, **options: Any
+    checkpoint: Checkpoint, texts: Sequence[str], max_length: int, batch_size: int = 32, **options: Unpack[PassOptions]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-layer position centroids of ``texts``: (L + 1, n, hidden) and the (n,) reach; the options are
-    :func:`forward_pass`'s, without the query/key capture."""
-    result = forward_pass(checkpoint, texts, max_length, capture=False, **options)
+    """Per-layer position centroids of ``texts``: (L + 1, n, hidden) and the (n,) reach (:func:`forward_pass`
+    without the query/key capture)."""
+    result = forward_pass(checkpoint, texts, max_length, batch_size, capture=False, **options)
     return result.centroids, result.reach

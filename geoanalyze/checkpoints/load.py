@@ -27,7 +27,7 @@ from ..errors import DataNotFoundError, FormatError, IncompatibleError, InputErr
 from ..hub import PACKAGED_MINILM_NAMES, hub_offline, packaged_minilm_path
 from ..notes import note
 from .adapters import find_tensor, query_key_maps
-from .mechanism import FixedTable, LearnedTable, Mechanism, TableMechanism, axial_table
+from .kinds import FixedTable, LearnedTable, Mechanism, TableMechanism, axial_table
 
 _WEIGHT_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]
 
@@ -595,7 +595,8 @@ def mechanism_of(path: Path, trust_remote_code: bool = False) -> Mechanism:
     from ..cache import cache_enabled, cache_entry
 
     # Detection reads what transformers builds: another transformers version may build it otherwise.
-    key = {"checkpoint": fingerprint(path), "transformers": version("transformers"), "version": 5}  # 5: blocks run by reused modules (HRM); 4: caller NoPE, mLSTM attention, BLT's blocks
+    # 6: NoPE observed on a two-token pass; 5: blocks run by reused modules (HRM); 4: caller NoPE, mLSTM, BLT
+    key = {"checkpoint": fingerprint(path), "transformers": version("transformers"), "version": 6}
     entry = cache_entry("mechanisms", key).with_suffix(".json")
     try:  # served only under its recorded key; never read with --no-cache
         record = json.loads(entry.read_text(encoding="utf-8")) if cache_enabled() else {}

@@ -31,15 +31,27 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any
 
-import numpy as np
+from . import kinds
+from .kinds import LearnedTable, Mechanism, RopeSet, TableMechanism, axial_table, check_rope_matches
+from .observe import Observed, caller_rope, observe
+from .quirks import KEY_NAMES, QUERY_NAMES, quirks
 
-from ..errors import InputError
+__all__ = [  # the kinds tests and callers reach through here beside detection's own names
+    "LearnedTable",
+    "Mechanism",
+    "TableMechanism",
+    "axial_table",
+    "blocks_run",
+    "caller_rope",
+    "check_rope_matches",
+    "config_attr",
+    "detect",
+    "layer_list",
+]
 
-KINDS = ("learned", "fixed", "rope", "alibi", "relative", "none")
 _POSITION_NAME = re.compile(
     r"(^|[._])(position_embeddings?|wpe|embed_positions|pos_embed(dings)?|positions_embed|pos_encoding)$"
 )
@@ -49,289 +61,6 @@ _RELATIVE_CLASSES = (
     (re.compile(r"RelativeAttention$|RelMultiheadAttention$"), "relative positional attention"),
     (re.compile(r"SegmentPositionEmbedding$"), "bucketed relative position bias"),
 )
-
-#: last components of the module names of query and key projections
-QUERY_NAMES = ("query", "q_proj", "q_lin", "q", "query_proj", "wq")
-KEY_NAMES = ("key", "k_proj", "k_lin", "k", "key_proj", "wk")
-
-
-@dataclass(frozen=True)
-class RopeSet:
-    """One set of rotary frequencies: angle of frequency k at position i is i * inv_freq[k]."""
-
-    inv_freq: tuple[float, ...]
-    scaling: float = 1.0
-    rope_type: str = "default"
-
-    def vectors(self, positions: np.ndarray) -> np.ndarray:
-        """(n, 2K): interleaved scaling * (cos, sin) of i * inv_freq[k], as GEOMETRY.md orders RoPE."""
-        frequencies = np.asarray(self.inv_freq, dtype=np.float32)
-        # The model multiplies in float32; so do we, then widen.
-        angles = (np.asarray(positions, dtype=np.float32)[:, None] * frequencies[None, :]).astype(np.float64)
-        table = np.empty((angles.shape[0], 2 * frequencies.size))
-        table[:, 0::2] = np.cos(angles) * self.scaling
-        table[:, 1::2] = np.sin(angles) * self.scaling
-        return table
-
-
-@dataclass(frozen=True, kw_only=True)
-class Mechanism:
-    """What a checkpoint's positions are: the facts every kind has (a subclass per kind adds its own).
-
-    kind : the tag, a class attribute: learned | fixed | rope | alibi | relative | none.
-    layers : number of blocks whose hidden states the forward pass returns.
-    relative : a description of a relative scheme, also when it sits beside another kind.
-    attention_layers : the blocks (1-based) that hold an attention module.
-    qk_weights : per block, (query weight, key weight, layout) tensor names of the separate
-        projections that read the table (layout "linear" is (out, in); "fused-conv1d" is GPT-2's
-        (in, 3h) [Q | K | V]); empty where the projections are fused otherwise.
-    parameters, buffers : sizes in numbers, for the memory estimate.
-    notes : what the detection saw that a reader should know.
-    """
-
-    kind: ClassVar[str]
-    has_table: ClassVar[bool] = False
-    has_vectors: ClassVar[bool] = False  # a position row: a table, RoPE or ALiBi (relative and none have none)
-
-    architecture: str
-    model_type: str
-    layers: int
-    hidden_size: int
-    relative: str = ""
-    attention_layers: tuple[int, ...] = ()
-    qk_weights: tuple[tuple[str, str, str], ...] = ()
-    parameters: int = 0
-    buffers: int = 0
-    notes: tuple[str, ...] = ()
-
-    @property
-    def max_positions(self) -> int | None:
-        """Positions a table holds (None: no table)."""
-        return None
-
-    def implied_vectors(self, positions: np.ndarray) -> np.ndarray:
-        """Position vectors of a mechanism without a stored table (rope, alibi, a fixed table)."""
-        raise InputError(f"{self.architecture} has no position vectors: its positions are {self.describe_kind()}")
-
-    def describe_kind(self) -> str:
-        return self.kind
-
-    def details(self) -> dict[str, Any]:
-        """This kind's own entries of :meth:`summary`."""
-        return {}
-
-    def summary(self) -> dict[str, Any]:
-        """The JSON record of ``position_mechanism`` (parameters, not arrays)."""
-        out: dict[str, Any] = {"kind": self.kind, **self.details()}
-        if self.relative:
-            out["relative"] = self.relative
-        return out
-
-    def to_record(self) -> dict[str, Any]:
-        """Every field, JSON-ready, with the tag (the mechanism cache's record)."""
-        record: dict[str, Any] = {"kind": self.kind}
-        for item in fields(self):
-            record[item.name] = getattr(self, item.name)
-        return record
-
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> Mechanism:
-        """The mechanism of a :meth:`to_record` record (KeyError: an unknown kind or a missing field)."""
-        variant = MECHANISMS[record["kind"]]
-        values = {
-            item.name: _FROM_JSON.get(item.name, _same)(record[item.name])
-            for item in fields(variant)
-            if item.name in record
-        }
-        return variant(**values)
-
-
-@dataclass(frozen=True, kw_only=True)
-class TableMechanism(Mechanism):
-    """An absolute table: position i is row i + ``offset`` of the tensor (or buffer) ``table``."""
-
-    has_table: ClassVar[bool] = True
-    has_vectors: ClassVar[bool] = True
-
-    table: str
-    table_shape: tuple[int, ...]
-    offset: int = 0
-
-    @property
-    def max_positions(self) -> int | None:
-        return int(self.table_shape[0]) - self.offset if self.table_shape else None
-
-    def details(self) -> dict[str, Any]:
-        rows = self.table_shape[0] if self.table_shape else None
-        width = self.table_shape[1] if len(self.table_shape) > 1 else None
-        return {"table": self.table, "rows": rows, "offset": self.offset, "width": width}
-
-
-@dataclass(frozen=True, kw_only=True)
-class LearnedTable(TableMechanism):
-    """A learned table: a parameter, read from the checkpoint's files; or, where ``factors`` names them,
-    axial factor tables whose broadcast-and-concatenation is the table (:func:`axial_table`: Reformer)."""
-
-    kind: ClassVar[str] = "learned"
-
-    factors: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, kw_only=True)
-class FixedTable(TableMechanism):
-    """A fixed (sinusoidal) table: a buffer the model computes, which no checkpoint file stores."""
-
-    kind: ClassVar[str] = "fixed"
-
-    table_values: tuple[tuple[float, ...], ...]
-
-    def implied_vectors(self, positions: np.ndarray) -> np.ndarray:
-        index = np.asarray(positions, dtype=np.int64).reshape(-1)
-        table = np.asarray(self.table_values, dtype=np.float64)
-        rows = index + self.offset
-        if rows.size and rows.max() >= table.shape[0]:
-            raise InputError(
-                f"the fixed table has {table.shape[0] - self.offset} positions but position {int(index.max())} "
-                "was asked for; lower --max-length"
-            )
-        return table[rows]
-
-
-@dataclass(frozen=True, kw_only=True)
-class RopeMechanism(Mechanism):
-    """Rotary: named frequency sets; ``rope_main`` the set of the position row; ``rope_layers``
-    the set each block uses (None: a NoPE block, or one without attention)."""
-
-    kind: ClassVar[str] = "rope"
-    has_vectors: ClassVar[bool] = True
-
-    rope: Mapping[str, RopeSet]
-    rope_main: str
-    rope_layers: tuple[str | None, ...]
-
-    def implied_vectors(self, positions: np.ndarray) -> np.ndarray:
-        return self.rope[self.rope_main].vectors(np.asarray(positions, dtype=np.int64).reshape(-1))
-
-    def details(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "rope": {
-                name: {
-                    "dims": 2 * len(rope.inv_freq),
-                    "base": implied_base(rope.inv_freq),
-                    "rope_type": rope.rope_type,
-                    "attention_scaling": rope.scaling,
-                }
-                for name, rope in self.rope.items()
-            },
-            "rope_main": self.rope_main,
-            "rope_layers": list(self.rope_layers),
-        }
-        nope = [index + 1 for index, name in enumerate(self.rope_layers) if name is None]
-        if nope:
-            out["nope_layers"] = nope
-        return out
-
-    def to_record(self) -> dict[str, Any]:
-        return {**super().to_record(), "rope": {name: asdict(rope) for name, rope in self.rope.items()}}
-
-
-@dataclass(frozen=True, kw_only=True)
-class AlibiMechanism(Mechanism):
-    """ALiBi: one slope m_h per head; position i's vector is (i m_h)_h."""
-
-    kind: ClassVar[str] = "alibi"
-    has_vectors: ClassVar[bool] = True
-
-    alibi_slopes: tuple[float, ...]
-
-    def implied_vectors(self, positions: np.ndarray) -> np.ndarray:
-        index = np.asarray(positions, dtype=np.int64).reshape(-1)
-        return index.astype(np.float64)[:, None] * np.asarray(self.alibi_slopes, dtype=np.float64)[None, :]
-
-    def details(self) -> dict[str, Any]:
-        return {"alibi_slopes": list(self.alibi_slopes), "heads": len(self.alibi_slopes)}
-
-
-@dataclass(frozen=True, kw_only=True)
-class RelativeMechanism(Mechanism):
-    """Only a relative scheme (``relative`` says which): no absolute position vectors."""
-
-    kind: ClassVar[str] = "relative"
-
-    def describe_kind(self) -> str:
-        return f"relative ({self.relative})"
-
-
-@dataclass(frozen=True, kw_only=True)
-class NoMechanism(Mechanism):
-    """No module encodes positions (Mamba; order comes from the recurrence or the causal mask)."""
-
-    kind: ClassVar[str] = "none"
-
-    def describe_kind(self) -> str:
-        return "not encoded by any module (no absolute table, rotary or ALiBi)"
-
-
-#: kind -> its class (learned and fixed are the two tables)
-MECHANISMS: dict[str, type[Mechanism]] = {
-    variant.kind: variant
-    for variant in (LearnedTable, FixedTable, RopeMechanism, AlibiMechanism, RelativeMechanism, NoMechanism)
-}
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-def _rope_sets_from_json(value: Mapping[str, Any]) -> dict[str, RopeSet]:
-    return {
-        name: RopeSet(tuple(rope["inv_freq"]), rope.get("scaling", 1.0), rope.get("rope_type", "default"))
-        for name, rope in value.items()
-    }
-
-
-#: field -> how a JSON value becomes it (lists become tuples: the dataclasses are frozen)
-_FROM_JSON: dict[str, Callable[[Any], Any]] = {
-    "attention_layers": tuple,
-    "qk_weights": lambda rows: tuple(tuple(row) for row in rows),
-    "notes": tuple,
-    "table_shape": tuple,
-    "table_values": lambda rows: tuple(tuple(row) for row in rows),
-    "rope": _rope_sets_from_json,
-    "rope_layers": tuple,
-    "alibi_slopes": tuple,
-    "factors": tuple,
-}
-
-
-def axial_table(factors: Sequence[np.ndarray]) -> np.ndarray:
-    """The (n_1 x ... x n_k, d_1 + ... + d_k) table of k axial factor tables, factor a of shape
-    (1, .., n_a, .., 1, d_a): each broadcast to (n_1, ..., n_k, d_a), concatenated along the last axis and
-    flattened row-major, as Reformer's AxialPositionEmbeddings.forward computes it (position i is
-    (i // n_2, i % n_2) for two axes: the first factor's row i // n_2 beside the second's row i % n_2)."""
-    arrays = [np.asarray(factor, dtype=np.float64) for factor in factors]
-    k = len(arrays)
-    if k < 2 or any(a.ndim != k + 1 for a in arrays):
-        raise ValueError(f"axial factors must be {k} arrays of {k + 1} dimensions, got {[a.shape for a in arrays]}")
-    shape = tuple(int(a.shape[axis]) for axis, a in enumerate(arrays))
-    for axis, a in enumerate(arrays):
-        if any(size != 1 for other, size in enumerate(a.shape[:-1]) if other != axis):
-            raise ValueError(f"axial factor {axis} has shape {a.shape}: 1 expected on every axis but {axis}")
-    parts = [np.broadcast_to(a, (*shape, a.shape[-1])) for a in arrays]
-    return np.concatenate(parts, axis=-1).reshape(int(np.prod(shape)), -1)
-
-
-def implied_base(inv_freq: Sequence[float]) -> float | None:
-    """The base b of inv_freq[k] = b^(-2k/d) when the frequencies follow it (unscaled RoPE), else None."""
-    frequencies = np.asarray(inv_freq, dtype=np.float64)
-    if frequencies.size < 2 or not frequencies[0] > 0 or not frequencies[1] > 0:
-        return None
-    d = 2 * frequencies.size
-    base = float((frequencies[0] / frequencies[1]) ** (d / 2))
-    expected = frequencies[0] * base ** (-2.0 * np.arange(frequencies.size) / d)
-    if not np.allclose(frequencies, expected, rtol=1e-4):
-        return None  # scaled (llama3, yarn): no single base
-    return float(f"{base:.6g}")  # float32 frequencies carry ~7 significant digits
 
 
 # --- detection on a skeleton ------------------------------------------------------------------------
@@ -473,13 +202,13 @@ def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
         "buffers": int(sum(b.numel() for b in model.buffers())),
     }
     # ALiBi: the model's own slope function, unless the config switches it off (Falcon, MPT).
-    slopes = _alibi_slopes(model, config)
+    slopes = _alibi_slopes(config)
     if slopes is not None:
-        return AlibiMechanism(**common, alibi_slopes=tuple(slopes))
+        return kinds.AlibiMechanism(**common, alibi_slopes=tuple(slopes))
     # Rotary: frequency buffers, or a sin/cos table (GPT-J, CodeGen).
     rope_sets = _rope_sets(model, config, blocks)
     if rope_sets:
-        return _rope_mechanism(common, config, rope_sets, n_blocks, attention, caller_rope(model, blocks))
+        return _rope_mechanism(common, config, rope_sets, n_blocks, attention, observe(model, blocks))
     # An absolute table: learned (a parameter, read from the checkpoint) or fixed (a buffer).
     table = _position_table(model, config)
     if table is not None:
@@ -490,8 +219,8 @@ def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
             return LearnedTable(**common, table=prefix + name, table_shape=shape, offset=offset, factors=factors)
         rows = tensor.detach().double().cpu().numpy().tolist()
         values = tuple(tuple(row) for row in rows)
-        return FixedTable(**common, table=prefix + name, table_shape=shape, offset=offset, table_values=values)
-    return RelativeMechanism(**common) if common["relative"] else NoMechanism(**common)
+        return kinds.FixedTable(**common, table=prefix + name, table_shape=shape, offset=offset, table_values=values)
+    return kinds.RelativeMechanism(**common) if common["relative"] else kinds.NoMechanism(**common)
 
 
 def _relative_scheme(model: Any, config: Any) -> str:
@@ -512,10 +241,10 @@ def _rope_mechanism(
     sets: dict[str, RopeSet],
     n_blocks: int,
     attention: dict[int, list[Any]],
-    caller: Mapping[int, bool],
-) -> RopeMechanism:
+    seen: Observed,
+) -> kinds.RopeMechanism:
     main = _main_set(sets)
-    layers = _rope_layers(config, sets, main, n_blocks, attention, caller)
+    layers = _rope_layers(config, sets, main, n_blocks, attention, seen)
     notes = []
     if len(sets) > 1:
         notes.append(f"layers use {len(sets)} RoPE sets ({', '.join(sets)}); the position row is {main}'s")
@@ -524,7 +253,7 @@ def _rope_mechanism(
         notes.append("every attention layer skips its rotary embedding (NoPE)")
     elif nope:
         notes.append(f"blocks {', '.join(map(str, nope))} apply no rotary embedding (NoPE); the others use RoPE")
-    return RopeMechanism(**common, notes=tuple(notes), rope=sets, rope_main=main, rope_layers=tuple(layers))
+    return kinds.RopeMechanism(**common, notes=tuple(notes), rope=sets, rope_main=main, rope_layers=tuple(layers))
 
 
 def _hidden_size(config: Any, depth: int = 0) -> int:
@@ -619,32 +348,29 @@ def _qk_weights(model: Any, blocks: list[Any], prefix: str = "") -> tuple[tuple[
     return tuple(out)
 
 
-def _alibi_slopes(model: Any, config: Any) -> list[float] | None:
-    import sys
-
-    import torch
-
+def _alibi_slopes(config: Any) -> list[float] | None:
+    """The slopes of the model type's own ALiBi function (its quirks' ``alibi``), unless the config turns it off."""
+    rule = quirks(str(config_attr(config, "model_type", ""))).alibi
     flag = config_attr(config, "alibi", None)
     attn_config = config_attr(config, "attn_config", None)
     if attn_config is not None:
         flag = attn_config.get("alibi") if isinstance(attn_config, dict) else getattr(attn_config, "alibi", flag)
-    if flag is False:
-        return None
-    namespace = vars(sys.modules[type(model).__module__])
     heads = config_attr(config, "num_attention_heads", None) or config_attr(config, "n_head", None)
-    if not isinstance(heads, int):
+    if rule is None or flag is False or not isinstance(heads, int):
         return None
-    for name, function in namespace.items():
-        if not callable(function) or "alibi" not in name.lower() or not name.startswith("build"):
-            continue
-        with torch.no_grad():
-            if "mpt" in name:
-                bias_max = getattr(attn_config, "alibi_bias_max", 8) if attn_config is not None else 8
-                values = function(heads, 2, alibi_bias_max=bias_max)  # (1?, H, 1, 2): slope * (j - (n - 1))
-            else:
-                values = function(torch.ones(1, 2, dtype=torch.long), heads, torch.float32)  # (H, 1, 2)
-        values = values.reshape(heads, -1).to(torch.float64)
-        return (values[:, -1] - values[:, 0]).tolist()
+    return rule(heads, attn_config)
+
+
+def _owner(model: Any, blocks: list[Any]) -> tuple[Any, str] | None:
+    """(module, attribute) of the module that holds the blocks' list as its attribute."""
+    import torch
+
+    if not blocks:
+        return None
+    for module in model.modules():
+        for attribute, child in module.named_children():
+            if isinstance(child, torch.nn.ModuleList) and len(child) == len(blocks) and child[0] is blocks[0]:
+                return module, attribute
     return None
 
 
@@ -709,11 +435,11 @@ def _rope_layers(
     main: str,
     n_blocks: int,
     attention: dict[int, list[Any]],
-    caller: Mapping[int, bool],
+    seen: Observed,
 ) -> list[str | None]:
     """The RoPE set of each block; None for a block without attention or a NoPE one: the config gives it
-    none, its attention module says or decides so (``use_rope``, :func:`rope_applied`), or the model's
-    forward hands it no rotary tables (:func:`caller_rope`)."""
+    none, its attention module says so (``use_rope``), a two-token pass sees it handed no rotary tables or
+    its attention receive a query that does not derive from them (:func:`~.observe.observe`)."""
     layer_types = config_attr(config, "layer_types", None)
     out: list[str | None] = []
     listed = max(attention, default=0)
@@ -730,12 +456,9 @@ def _rope_layers(
         name: str | None = main
         if isinstance(layer_types, list | tuple) and len(layer_types) >= block and layer_types[block - 1] in sets:
             name = str(layer_types[block - 1])
-        if _config_nope(config, block - 1) or caller.get(block) is False:
+        if _config_nope(config, block - 1) or False in (seen.handed.get(block), seen.rotated.get(block)):
             name = None
-        if any(
-            getattr(module, "use_rope", None) in (False, 0) or rope_applied(module) is False
-            for module in attention[block]
-        ):
+        if any(getattr(module, "use_rope", None) in (False, 0) for module in attention[block]):
             name = None
         out.append(name)
     return out
@@ -753,247 +476,6 @@ def _config_nope(config: Any, layer: int) -> bool:
         kind = layer_types[layer]
         return kind in parameters and parameters[kind] is None
     return False
-
-
-def rope_applied(module: Any) -> bool | None:
-    """Whether the module's own forward rotates its queries and keys: False when every rotary call in it
-    sits under a condition on the module's attributes that is false for this module (Cohere 2 rotates only
-    in sliding-window layers: ``if self.sliding_window is not None``; EXAONE 4 and AFMoE alike); None when
-    its forward makes no rotary call or cannot be read."""
-    function = _forward_tree(module)
-    if function is None:
-        return None
-    found: list[bool] = []
-    _rotary_calls(function.body, {"self": module}, True, found)
-    return any(found) if found else None
-
-
-def _forward_tree(module: Any) -> Any:
-    """The syntax tree (ast.FunctionDef) of the module's forward; None where its source cannot be read."""
-    import ast
-    import inspect
-    import textwrap
-
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(type(module).forward)))
-    except (OSError, TypeError, SyntaxError):
-        return None
-    function = tree.body[0] if tree.body else None
-    return function if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) else None
-
-
-def _rotary_calls(statements: Sequence[Any], names: Mapping[str, Any], reachable: bool, found: list[bool]) -> None:
-    """Append, for each rotary call in ``statements``, whether it can run (its enclosing conditions allow it)."""
-    import ast
-
-    for statement in statements:
-        if isinstance(statement, ast.If):
-            value = _condition(statement.test, names)
-            _rotary_calls(statement.body, names, reachable and value is not False, found)
-            _rotary_calls(statement.orelse, names, reachable and value is not True, found)
-            continue
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Call):
-                function = node.func
-                called = function.id if isinstance(function, ast.Name) else getattr(function, "attr", "")
-                if "rotary" in called.lower() or "rope" in called.lower():
-                    found.append(reachable)
-
-
-#: keyword arguments by which a model's forward hands a block its rotary tables
-_ROTARY_ARGUMENT = re.compile(r"position_embeddings?$|rotary|rope|freqs_cis|cos_sin")
-
-
-def caller_rope(model: Any, blocks: list[Any]) -> dict[int, bool]:
-    """Block (1-based) -> whether the forward that loops over the blocks hands it the rotary tables, for
-    the blocks where it decides so per block: LaRA-mini passes ``position_embeddings=position_embeddings
-    if layer_type == "sliding_attention" else None`` (``layer_type = self.config.layer_types[i]``), so its
-    full-attention blocks get none (NoPE) though their attention would rotate what it is given. The same
-    one level down: a block whose own forward hands its attention None (``position_embeddings=... if
-    self.use_rope else None``). False only where every such call passes None (a condition the reading
-    cannot decide counts as passing the tables); a block whose calls pass no rotary keyword is left out."""
-    owner = _owner(model, blocks)
-    out = _loop_rope(owner, blocks) if owner is not None else {}
-    for index, block in enumerate(blocks):
-        if _handed_on(block) is False:
-            out[index + 1] = False
-    return out
-
-
-def _loop_rope(owner: tuple[Any, str], blocks: list[Any]) -> dict[int, bool]:
-    """Block -> whether the owner's loops over its blocks hand it something other than None as its tables."""
-    import ast
-
-    function = _forward_tree(owner[0])
-    out: dict[int, bool] = {}
-    for loop in (node for node in ast.walk(function) if isinstance(node, ast.For)) if function is not None else ():
-        for index, block in enumerate(blocks):
-            names = _loop_names(loop, owner, index, block)
-            if names is None:
-                break
-            found: list[bool] = []
-            _block_calls(loop.body, names, block, found)
-            if found:
-                out[index + 1] = any(found) or out.get(index + 1, False)
-    return out
-
-
-def _handed_on(block: Any) -> bool | None:
-    """Whether the block's own forward hands its child modules the rotary tables it is given: False where
-    every call of a child that passes a rotary keyword passes None; None where no call passes one."""
-    function = _forward_tree(block)
-    if function is None:
-        return None
-    found: list[bool] = []
-    for _, child in block.named_children():
-        _block_calls(function.body, {"self": block}, child, found)
-    return any(found) if found else None
-
-
-def _owner(model: Any, blocks: list[Any]) -> tuple[Any, str] | None:
-    """(module, attribute) of the module that holds the blocks' list as its attribute."""
-    import torch
-
-    if not blocks:
-        return None
-    for module in model.modules():
-        for attribute, child in module.named_children():
-            if isinstance(child, torch.nn.ModuleList) and len(child) == len(blocks) and child[0] is blocks[0]:
-                return module, attribute
-    return None
-
-
-def _loop_names(loop: Any, owner: tuple[Any, str], index: int, block: Any) -> dict[str, Any] | None:
-    """The names a loop over the blocks binds at block ``index`` (``for i, layer in enumerate(self.layers)``,
-    ``for layer in self.layers[:n]``, ``for i in range(n)``), beside ``self``; None for another loop."""
-    import ast
-
-    module, attribute = owner
-    iterable, target = loop.iter, loop.target
-    names: dict[str, Any] = {"self": module}
-
-    def over_blocks(node: Any) -> bool:
-        return any(
-            isinstance(n, ast.Attribute)
-            and n.attr == attribute
-            and isinstance(n.value, ast.Name)
-            and n.value.id == "self"
-            for n in ast.walk(node)
-        )
-
-    called = iterable.func.id if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) else ""
-    pair = isinstance(target, ast.Tuple) and len(target.elts) == 2 and all(isinstance(t, ast.Name) for t in target.elts)
-    if called == "enumerate" and iterable.args and over_blocks(iterable.args[0]) and pair:
-        names[target.elts[0].id] = index
-        names[target.elts[1].id] = block
-    elif not called and over_blocks(iterable) and isinstance(target, ast.Name):
-        names[target.id] = block
-    elif called == "range" and isinstance(target, ast.Name):
-        names[target.id] = index
-    else:
-        return None
-    return names
-
-
-def _block_calls(statements: Sequence[Any], names: dict[str, Any], block: Any, found: list[bool]) -> None:
-    """Append, for each call of ``block`` in ``statements`` that passes a rotary keyword, whether what it
-    passes can be other than None; straight-line assignments (``layer_type = ...``) are followed."""
-    import ast
-
-    for statement in statements:
-        if isinstance(statement, ast.If):
-            value = _condition(statement.test, names)
-            for branch, taken in ((statement.body, value is not False), (statement.orelse, value is not True)):
-                if taken:
-                    _block_calls(branch, names if value is not None else dict(names), block, found)
-            if value is None:
-                names.update(dict.fromkeys(_assigned(statement), _UNKNOWN))
-            continue
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Call) and _value(node.func, names) is block:
-                found.extend(
-                    _value(keyword.value, names) is not None
-                    for keyword in node.keywords
-                    if keyword.arg and _ROTARY_ARGUMENT.search(keyword.arg)
-                )
-        target = statement.targets[0] if isinstance(statement, ast.Assign) and len(statement.targets) == 1 else None
-        if isinstance(target, ast.Name):
-            names[target.id] = _value(statement.value, names)
-        else:
-            names.update(dict.fromkeys(_assigned(statement), _UNKNOWN))
-
-
-def _assigned(statement: Any) -> set[str]:
-    import ast
-
-    return {node.id for node in ast.walk(statement) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
-
-
-def _condition(test: Any, names: Mapping[str, Any]) -> bool | None:
-    """The value of a condition on known names (``self.x is not None``, ``not self.y``, ``layer_type ==
-    "sliding_attention"``, ``t in ("a", "b")``, and/or of them); None when it depends on anything else."""
-    import ast
-    import operator
-
-    if isinstance(test, ast.BoolOp):
-        values = [_condition(value, names) for value in test.values]
-        decisive = isinstance(test.op, ast.Or)
-        if decisive in values:
-            return decisive
-        return None if None in values else not decisive
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        value = _condition(test.operand, names)
-        return None if value is None else not value
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        left, right = _value(test.left, names), _value(test.comparators[0], names)
-        comparisons: dict[type, Callable[[Any, Any], Any]] = {
-            ast.Is: operator.is_,
-            ast.IsNot: operator.is_not,
-            ast.Eq: operator.eq,
-            ast.NotEq: operator.ne,
-            ast.In: lambda a, b: a in b,
-            ast.NotIn: lambda a, b: a not in b,
-        }
-        compare = comparisons.get(type(test.ops[0]))
-        if left is _UNKNOWN or right is _UNKNOWN or compare is None:
-            return None
-        try:
-            result = compare(left, right)
-        except Exception:  # a comparison the values do not support: undecided
-            return None
-        return result if isinstance(result, bool) else None
-    value = _value(test, names)
-    return None if value is _UNKNOWN or not isinstance(value, bool | int | type(None)) else bool(value)
-
-
-_UNKNOWN = object()
-
-
-def _value(node: Any, names: Mapping[str, Any]) -> Any:
-    """The value of an expression of known names, attributes, subscripts, constants and ``a if c else b``
-    (``self.config.layer_types[i]``); _UNKNOWN for anything else."""
-    import ast
-
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        return names.get(node.id, _UNKNOWN)
-    if isinstance(node, ast.IfExp):
-        chosen = _condition(node.test, names)
-        return _UNKNOWN if chosen is None else _value(node.body if chosen else node.orelse, names)
-    if isinstance(node, ast.Tuple | ast.List):
-        items = [_value(item, names) for item in node.elts]
-        return _UNKNOWN if any(item is _UNKNOWN for item in items) else tuple(items)
-    if not isinstance(node, ast.Attribute | ast.Subscript):
-        return _UNKNOWN
-    base = _value(node.value, names)
-    key = node.attr if isinstance(node, ast.Attribute) else _value(node.slice, names)
-    if base is _UNKNOWN or key is _UNKNOWN:
-        return _UNKNOWN
-    try:
-        return getattr(base, key) if isinstance(node, ast.Attribute) else base[key]
-    except Exception:  # no such attribute or item: unknown
-        return _UNKNOWN
 
 
 def _position_table(model: Any, config: Any) -> tuple[str, Any, Any, bool] | None:
@@ -1083,10 +565,3 @@ def _offset(model: Any, name: str, module: Any) -> int:
     if isinstance(ids, torch.Tensor) and ids.numel() and ids.device.type != "meta":
         return max(0, int(ids.reshape(-1)[0]))
     return 0
-
-
-def check_rope_matches(rope: RopeSet, cos: np.ndarray, sin: np.ndarray) -> float:
-    """Largest gap between our vectors and a model's (cos, sin) tables of the first K columns (tests)."""
-    ours = rope.vectors(np.arange(cos.shape[0]))
-    k = len(rope.inv_freq)
-    return float(max(np.abs(ours[:, 0::2] - cos[:, :k]).max(), np.abs(ours[:, 1::2] - sin[:, :k]).max()))
