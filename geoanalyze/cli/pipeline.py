@@ -8,6 +8,7 @@ object with ``-f json``, tables otherwise.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -67,18 +68,12 @@ Plot = Annotated[
     Path | None, opt.path_option("--plot", hidden=True, help="Write the spectrum / stress / map PNG here (old).")
 ]
 Method = Annotated[str, opt.text_option("--method", help="Eigensolver: auto, full or partial (top r).")]
-IncludeHidden = Annotated[
-    bool,
-    typer.Option(
-        "--include-hidden",
-        help="Read hidden files and folders (.git/, .ipynb_checkpoints/, .notes.txt) of a folder corpus or glob too.",
-    ),
-]
 
 
-def _inputs(sources: list[str], data_dir: Path | None, tokenizer: str | None, *more: Path | None) -> list[Any]:
+def _inputs(sources: list[str], given: Mapping[str, Any], *more: Path | None) -> list[Any]:
     """What a pipeline command reads: its sources, their folders in --data-dir, a local tokenizer, ..."""
-    found: list[Any] = [*sources, tokenizer, *more]
+    found: list[Any] = [*sources, given["tokenizer"], *more]
+    data_dir = given["data_dir"]
     if data_dir is not None:
         found += [data_dir / source for source in sources]
     return found
@@ -88,9 +83,9 @@ def _sample_positions(n: int) -> list[int]:
     return sorted({0, 1, 2, n // 8, n // 4, n // 2, (3 * n) // 4, n - 1} & set(range(n)))
 
 
-def _corpora(sources: list[str] | None, datasets: list[str] | None) -> list[str]:
+def _corpora(given: Mapping[str, Any]) -> list[str]:
     """The corpora of a pipeline command: --dataset's, after those given the old way, as arguments."""
-    return [*(sources or []), *(datasets or [])]
+    return [*(given["sources"] or []), *(given["dataset"] or [])]
 
 
 def _figure(plot_dir: Path | None, name: str, old: Path | None) -> Path | None:
@@ -106,29 +101,13 @@ def _sources_line(notes: list[dict[str, Any]]) -> str:
 
 
 @handles_errors
+@opt.takes((opt.INPUTS, "output"), (opt.READING + opt.STREAMING, "min_count"))
 def marginals(
     ctx: typer.Context,
-    sources: opt.Sources = None,
-    dataset: opt.Datasets = None,
     output: CountsOutput = None,
-    split: opt.Split = None,
-    data_dir: opt.DataDir = None,
-    text_column: opt.TextColumn = None,
-    include_hidden: IncludeHidden = False,
-    limit: opt.Limit = None,
-    tokenizer: opt.TokenizerOpt = None,
-    max_length: opt.MaxLength = None,
-    exclude_special: opt.ExcludeSpecial = False,
-    no_special_tokens: opt.NoSpecialTokens = False,
-    split_seed: opt.SplitSeed = 0,
-    no_cache: opt.NoCache = False,
-    sample_fraction: opt.Sample = None,
-    sample_seed: opt.SampleSeed = 0,
-    workers: opt.Workers = None,
-    cluster: opt.Cluster = None,
-    work_dir: opt.WorkDir = None,
     min_count: opt.MinCount = DEFAULT_MIN_COUNT,
     format: opt.Format = "table",
+    **given: Any,
 ) -> None:
     """Count tokens per position (the marginals mu_i) of one or more corpora or counts files.
 
@@ -138,10 +117,10 @@ def marginals(
     with the corpus; shards are counted by --workers processes or a Dask --cluster, and a killed
     job re-run with the same --work-dir counts only the missing shards.
     """
-    sources = _corpora(sources, dataset)
+    sources = _corpora(given)
     check_format(format)
     check_output_suffix(output, ".safetensors", "counts")
-    guard(_inputs(sources, data_dir, tokenizer), [Output("--output", output), Folder("--work-dir", work_dir)])
+    guard(_inputs(sources, given), [Output("--output", output), Folder("--work-dir", given["work_dir"])])
     reports: list[dict[str, Any]] = []
     counts, notes = load_counts(sources, corpus_options(ctx.params, given_options(ctx)), reports=reports)
     if output is not None:
@@ -206,32 +185,16 @@ def _print_counts(result: dict[str, Any], totals: np.ndarray, min_count: int, fo
 
 
 @handles_errors
+@opt.takes((opt.INPUTS, "output"), (opt.READING + opt.STREAMING, "format"))
 def distances(
     ctx: typer.Context,
-    sources: opt.Sources = None,
-    dataset: opt.Datasets = None,
     output: DistancesOutput = None,
     plot_dir: PlotDir = None,
     heatmap: Heatmap = None,
     metric: opt.Metric = "hellinger",
     min_count: opt.MinCount = DEFAULT_MIN_COUNT,
-    split: opt.Split = None,
-    data_dir: opt.DataDir = None,
-    text_column: opt.TextColumn = None,
-    include_hidden: IncludeHidden = False,
-    limit: opt.Limit = None,
-    tokenizer: opt.TokenizerOpt = None,
-    max_length: opt.MaxLength = None,
-    exclude_special: opt.ExcludeSpecial = False,
-    no_special_tokens: opt.NoSpecialTokens = False,
-    split_seed: opt.SplitSeed = 0,
-    no_cache: opt.NoCache = False,
-    sample_fraction: opt.Sample = None,
-    sample_seed: opt.SampleSeed = 0,
-    workers: opt.Workers = None,
-    cluster: opt.Cluster = None,
-    work_dir: opt.WorkDir = None,
     format: opt.Format = "table",
+    **given: Any,
 ) -> None:
     """Hellinger (or Fisher-Rao) distances between positions, with noise floors and a bias correction.
 
@@ -239,15 +202,15 @@ def distances(
     """
     from ..geometry.distances import position_geometry
 
-    sources = _corpora(sources, dataset)
+    sources = _corpora(given)
     heatmap = _figure(plot_dir, f"{metric}.png", heatmap)
     check_format(format)
     check_output_suffix(output, ".safetensors", "distances")
     check_output_suffix(heatmap, ".png", "figures", option="--heatmap")
     check_output_place(plot_dir, folder=True, option="--plot-dir")
     guard(
-        _inputs(sources, data_dir, tokenizer),
-        [Output("--output", output), Output("--heatmap", heatmap), Folder("--work-dir", work_dir)],
+        _inputs(sources, given),
+        [Output("--output", output), Output("--heatmap", heatmap), Folder("--work-dir", given["work_dir"])],
     )
     counts, notes = load_counts(sources, corpus_options(ctx.params, given_options(ctx)))
     geometry = position_geometry(counts, metric=metric, min_count=min_count)
@@ -302,10 +265,9 @@ def _print_distances(result: dict[str, Any], geometry: Any, format: str) -> None
 
 
 @handles_errors
+@opt.takes((opt.INPUTS, "output"), (opt.READING, "format"))
 def mds(
     ctx: typer.Context,
-    sources: opt.Sources = None,
-    dataset: opt.Datasets = None,
     output: EncodingOutput = None,
     dim: Dim = None,
     rank: Rank = None,
@@ -320,18 +282,8 @@ def mds(
     method: Method = "auto",
     metric: opt.Metric = "hellinger",
     min_count: opt.MinCount = DEFAULT_MIN_COUNT,
-    split: opt.Split = None,
-    data_dir: opt.DataDir = None,
-    text_column: opt.TextColumn = None,
-    include_hidden: IncludeHidden = False,
-    limit: opt.Limit = None,
-    tokenizer: opt.TokenizerOpt = None,
-    max_length: opt.MaxLength = None,
-    exclude_special: opt.ExcludeSpecial = False,
-    no_special_tokens: opt.NoSpecialTokens = False,
-    split_seed: opt.SplitSeed = 0,
-    no_cache: opt.NoCache = False,
     format: opt.Format = "table",
+    **given: Any,
 ) -> None:
     """Classical MDS of the position distances, and the low-rank positional encoding P = A W.
 
@@ -340,7 +292,7 @@ def mds(
     """
     from ..geometry.mds import mds_encoding
 
-    sources = _corpora(sources, dataset)
+    sources = _corpora(given)
     into_checkpoint = _local_checkpoint(into_checkpoint)
     plot = _figure(plot_dir, "mds.png", plot)
     check_format(format)
@@ -349,7 +301,7 @@ def mds(
     check_output_place(plot_dir, folder=True, option="--plot-dir")
     check_output_place(checkpoint_output, folder=True, option="--checkpoint-output")
     guard(
-        _inputs(sources, data_dir, tokenizer, into_checkpoint),
+        _inputs(sources, given, into_checkpoint),
         [
             Output("--output", output),
             Output("--plot", plot),
@@ -363,7 +315,15 @@ def mds(
     matrix = _embeddable(geometry, distance)
     about = {"metric": metric, "distance": distance, "counts": geometry.metadata}
     fitted, curve, encoding = mds_encoding(
-        matrix, geometry.positions, dim=dim, rank=rank, basis=basis, seed=seed, scale=scale, method=method, metadata=about
+        matrix,
+        geometry.positions,
+        dim=dim,
+        rank=rank,
+        basis=basis,
+        seed=seed,
+        scale=scale,
+        method=method,
+        metadata=about,
     )
     written = None
     with all_or_none() as stage:
@@ -471,7 +431,10 @@ def _print_mds(payload: dict[str, Any], fitted: Any, curve: dict[int, float], di
         ("negative eigenvalue mass", fitted.negative_mass),
         ("rank r / width d", f"{payload['rank']} / {payload['dim']}"),
         ("stress at rank r", payload["stress"]),
-        ("parameters r(n+d) vs n d", _parameter_line(payload["parameters"]) if dim else "pass --width (the model width)"),
+        (
+            "parameters r(n+d) vs n d",
+            _parameter_line(payload["parameters"]) if dim else "pass --width (the model width)",
+        ),
         ("written to", payload["output"]),
         ("checkpoint", written["checkpoint"] if written else None),
     ]

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import fields
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -37,6 +36,12 @@ if TYPE_CHECKING:
 encodings_app = typer.Typer(help="The encodings the scores know by name.", no_args_is_help=True)
 
 STRESS_FORMATS = ("table", "json", "markdown")
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
 FIGURE_NAMES = ("hellinger.png", "mds.png", "shepard.png", "null.png", "layers.png")  # what --plot-dir receives
 
 
@@ -67,7 +72,9 @@ MaxPositions = Annotated[
         help="Analyse positions 0..N-1 (default: the model's, at most 512).",
     ),
 ]
-Device = Annotated[str, opt.text_option("--device", help="Forward pass on auto, cpu or cuda (auto: cuda when present).")]
+Device = Annotated[
+    str, opt.text_option("--device", help="Forward pass on auto, cpu or cuda (auto: cuda when present).")
+]
 DType = Annotated[
     str,
     opt.text_option(
@@ -137,7 +144,9 @@ FailIf = Annotated[
 #: report --baseline A B (track has its own: a series' baseline)
 Baseline = Annotated[
     str | None,
-    opt.text_option("--baseline", help="A checkpoint A to compare the one checkpoint given (B) with, on the page (for CI)."),
+    opt.text_option(
+        "--baseline", help="A checkpoint A to compare the one checkpoint given (B) with, on the page (for CI)."
+    ),
 ]
 FailIfWorse = Annotated[
     list[str] | None,
@@ -150,11 +159,59 @@ FailIfWorse = Annotated[
 ]
 Tokenizer = Annotated[
     str | None,
-    opt.text_option("--tokenizer", "-t", help="Tokenizer (default: the checkpoint's own; bert-base-uncased for specs)."),
+    opt.text_option(
+        "--tokenizer", "-t", help="Tokenizer (default: the checkpoint's own; bert-base-uncased for specs)."
+    ),
 ]
 TrustRemoteCode = Annotated[
     bool, typer.Option("--trust-remote-code", help="Allow a checkpoint's own Python code to run (off by default).")
 ]
+Seed = Annotated[int, opt.seed_option("--seed", help="Seed of the null draws and the forward-pass sample.")]
+
+#: the corpus and the distances of stress, report and track
+ANALYSIS: opt.Options = (
+    ("dataset", Dataset, "sst2"),
+    ("split", opt.Split, None),
+    ("data_dir", opt.DataDir, None),
+    ("text_column", opt.TextColumn, None),
+    ("limit", opt.Limit, None),
+    ("tokenizer", Tokenizer, None),
+    ("max_positions", MaxPositions, None),
+    ("min_count", opt.MinCount, DEFAULT_MIN_COUNT),
+    ("distance", Distance, "naive"),
+)
+#: what stress and report score beside the target
+COMPARED: opt.Options = (("layers", Layers, "all"), ("compare", Compare, "sinusoidal,rope,alibi,mds,random"))
+#: the null draws and the forward-pass sample of stress, report and track
+SAMPLING: opt.Options = (
+    ("null_draws", NullDraws, None),
+    ("max_sequences", MaxSequences, 1024),
+    ("seed", Seed, 0),
+    ("no_cache", opt.NoCache, False),
+    ("trust_remote_code", TrustRemoteCode, False),
+)
+#: where the forward pass runs
+FORWARD: opt.Options = (("device", Device, "auto"), ("dtype", DType, "auto"), ("batch_size", BatchSize, 32))
+#: the gate of stress and report
+GATE: opt.Options = (("fail_above", FailAbove, None), ("fail_if", FailIf, None))
+
+_SAME_NAMES = (
+    "dataset split text_column limit tokenizer max_positions min_count distance layers width null_draws "
+    "max_sequences seed trust_remote_code bootstrap device dtype batch_size"
+)
+#: the one mapping from the parameters of stress, report and track to the StressOptions fields they fill:
+#: parameter -> (field, how its value is read); tests/cli/test_option_mapping.py holds every parameter to it
+TO_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    **{name: (name, _same) for name in _SAME_NAMES.split()},
+    "data_dir": ("data_dir", lambda folder: str(folder) if folder is not None else None),
+    "compare": ("compare", split_compare),  # a comma inside quotes or after a backslash is a file name's
+    "no_cache": ("cache", cache_option),
+}
+#: the parameters of stress, report and track that are the command's own, not analysis options
+COMMAND_ONLY = frozenset(
+    "target checkpoints format no_legend output plot_dir plot fail_above fail_if baseline fail_if_worse revisions "
+    "order series".split()
+)
 
 
 def parse_thresholds(items: list[str]) -> dict[str, float]:
@@ -222,12 +279,11 @@ def parse_conditions(items: list[str], null_draws: int | None) -> dict[str, str]
     return conditions
 
 
-def _stress_inputs(
-    targets: list[str], dataset: str, data_dir: Path | None, tokenizer: str | None, compare: str
-) -> list[Any]:
-    """What stress and report read: the targets (folders, or files in specs), the corpus (a file, a
+def _stress_inputs(targets: list[str], given: Mapping[str, Any]) -> list[Any]:
+    """What stress, report and track read: the targets (folders, or files in specs), the corpus (a file, a
     folder or a glob; its folder in --data-dir), a local tokenizer and the files of --compare specs."""
-    found: list[Any] = [*targets, dataset, tokenizer, compare]
+    dataset, data_dir = given["dataset"], given["data_dir"]
+    found: list[Any] = [*targets, dataset, given["tokenizer"], given.get("compare")]
     if data_dir is not None:
         found.append(data_dir / dataset)
     return found
@@ -246,17 +302,12 @@ def check_stress_format(format: str) -> None:
 
 
 def stress_options(params: Mapping[str, Any], **overrides: Any) -> StressOptions:
-    """The analysis options of `stress` or `report` from the command's parsed parameters (``ctx.params``),
-    by the names of :class:`~geoanalyze.analysis.StressOptions`: --compare split into specs, --no-cache
-    stored as what it turns off; the others (--format, --output, the gate) are the command's own."""
+    """The analysis options of `stress`, `report` or `track` from the command's parsed parameters
+    (``ctx.params``), through :data:`TO_OPTIONS`; ``overrides``: fields the command sets itself."""
     from ..analysis import StressOptions
 
-    values = {**params, **overrides}
-    values["compare"] = split_compare(values["compare"])  # a comma inside quotes or after \\ is a file name's
-    values["data_dir"] = str(values["data_dir"]) if values["data_dir"] is not None else None
-    values["cache"] = cache_option(values.pop("no_cache"))
-    names = {field.name for field in fields(StressOptions)}
-    return StressOptions(**{name: value for name, value in values.items() if name in names})
+    values = {TO_OPTIONS[name][0]: TO_OPTIONS[name][1](value) for name, value in params.items() if name in TO_OPTIONS}
+    return StressOptions(**{**values, **overrides})
 
 
 def stress_gate(params: Mapping[str, Any]) -> Gate:
@@ -419,43 +470,24 @@ def emit_report(
 
 
 @handles_errors
+@opt.takes((ANALYSIS + COMPARED, "width"), (SAMPLING, "bootstrap"), (FORWARD, "format"), (GATE, None))
 def stress(
     ctx: typer.Context,
     target: Annotated[
         str, typer.Argument(help="A checkpoint (hub name or local folder) or an encoding spec such as rope:d=64.")
     ],
-    dataset: Dataset = "sst2",
-    split: opt.Split = None,
-    data_dir: opt.DataDir = None,
-    text_column: opt.TextColumn = None,
-    limit: opt.Limit = None,
-    tokenizer: Tokenizer = None,
-    max_positions: MaxPositions = None,
-    min_count: opt.MinCount = DEFAULT_MIN_COUNT,
-    distance: Distance = "naive",
-    layers: Layers = "all",
-    compare: Compare = "sinusoidal,rope,alibi,mds,random",
     width: Width = None,
-    null_draws: NullDraws = None,
-    max_sequences: MaxSequences = 1024,
-    seed: Annotated[int, opt.seed_option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
-    no_cache: opt.NoCache = False,
-    trust_remote_code: TrustRemoteCode = False,
     bootstrap: Annotated[
         int,
         typer.Option(
             "--bootstrap", min=0, max=10_000, help="Resample sequences this many times for 95% intervals (0: off)."
         ),
     ] = 0,
-    device: Device = "auto",
-    dtype: DType = "auto",
-    batch_size: BatchSize = 32,
     format: FormatOpt = "table",
     no_legend: NoLegend = False,
     output: Annotated[Path | None, opt.path_option("--output", "-o", help="Also write the JSON result here.")] = None,
     plot_dir: Annotated[Path | None, opt.path_option("--plot-dir", help="Write PNG figures into this folder.")] = None,
-    fail_above: FailAbove = None,
-    fail_if: FailIf = None,
+    **given: Any,
 ) -> None:
     """How faithfully a checkpoint or encoding reproduces the Hellinger geometry of a corpus, layer by layer.
 
@@ -473,34 +505,24 @@ def stress(
     check_output_place(plot_dir, folder=True, option="--plot-dir")
     figures = [Output("--plot-dir", plot_dir / name) for name in FIGURE_NAMES] if plot_dir is not None else []
     guard(
-        _stress_inputs([target], dataset, data_dir, tokenizer, compare),
+        _stress_inputs([target], given),
         [Output("--output", output), Folder("--plot-dir", plot_dir), *figures],
     )
-    check_dataset_options(ctx, dataset)
+    check_dataset_options(ctx, given["dataset"])
     check_not_a_table_file(target)
     rules = stress_gate(ctx.params)
     options = stress_options(ctx.params)
     with _progress_bars() as bars:
         result = analyze(target, options, progress=bars.track)
-    emit_stress(result, rules.judge(result), format, output, plot_dir, show_legend=not no_legend, seed=seed)
+    emit_stress(result, rules.judge(result), format, output, plot_dir, show_legend=not no_legend, seed=given["seed"])
 
 
 @handles_errors
+@opt.takes((ANALYSIS + COMPARED, "width"), (SAMPLING + FORWARD, "format"), (GATE, "baseline"))
 def report(
     ctx: typer.Context,
     checkpoints: Annotated[list[str], typer.Argument(help="Checkpoints (names or folders) or encoding specs.")],
     output: Annotated[Path, opt.path_option("--output", "-o", help="The Markdown page to write (.md).")],
-    dataset: Dataset = "sst2",
-    split: opt.Split = None,
-    data_dir: opt.DataDir = None,
-    text_column: opt.TextColumn = None,
-    limit: opt.Limit = None,
-    tokenizer: Tokenizer = None,
-    max_positions: MaxPositions = None,
-    min_count: opt.MinCount = DEFAULT_MIN_COUNT,
-    distance: Distance = "naive",
-    layers: Layers = "all",
-    compare: Compare = "sinusoidal,rope,alibi,mds,random",
     width: Annotated[
         int | None,
         typer.Option(
@@ -510,14 +532,6 @@ def report(
             "the first checkpoint's, else 768).",
         ),
     ] = None,
-    null_draws: NullDraws = None,
-    max_sequences: MaxSequences = 1024,
-    seed: Annotated[int, opt.seed_option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
-    no_cache: opt.NoCache = False,
-    device: Device = "auto",
-    dtype: DType = "auto",
-    batch_size: BatchSize = 32,
-    trust_remote_code: TrustRemoteCode = False,
     format: Annotated[
         str,
         opt.text_option(
@@ -525,10 +539,9 @@ def report(
         ),
     ] = "table",
     no_legend: NoLegend = False,
-    fail_above: FailAbove = None,
-    fail_if: FailIf = None,
     baseline: Baseline = None,
     fail_if_worse: FailIfWorse = None,
+    **given: Any,
 ) -> None:
     """A Markdown report (tables and figures) of several checkpoints side by side, for a CI job summary.
 
@@ -546,6 +559,7 @@ def report(
 
     check_stress_format(format)
     check_output_suffix(output, ".md", "reports")
+    dataset, seed = given["dataset"], given["seed"]
     check_dataset_options(ctx, dataset)
     rules = stress_gate(ctx.params)
     worse_rules = parse_fail_if_worse(fail_if_worse or [])
@@ -553,10 +567,10 @@ def report(
     figure_dir = output.parent / f"{output.stem}_files"
     check_output_place(figure_dir, folder=True, option="--output")
     guard(
-        _stress_inputs(checkpoints, dataset, data_dir, tokenizer, compare),
+        _stress_inputs(checkpoints, given),
         [Output("--output", output), Folder("--output (its figure folder)", figure_dir, replaces=True)],
     )
-    first_width = _check_targets(checkpoints, trust_remote_code)
+    first_width = _check_targets(checkpoints, given["trust_remote_code"])
     # A spec that names no width (sinusoidal) is drawn at the checkpoints' width, so a page compares like
     # with like; a table spec (file:, learned:, model:) keeps its own, as `stress` does.
     options = stress_options(ctx.params, default_width=width or first_width or DEFAULT_WIDTH)

@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import InputError, ThresholdError
 from ..report.render import grid_table
 from . import options as opt
-from .common import Output, all_or_none, cache_option, check_output_place, check_output_suffix, guard, handles_errors
-from .stress import (
-    BatchSize,
-    Dataset,
-    Device,
-    Distance,
-    DType,
-    MaxPositions,
-    MaxSequences,
-    NullDraws,
-    Tokenizer,
-    TrustRemoteCode,
-    check_stress_format,
-)
+from .common import Output, all_or_none, check_output_place, check_output_suffix, guard, handles_errors
+from .stress import ANALYSIS, FORWARD, SAMPLING, _stress_inputs, check_stress_format, stress_options
 
 if TYPE_CHECKING:
     from ..analysis import StressOptions
@@ -58,16 +45,6 @@ def figure_path(plot_dir: Path | None, plot: Path | None) -> Path | None:
     check_output_suffix(plot, ".png", "figures", option="--plot")
     check_output_place(plot_dir, folder=True, option="--plot-dir")
     return plot_dir / FIGURE_NAME if plot_dir is not None else plot
-
-
-def track_options(params: Mapping[str, Any]) -> StressOptions:
-    """The analysis options of `track` from its parsed parameters (nothing compared beside the checkpoints)."""
-    from ..analysis import StressOptions
-
-    values = {**params, "compare": (), "cache": cache_option(params["no_cache"])}
-    values["data_dir"] = str(params["data_dir"]) if params["data_dir"] is not None else None
-    names = {field.name for field in fields(StressOptions)}
-    return StressOptions(**{name: value for name, value in values.items() if name in names})
 
 
 def split_revisions(text: str | None) -> list[str] | None:
@@ -167,8 +144,6 @@ def step_name(record: Any, index: int) -> str:
     return f"{short_name(record.series, 20)} {step}" if record.series is not None else step
 
 
-
-
 def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path | None, seed: int) -> None:
     """Write -o's JSON and --plot-dir's figure (both or neither), print in --format, and exit 1 when a
     checkpoint could not be scored or the baseline gate is crossed."""
@@ -200,6 +175,7 @@ def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path
 
 
 @handles_errors
+@opt.takes((ANALYSIS, "layers"), (SAMPLING + FORWARD, "revisions"))
 def track(
     ctx: typer.Context,
     checkpoints: Annotated[
@@ -210,26 +186,9 @@ def track(
             show_default=False,
         ),
     ],
-    dataset: Dataset = "sst2",
-    split: opt.Split = None,
-    data_dir: opt.DataDir = None,
-    text_column: opt.TextColumn = None,
-    limit: opt.Limit = None,
-    tokenizer: Tokenizer = None,
-    max_positions: MaxPositions = None,
-    min_count: opt.MinCount = DEFAULT_MIN_COUNT,
-    distance: Distance = "naive",
     layers: Annotated[
         str, opt.text_option("--layers", help="none (default), all, or a list such as 0,3,6 (Hugging Face models).")
     ] = "none",
-    null_draws: NullDraws = None,
-    max_sequences: MaxSequences = 1024,
-    seed: Annotated[int, opt.seed_option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
-    no_cache: opt.NoCache = False,
-    trust_remote_code: TrustRemoteCode = False,
-    device: Device = "auto",
-    dtype: DType = "auto",
-    batch_size: BatchSize = 32,
     revisions: Annotated[
         str | None,
         opt.text_option("--revisions", help="Hub revisions of the one model given, e.g. step1000,step2000."),
@@ -255,6 +214,7 @@ def track(
     output: Annotated[Path | None, opt.path_option("--output", "-o", help="Also write the JSON here.")] = None,
     plot_dir: PlotDir = None,
     plot: Plot = None,
+    **given: Any,
 ) -> None:
     """Score a series of checkpoints step by step, or a checkpoint against a baseline (for CI).
 
@@ -270,12 +230,13 @@ def track(
     rules = parse_fail_if_worse(fail_if_worse or [])
     sources = series_sources(checkpoints, baseline, rules)
     guard(
-        [*sources, dataset, tokenizer],
+        _stress_inputs(sources, given),
         [Output("--output", output), Output("--plot-dir" if plot_dir else "--plot", plot)],
     )
     members = chosen_members(sources, revisions, order, baseline, series)
-    result = scored_series(members, track_options(ctx.params), baseline is not None, rules)
-    emit_track(result, format, output, plot, seed)
+    options = stress_options(ctx.params, compare=())  # nothing compared beside the checkpoints
+    result = scored_series(members, options, baseline is not None, rules)
+    emit_track(result, format, output, plot, given["seed"])
 
 
 def chosen_members(
