@@ -32,7 +32,7 @@ import os
 import re
 import sysconfig
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from numbers import Real
 from pathlib import Path
@@ -318,7 +318,7 @@ class StressResult:
         figures: Mapping[str, str] | None = None,
         level: int = 2,
         show_legend: bool = True,
-        gate: Mapping[str, Any] | None = None,
+        gate: Judgement | None = None,
     ) -> str:
         """The Markdown section ``geoanalyze stress -f markdown`` prints (:func:`markdown`)."""
         return markdown(self, figures, level=level, show_legend=show_legend, gate=gate)
@@ -845,7 +845,7 @@ def markdown(
     figures: Mapping[str, str] | None = None,
     level: int = 2,
     show_legend: bool = True,
-    gate: Mapping[str, Any] | None = None,
+    gate: Judgement | None = None,
 ) -> str:
     """A Markdown section for one analysis (tables, verdict, legend, layers, then the figures).
 
@@ -867,7 +867,7 @@ def markdown(
         title, header, rows = intervals
         parts += ["", f"{md_text(title)}:", "", markdown_table(header, rows)]
     if gate is not None:
-        parts += ["", gate_line(gate)]
+        parts += ["", gate.markdown]
     if show_legend:
         parts += ["", "<details><summary>What the columns mean</summary>", ""]
         parts += [f"- {md_text(line)}" for line in summary.legend]
@@ -999,16 +999,46 @@ class Gate:
         """The rules the target breaks, as readable lines (failing closed: see :func:`crossed`)."""
         return crossed(result, self.thresholds) + matched(result, self.conditions)
 
-    def record(self, crossed: Sequence[str]) -> dict[str, Any] | None:
+    def record(self, crossed: Sequence[str]) -> Judgement | None:
         """The gate as every format reports it, given the lines crossed (None when no rule is given)."""
-        if not self:
-            return None
-        rules = {"thresholds": dict(self.thresholds), "conditions": dict(self.conditions)}
-        return {**rules, "crossed": list(crossed), "passed": not crossed}
+        return Judgement(self.thresholds, self.conditions, tuple(crossed)) if self else None
 
-    def judge(self, result: StressResult | Mapping[str, Any]) -> dict[str, Any] | None:
+    def judge(self, result: StressResult | Mapping[str, Any]) -> Judgement | None:
         """:meth:`record` of one target."""
         return self.record(self.crossed(result))
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A gate's rules and the lines a target (or a page of them) crossed: passed when none."""
+
+    thresholds: Mapping[str, float]
+    conditions: Mapping[str, str]
+    crossed: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not self.crossed
+
+    def to_dict(self) -> dict[str, Any]:
+        """The gate in the JSON of stress and report."""
+        rules = {"thresholds": dict(self.thresholds), "conditions": dict(self.conditions)}
+        return {**rules, "crossed": list(self.crossed), "passed": self.passed}
+
+    @property
+    def rules(self) -> str:
+        """The rules in words: "fail above scaled_stress > 0.5", "fail if shape not-better", or both."""
+        rules = [f"{name} > {limit:g}" for name, limit in self.thresholds.items()]
+        rules += [f"{aspect} {category}" for aspect, category in self.conditions.items()]
+        kinds = "/".join(word for word, given in (("above", self.thresholds), ("if", self.conditions)) if given)
+        return f"fail {kinds} " + ", ".join(rules)
+
+    @property
+    def markdown(self) -> str:
+        """The gate as one Markdown line."""
+        if self.crossed:
+            return f"**Gate FAILED** ({md_text(self.rules)}): " + "; ".join(md_text(line) for line in self.crossed)
+        return f"**Gate passed** ({md_text(self.rules)})"
 
 
 def gate(
@@ -1016,8 +1046,9 @@ def gate(
     thresholds: Mapping[str, float],
     conditions: Mapping[str, str] | None = None,
 ) -> dict[str, Any] | None:
-    """The --fail-above and --fail-if gate of one target as it is reported in every format (None when neither)."""
-    return Gate(thresholds, conditions or {}).judge(result)
+    """The --fail-above and --fail-if gate of one target as its JSON reports it (None when neither)."""
+    judged = Gate(thresholds, conditions or {}).judge(result)
+    return judged.to_dict() if judged else None
 
 
 def _gated(result: StressResult | Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
@@ -1069,22 +1100,6 @@ def crossed(result: StressResult | Mapping[str, Any], thresholds: Mapping[str, f
             )
             lines.append(f"{metric} {shown} > {limit:g}{reason}")
     return lines
-
-
-def gate_rules(gate: Mapping[str, Any]) -> str:
-    """The gate's rules in words: "fail above scaled_stress > 0.5", "fail if shape not-better", or both."""
-    rules = [f"{name} > {limit:g}" for name, limit in gate["thresholds"].items()]
-    rules += [f"{aspect} {category}" for aspect, category in (gate.get("conditions") or {}).items()]
-    kinds = "/".join(word for word, given in (("above", gate["thresholds"]), ("if", gate.get("conditions"))) if given)
-    return f"fail {kinds} " + ", ".join(rules)
-
-
-def gate_line(gate: Mapping[str, Any]) -> str:
-    """The --fail-above / --fail-if gate as one Markdown line."""
-    what = gate_rules(gate)
-    if gate["crossed"]:
-        return f"**Gate FAILED** ({md_text(what)}): " + "; ".join(md_text(line) for line in gate["crossed"])
-    return f"**Gate passed** ({md_text(what)})"
 
 
 # --- how every output writes numbers and paths ----------------------------------------------------------
@@ -1139,3 +1154,158 @@ def display_path(path: str | os.PathLike[str]) -> str:
     with contextlib.suppress(ValueError):
         return "~/" + resolved.relative_to(Path.home()).as_posix()
     return text
+
+
+# --- the results of marginals, distances, mds, datasets list and encodings list -------------------------
+
+#: a field of a command's result that its printer reads but its JSON leaves out
+NOT_IN_JSON = {"json": False}
+
+
+class CommandResult:
+    """A frozen dataclass whose JSON (what ``-f json`` prints) is its fields, in order, with numpy
+    values as plain ones and non-finite numbers as null (fields marked :data:`NOT_IN_JSON` left out)."""
+
+    def to_json(self) -> str:
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("json", True)}  # type: ignore[arg-type]
+        return json.dumps(to_jsonable(shown), indent=2, allow_nan=False)
+
+
+@dataclass(frozen=True)
+class CountsResult(CommandResult):
+    """What ``geoanalyze marginals`` reports of the counts it made or merged: ``sources`` each with
+    where it came from, ``counting`` what each streamed count did, ``output`` the file written."""
+
+    sources: Sequence[Mapping[str, str]]
+    tokenizer: Mapping[str, Any] | None
+    n_sequences: int
+    n_positions: int
+    vocab_size: int
+    nonzero: int
+    kept_positions: int
+    left_out: Mapping[str, Any]
+    totals: np.ndarray
+    counting: Sequence[Mapping[str, Any]]
+    output: str | None
+
+    @classmethod
+    def of(
+        cls,
+        counts: Any,
+        sources: Sequence[Mapping[str, str]],
+        counting: Sequence[Mapping[str, Any]],
+        min_count: int,
+        output: str | os.PathLike[str] | None = None,
+    ) -> CountsResult:
+        """The result of :class:`~geoanalyze.corpus.marginals.PositionalCounts` ``counts``."""
+        return cls(
+            sources,
+            counts.metadata.get("tokenizer"),
+            counts.n_sequences,
+            counts.n_positions,
+            counts.vocab_size,
+            int(counts.counts.nnz),
+            int(counts.kept_positions(min_count).size),
+            counts.left_out(min_count),
+            counts.totals,
+            counting,
+            str(output) if output else None,
+        )
+
+
+@dataclass(frozen=True)
+class DistancesResult(CommandResult):
+    """What ``geoanalyze distances`` reports of a :class:`~geoanalyze.geometry.distances.PositionGeometry`:
+    the kept positions, the noise summary and floors, the files written and the noise warnings."""
+
+    sources: Sequence[Mapping[str, str]]
+    metric: str
+    positions: np.ndarray
+    left_out: Mapping[str, Any]
+    noise: Mapping[str, Any]
+    noise_floor: np.ndarray
+    totals: np.ndarray
+    output: str | None
+    heatmap: str | None
+    warnings: Sequence[str]
+
+    @classmethod
+    def of(
+        cls,
+        geometry: PositionGeometry,
+        sources: Sequence[Mapping[str, str]],
+        output: str | os.PathLike[str] | None = None,
+        heatmap: str | os.PathLike[str] | None = None,
+    ) -> DistancesResult:
+        summary = geometry.summary
+        return cls(
+            sources,
+            geometry.metric,
+            geometry.positions,
+            geometry.left_out,
+            summary,
+            geometry.noise_floor,
+            geometry.totals,
+            str(output) if output else None,
+            str(heatmap) if heatmap else None,
+            distance_warnings(summary),
+        )
+
+
+@dataclass(frozen=True)
+class MdsResult(CommandResult):
+    """What ``geoanalyze mds`` reports: the eigen-spectrum of the distances, the stress against rank and
+    the low-rank encoding P = A W made of them (its rank, width, stress and parameter counts)."""
+
+    sources: Sequence[Mapping[str, str]]
+    metric: str
+    distance: str
+    n_positions: int
+    positions: np.ndarray
+    effective_rank: int
+    tolerance: float
+    negative_mass: float
+    eigenvalues: np.ndarray
+    stress_curve: Mapping[int, float]
+    rank: int
+    dim: int
+    stress: float
+    parameters: Mapping[str, Any]
+    output: str | None
+    checkpoint: Mapping[str, Any] | None
+    #: only the top eigenpairs were computed (the effective rank is a lower bound)
+    partial: bool = field(default=False, metadata=NOT_IN_JSON)
+
+    @classmethod
+    def of(
+        cls,
+        fitted: Any,
+        curve: Mapping[int, float],
+        encoding: Any,
+        positions: np.ndarray,
+        sources: Sequence[Mapping[str, str]],
+        output: str | os.PathLike[str] | None = None,
+        checkpoint: Mapping[str, Any] | None = None,
+    ) -> MdsResult:
+        """The result of an MDS fit, its stress curve and the encoding made of it (the metric and
+        distance are those the encoding's metadata name)."""
+        about = encoding.metadata
+        return cls(
+            sources,
+            about["metric"],
+            about["distance"],
+            len(positions),
+            positions,
+            fitted.effective_rank,
+            fitted.tolerance,
+            fitted.negative_mass,
+            fitted.eigenvalues,
+            curve,
+            encoding.rank,
+            encoding.dim,
+            about["stress"],
+            encoding.parameter_counts(),
+            str(output) if output else None,
+            checkpoint,
+            fitted.partial,
+        )

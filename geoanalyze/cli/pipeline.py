@@ -8,7 +8,7 @@ object with ``-f json``, tables otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,8 +17,8 @@ import typer
 
 from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import InputError
-from ..report.render import fmt, grid_table, key_value_table, print_json, print_table, print_warnings
-from ..results import distance_warnings
+from ..report.render import fmt, grid_table, key_value_table, print_table, print_warnings
+from ..results import CountsResult, DistancesResult, MdsResult
 from . import options as opt
 from .common import (
     Folder,
@@ -93,7 +93,7 @@ def _figure(plot_dir: Path | None, name: str, old: Path | None) -> Path | None:
     return plot_dir / name if plot_dir is not None else old
 
 
-def _sources_line(notes: list[dict[str, Any]]) -> str:
+def _sources_line(notes: Sequence[Mapping[str, str]]) -> str:
     return ", ".join(f"{n['source']} ({n['from']})" for n in notes)
 
 
@@ -126,57 +126,38 @@ def marginals(
     if output is not None:
         with all_or_none() as stage:
             counts.save(stage(output))
-    result = _counts_result(counts, notes, reports, min_count, output)
+    result = CountsResult.of(counts, notes, reports, min_count, output)
     if format == "json":
-        print_json(result)
+        print(result.to_json())
         return
-    _print_counts(result, counts.totals, min_count, format)
+    _print_counts(result, min_count, format)
 
 
-def _counts_result(
-    counts: Any, notes: list[dict[str, Any]], reports: list[dict[str, Any]], min_count: int, output: Path | None
-) -> dict[str, Any]:
-    """What ``marginals -f json`` prints."""
-    return {
-        "sources": notes,
-        "tokenizer": counts.metadata.get("tokenizer"),
-        "n_sequences": counts.n_sequences,
-        "n_positions": counts.n_positions,
-        "vocab_size": counts.vocab_size,
-        "nonzero": int(counts.counts.nnz),
-        "kept_positions": int(counts.kept_positions(min_count).size),
-        "left_out": counts.left_out(min_count),
-        "totals": counts.totals,
-        "counting": reports,
-        "output": str(output) if output else None,
-    }
-
-
-def _print_counts(result: dict[str, Any], totals: np.ndarray, min_count: int, format: str) -> None:
+def _print_counts(result: CountsResult, min_count: int, format: str) -> None:
     counted = [
         (
             f"counted {r['source']}",
             f"{r['counted']} shard{'s' if r['counted'] != 1 else ''} counted, {r['reused']} resumed, {r['tokens']:,} tokens "
             f"in {r['seconds']:.1f} s on {r['engine']}",
         )
-        for r in result["counting"]
+        for r in result.counting
     ]
     rows = [
-        ("sources", _sources_line(result["sources"])),
-        ("tokenizer", (result["tokenizer"] or {}).get("name")),
-        ("sequences", result["n_sequences"]),
-        ("positions n", result["n_positions"]),
-        ("vocabulary V", result["vocab_size"]),
-        ("non-zero counts", result["nonzero"]),
-        (f"kept (N_i >= {min_count})", result["kept_positions"]),
-        ("left out", result["left_out"]["positions"]),
+        ("sources", _sources_line(result.sources)),
+        ("tokenizer", (result.tokenizer or {}).get("name")),
+        ("sequences", result.n_sequences),
+        ("positions n", result.n_positions),
+        ("vocabulary V", result.vocab_size),
+        ("non-zero counts", result.nonzero),
+        (f"kept (N_i >= {min_count})", result.kept_positions),
+        ("left out", result.left_out["positions"]),
         *counted,
-        ("written to", result["output"]),
+        ("written to", result.output),
     ]
     print_table(key_value_table("per-position token counts", rows), format)
-    sample = _sample_positions(result["n_positions"])
+    sample = _sample_positions(result.n_positions)
     print_table(
-        grid_table("N_i at some positions", ["position", "N_i"], [(i, int(totals[i])) for i in sample]),
+        grid_table("N_i at some positions", ["position", "N_i"], [(i, int(result.totals[i])) for i in sample]),
         format,
     )
 
@@ -221,43 +202,32 @@ def distances(
             from ..report.figures import distance_heatmap
 
             distance_heatmap(geometry, stage(heatmap))
-    result = {
-        "sources": notes,
-        "metric": metric,
-        "positions": geometry.positions,
-        "left_out": geometry.left_out,
-        "noise": geometry.summary,
-        "noise_floor": geometry.noise_floor,
-        "totals": geometry.totals,
-        "output": str(output) if output else None,
-        "heatmap": str(heatmap) if heatmap else None,
-        "warnings": distance_warnings(geometry.summary),
-    }
+    result = DistancesResult.of(geometry, notes, output, heatmap)
     if format == "json":
-        print_json(result)
+        print(result.to_json())
         return
-    _print_distances(result, geometry, format)
+    _print_distances(result, format)
 
 
-def _print_distances(result: dict[str, Any], geometry: Any, format: str) -> None:
-    summary = geometry.summary
+def _print_distances(result: DistancesResult, format: str) -> None:
+    summary = result.noise
     rows = [
-        ("sources", _sources_line(result["sources"])),
-        ("positions kept", f"{len(geometry.positions)} ({fmt(geometry.positions[[0, -1]].tolist())})"),
-        ("left out", geometry.left_out.get("positions")),
+        ("sources", _sources_line(result.sources)),
+        ("positions kept", f"{len(result.positions)} ({fmt(result.positions[[0, -1]].tolist())})"),
+        ("left out", result.left_out.get("positions")),
         ("median naive distance", summary["median_naive"]),
         ("median corrected distance", summary["median_corrected"]),
         ("median noise floor", summary["median_noise_floor"]),
         ("noise fraction of naive d^2", summary["noise_fraction"]),
         ("signal-to-noise (power)", summary["snr"]),
         ("pairs above both floors", summary["pairs_above_floor"]),
-        ("written to", result["output"]),
-        ("heatmap", result["heatmap"]),
+        ("written to", result.output),
+        ("heatmap", result.heatmap),
     ]
-    print_table(key_value_table(f"{result['metric']} distances between positions", rows), format)
-    print_warnings(result["warnings"], format)  # as stress warns: the scores of a noisy D rank noise
-    sample = _sample_positions(len(geometry.positions))
-    floors = [(int(geometry.positions[k]), int(geometry.totals[k]), float(geometry.noise_floor[k])) for k in sample]
+    print_table(key_value_table(f"{result.metric} distances between positions", rows), format)
+    print_warnings(result.warnings, format)  # as stress warns: the scores of a noisy D rank noise
+    sample = _sample_positions(len(result.positions))
+    floors = [(int(result.positions[k]), int(result.totals[k]), float(result.noise_floor[k])) for k in sample]
     print_table(grid_table("noise floor at some positions", ["position", "N_i", "floor"], floors), format)
 
 
@@ -334,11 +304,11 @@ def mds(
         if into_checkpoint is not None and checkpoint_output is not None:
             written = _into_checkpoint(encoding, into_checkpoint, stage(checkpoint_output, folder=True, create=False))
             written["checkpoint"] = str(checkpoint_output)
-    payload = _mds_payload(fitted, curve, encoding, geometry.positions, notes, output, written)
+    result = MdsResult.of(fitted, curve, encoding, geometry.positions, notes, output, written)
     if format == "json":
-        print_json(payload)
+        print(result.to_json())
         return
-    _print_mds(payload, fitted, curve, dim, format)
+    _print_mds(result, dim, format)
 
 
 def _local_checkpoint(checkpoint: Path | None) -> Path | None:
@@ -390,70 +360,36 @@ def _into_checkpoint(encoding: Any, checkpoint: Path, staged: Path) -> dict[str,
     return write_into_checkpoint(encoding, checkpoint, staged)
 
 
-def _mds_payload(
-    fitted: Any,
-    curve: dict[int, float],
-    encoding: Any,
-    positions: np.ndarray,
-    notes: list[dict[str, Any]],
-    output: Path | None,
-    written: dict[str, Any] | None,
-) -> dict[str, Any]:
-    """What ``mds -f json`` prints (the metric and distance are those the encoding's metadata name)."""
-    metadata = encoding.metadata
-    return {
-        "sources": notes,
-        "metric": metadata["metric"],
-        "distance": metadata["distance"],
-        "n_positions": len(positions),
-        "positions": positions,
-        "effective_rank": fitted.effective_rank,
-        "tolerance": fitted.tolerance,
-        "negative_mass": fitted.negative_mass,
-        "eigenvalues": fitted.eigenvalues,
-        "stress_curve": {str(k): v for k, v in curve.items()},
-        "rank": encoding.rank,
-        "dim": encoding.dim,
-        "stress": metadata["stress"],
-        "parameters": encoding.parameter_counts(),
-        "output": str(output) if output else None,
-        "checkpoint": written,
-    }
-
-
-def _print_mds(payload: dict[str, Any], fitted: Any, curve: dict[int, float], dim: int | None, format: str) -> None:
-    written = payload["checkpoint"]
+def _print_mds(result: MdsResult, dim: int | None, format: str) -> None:
     rows = [
-        ("sources", _sources_line(payload["sources"])),
-        ("positions n", payload["n_positions"]),
-        ("matrix", f"{payload['distance']} {payload['metric']}"),
-        ("effective rank", _rank_line(fitted)),
-        ("negative eigenvalue mass", fitted.negative_mass),
-        ("rank r / width d", f"{payload['rank']} / {payload['dim']}"),
-        ("stress at rank r", payload["stress"]),
-        (
-            "parameters r(n+d) vs n d",
-            _parameter_line(payload["parameters"]) if dim else "pass --width (the model width)",
-        ),
-        ("written to", payload["output"]),
-        ("checkpoint", written["checkpoint"] if written else None),
+        ("sources", _sources_line(result.sources)),
+        ("positions n", result.n_positions),
+        ("matrix", f"{result.distance} {result.metric}"),
+        ("effective rank", _rank_line(result)),
+        ("negative eigenvalue mass", result.negative_mass),
+        ("rank r / width d", f"{result.rank} / {result.dim}"),
+        ("stress at rank r", result.stress),
+        ("parameters r(n+d) vs n d", _parameter_line(result.parameters) if dim else "pass --width (the model width)"),
+        ("written to", result.output),
+        ("checkpoint", result.checkpoint["checkpoint"] if result.checkpoint else None),
     ]
     print_table(key_value_table("classical MDS positional encoding", rows), format)
-    top = fitted.eigenvalues[:10]
+    top = result.eigenvalues[:10]
     print_table(
         grid_table("top eigenvalues", ["component", "eigenvalue"], [(k + 1, float(v)) for k, v in enumerate(top)]),
         format,
     )
-    print_table(grid_table("stress against rank", ["rank", "stress"], [(r, s) for r, s in curve.items()]), format)
+    rows = list(result.stress_curve.items())
+    print_table(grid_table("stress against rank", ["rank", "stress"], rows), format)
 
 
-def _rank_line(result: Any) -> str:
+def _rank_line(result: MdsResult) -> str:
     if result.partial:
         return f">= {result.effective_rank} (only the top {len(result.eigenvalues)} eigenpairs computed)"
     return str(result.effective_rank)
 
 
-def _parameter_line(params: dict[str, Any]) -> str:
+def _parameter_line(params: Mapping[str, Any]) -> str:
     saving = params["saving"]
     change = f"{saving:.1%} fewer" if saving >= 0 else f"{-saving:.1%} more: choose --rank below n d / (n + d)"
     return f"{params['factored']} vs {params['dense']} ({change})"

@@ -31,7 +31,7 @@ from .common import (
 if TYPE_CHECKING:
     from ..analysis import StressOptions
     from ..report.page import NotAnalysed, ReportPage
-    from ..results import Gate, StressResult
+    from ..results import Gate, Judgement, StressResult
 
 encodings_app = typer.Typer(help="The encodings the scores know by name.", no_args_is_help=True)
 
@@ -209,8 +209,7 @@ TO_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 }
 #: the parameters of stress, report and track that are the command's own, not analysis options
 COMMAND_ONLY = frozenset(
-    "target checkpoints format no_legend output plot_dir plot fail_above fail_if baseline fail_if_worse revisions "
-    "order series".split()
+    ["target", "checkpoints", "format", "no_legend", "output", "plot_dir", "plot", "fail_above", "fail_if", "baseline", "fail_if_worse", "revisions", "order", "series"]
 )
 
 
@@ -342,7 +341,7 @@ def page_link(path: str) -> str:
 
 def emit_stress(
     result: StressResult,
-    judged: dict[str, Any] | None,
+    judged: Judgement | None,
     format: str,
     output: Path | None,
     plot_dir: Path | None,
@@ -357,12 +356,12 @@ def emit_stress(
 
     run = provenance(seed)
     figures: dict[str, str] = {}
-    extra: dict[str, Any] = {"gate": judged, "run": run}
+    extra: dict[str, Any] = {"gate": judged.to_dict() if judged else None, "run": run}
     with all_or_none() as stage:
         if plot_dir is not None:
             # Drawn into a staged folder; its files join --plot-dir with the JSON, or none does.
             drawn = write_figures(result, stage(plot_dir, folder=True, replaces=False))
-            figures = {title: stage.final(path) for title, path in drawn.items()}
+            figures = {figure.title: stage.final(figure.path) for figure in drawn}
             extra["figures"] = figures
         if output is not None:
             write_text(stage(output), result.to_json(**extra) + "\n")
@@ -373,8 +372,8 @@ def emit_stress(
         print(result.to_markdown(links, show_legend=show_legend, gate=judged) + "\n" + provenance_line(run))
     else:
         print_tables(result, show_legend=show_legend, gate=judged)
-    if judged and judged["crossed"]:
-        raise ThresholdError("threshold crossed: " + "; ".join(judged["crossed"]))
+    if judged and judged.crossed:
+        raise ThresholdError("threshold crossed: " + "; ".join(judged.crossed))
 
 
 def analyzed(target: str, options: StressOptions, progress: Any) -> StressResult | NotAnalysed:
@@ -451,7 +450,12 @@ def emit_report(
 
     targets = len(page.rows)
     if format == "json":
-        document = {"run": run, "report": str(output), "targets": page.documents, "gate": page.gate}
+        document = {
+            "run": run,
+            "report": str(output),
+            "targets": page.documents,
+            "gate": page.gate and page.gate.to_dict(),
+        }
         print_json({**document, **({} if comparison is None else {"comparison": comparison.to_dict()})})
     elif format == "markdown":
         print(page.text)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..results import Gate, StressResult, display_path, gate_line, markdown_table, md_text
+from ..results import Gate, Judgement, StressResult, display_path, markdown_table, md_text
 from .render import provenance_line
 from .stress import report_header, report_row, write_figures
 
@@ -74,7 +74,7 @@ class ReportPage:
     documents: list[dict[str, Any]]
     failed: list[str]
     crossings: list[str]
-    gate: dict[str, Any] | None
+    gate: Judgement | None
     comparisons: tuple[str, ...] = ()
 
 
@@ -147,15 +147,15 @@ def build_report(
             documents.append({"target": outcome.target, "error": outcome.reason})
             continue
         judged = gate.judge(outcome)
-        crossings += [f"{shown}: {line}" for line in (judged or {}).get("crossed", [])]
+        crossings += [f"{shown}: {line}" for line in (judged.crossed if judged else ())]
         figures = write_figures(outcome, figure_dir, prefix=f"{index}-")
-        links = {name: f"{link_dir}/{Path(path).name}" for name, path in figures.items()}
+        links = {figure.title: f"{link_dir}/{figure.path.name}" for figure in figures}
         sections.append(outcome.to_markdown(links, level=2, show_legend=show_legend, gate=judged))
         summary = outcome.summary
         verdicts.append(summary.verdict)
         warnings += [f"{shown}: {line}" for line in summary.warnings]
         rows.append(report_row(outcome))
-        documents.append({**outcome.document(), "gate": judged})
+        documents.append({**outcome.document(), "gate": judged.to_dict() if judged else None})
     page = [f"# {md_text(title)}", "", *([provenance_line(run), ""] if run is not None else [])]
     page += [f"> **Warning:** {md_text(line)}\n" for line in warnings]
     page += [markdown_table(header, rows), ""]
@@ -166,7 +166,7 @@ def build_report(
         page += ["", *(f"Compared: {md_text(line)}" for line in comparisons)]
     recorded = gate.record(crossings)
     if recorded is not None:
-        page += ["", gate_line(recorded)]
+        page += ["", recorded.markdown]
     page += ["", *sections]
     text = "\n".join(page)
     return ReportPage(text, header, rows, verdicts, documents, failed, crossings, recorded, comparisons)

@@ -7,7 +7,8 @@ What a result says (its rows, verdict, legend) and its JSON and Markdown are the
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,10 @@ from ..geometry.null import ASPECTS, TESTED_ASPECTS
 from ..results import (
     LAYER_LEGEND,
     SCORE_COLUMNS,
+    Judgement,
     StressResult,
     category_code,
     display_path,
-    gate_rules,
     header_rows,
     interval_rows,
     layer_rows,
@@ -54,7 +55,7 @@ def short_name(name: str, width: int = TABLE_NAME_WIDTH) -> str:
     return text
 
 
-def print_tables(result: StressResult, show_legend: bool = True, gate: Mapping[str, Any] | None = None) -> None:
+def print_tables(result: StressResult, show_legend: bool = True, gate: Judgement | None = None) -> None:
     """The terminal report on stdout: header, warnings, scores, verdict, intervals, legend, layers, gate."""
     from .render import emit
 
@@ -62,7 +63,7 @@ def print_tables(result: StressResult, show_legend: bool = True, gate: Mapping[s
 
 
 def terminal_report(
-    result: StressResult, show_legend: bool = True, gate: Mapping[str, Any] | None = None, width: int | None = None
+    result: StressResult, show_legend: bool = True, gate: Judgement | None = None, width: int | None = None
 ) -> list[Any]:
     """What :func:`print_tables` prints, as renderables laid out in ``width`` (default: the output's)."""
     from .render import key_value_table, output_width
@@ -113,11 +114,11 @@ def layer_report(result: StressResult, show_legend: bool, width: int) -> list[An
     return parts
 
 
-def gate_lines(gate: Mapping[str, Any], width: int) -> list[str]:
+def gate_lines(gate: Judgement, width: int) -> list[str]:
     """The --fail-above / --fail-if gate as the table format prints it: passed, or what it crossed."""
-    if gate["crossed"]:
-        return labelled("gate failed:", "; ".join(gate["crossed"]), "bold red", width)
-    return labelled("gate passed:", gate_rules(gate), "bold green", width)
+    if gate.crossed:
+        return labelled("gate failed:", "; ".join(gate.crossed), "bold red", width)
+    return labelled("gate passed:", gate.rules, "bold green", width)
 
 
 def labelled(label: str, text: str, style: str, width: int) -> list[str]:
@@ -134,22 +135,6 @@ def legend_lines(lines: Any, width: int) -> list[str]:
     from .render import wrapped
 
     return [escape(part) for line in lines for part in wrapped(line, indent=2, width=width)]
-
-
-def print_legend(console: Any, lines: Any) -> None:
-    """Legend lines, indented by two columns, folded to the output's width."""
-    from .render import emit
-
-    del console
-    emit(*legend_lines(lines, 0))
-
-
-def print_wide_table(console: Any, title: str, header: list[str], rows: list[list[Any]]) -> None:
-    """A score table laid out to fit the output (:func:`fitted_tables`)."""
-    from .render import emit, output_width
-
-    del console
-    emit(*fitted_tables(title, header, rows, output_width()))
 
 
 def layout_width(header: Sequence[Any], rows: Sequence[Sequence[Any]]) -> int:
@@ -224,8 +209,16 @@ def report_row(result: StressResult) -> list[Any]:
     ]
 
 
-def write_figures(result: StressResult, directory: str | os.PathLike[str], prefix: str = "") -> dict[str, str]:
-    """Heatmap, MDS map, Shepard diagram, scores against the null and per-layer stress as PNGs; {title: path}.
+@dataclass(frozen=True)
+class Figure:
+    """One PNG :func:`write_figures` drew: what it shows and where it is."""
+
+    title: str
+    path: Path
+
+
+def write_figures(result: StressResult, directory: str | os.PathLike[str], prefix: str = "") -> tuple[Figure, ...]:
+    """Heatmap, MDS map, Shepard diagram, scores against the null and per-layer stress as PNGs, in that order.
 
     Everything drawn is the result's: its geometry, the tables it scored, and (a synthetic corpus,
     or a sample file with its marginals) the exact distances it knows (``result.truth``).
@@ -238,25 +231,24 @@ def write_figures(result: StressResult, directory: str | os.PathLike[str], prefi
     folder.mkdir(parents=True, exist_ok=True)
     geometry, distances, truth = result.geometry, result.distances, result.truth
     named = caption(display_path(result.target), result.dataset.name)
-    written: dict[str, str] = {}
     heatmap = folder / f"{prefix}hellinger.png"
     distance_heatmap(geometry, heatmap, subtitle=named, truth=truth)
-    written["Hellinger distances (naive, corrected) and noise floor"] = str(heatmap)
+    written = [Figure("Hellinger distances (naive, corrected) and noise floor", heatmap)]
     mds = classical_mds(distances)
     mds_path = folder / f"{prefix}mds.png"
     mds_figure(mds, stress_curve(mds.embedding_, distances), result.positions, mds_path, subtitle=named, truth=truth)
-    written["MDS: eigen-spectrum, stress against rank, 2-D map"] = str(mds_path)
+    written.append(Figure("MDS: eigen-spectrum, stress against rank, 2-D map", mds_path))
     # The vectors the analysis scored (the optimal MDS is left out: it lies on the diagonal).
     tables = {name: table for name, table in result.vectors.items() if name != "mds"}
     shepard = folder / f"{prefix}shepard.png"
     shepard_diagram(tables, distances, shepard, subtitle=f"{named} ({result.distance})", truth=truth)
-    written["Shepard diagram"] = str(shepard)
+    written.append(Figure("Shepard diagram", shepard))
     null_path = folder / f"{prefix}null.png"
     reasons = {a: e.reason or "" for a, e in result.discriminability.aspects.items() if e.discriminates is False}
     shown = {short_name(display_path(name), 24): scores.to_dict() for name, scores in result.scores.items()}
     tested = {aspect: ASPECTS[aspect] for aspect in TESTED_ASPECTS}
     null_figure(shown, tested, null_path, subtitle=f"({named})", not_ranked=reasons)
-    written["every tested score and its category against position shuffles"] = str(null_path)
+    written.append(Figure("every tested score and its category against position shuffles", null_path))
     if result.layers:
         layers = folder / f"{prefix}layers.png"
         shape = result.discriminability.aspects.get("shape")
@@ -267,8 +259,8 @@ def write_figures(result: StressResult, directory: str | os.PathLike[str], prefi
             references=references(result),
             shape_not_ranked=shape.reason if shape is not None and shape.discriminates is False else None,
         )
-        written["stress per layer"] = str(layers)
-    return written
+        written.append(Figure("stress per layer", layers))
+    return tuple(written)
 
 
 def references(result: StressResult) -> dict[str, dict[str, float]]:
