@@ -51,6 +51,14 @@ _EXPORTS = {
     "LayerRow": "geoanalyze.results",
     "CheckpointInfo": "geoanalyze.results",
     "Verdict": "geoanalyze.results",
+    "CountsResult": "geoanalyze.results",
+    "DistancesResult": "geoanalyze.results",
+    "MdsResult": "geoanalyze.results",
+    "DatasetsResult": "geoanalyze.results",
+    "EncodingsResult": "geoanalyze.results",
+    "Judgement": "geoanalyze.results",
+    "Gate": "geoanalyze.results",
+    "ReportPage": "geoanalyze.report.page",
     "null_calibration": "geoanalyze.geometry.scores",
     "shuffle_test": "geoanalyze.geometry.shuffle",
     "get_encoding": "geoanalyze.encodings",
@@ -60,13 +68,21 @@ _EXPORTS = {
 __all__ = [
     "DATASETS",
     "CheckpointInfo",
+    "CountsResult",
+    "DatasetsResult",
+    "DistancesResult",
     "EncodingScores",
+    "EncodingsResult",
+    "Gate",
     "GeoanalyzeError",
+    "Judgement",
     "LayerRow",
     "LowRankEncoding",
     "MDSResult",
+    "MdsResult",
     "PositionGeometry",
     "PositionalCounts",
+    "ReportPage",
     "StressOptions",
     "StressResult",
     "SyntheticCorpus",
@@ -109,8 +125,22 @@ if TYPE_CHECKING:
     from .geometry.mds import LowRankEncoding, MDSResult, classical_mds, low_rank_encoding, stress_curve
     from .geometry.scores import null_calibration
     from .geometry.shuffle import shuffle_test
+    from .report.page import ReportPage
     from .report.stress import write_figures
-    from .results import CheckpointInfo, EncodingScores, LayerRow, StressResult, Verdict
+    from .results import (
+        CheckpointInfo,
+        CountsResult,
+        DatasetsResult,
+        DistancesResult,
+        EncodingScores,
+        EncodingsResult,
+        Gate,
+        Judgement,
+        LayerRow,
+        MdsResult,
+        StressResult,
+        Verdict,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -1167,8 +1167,9 @@ class CommandResult:
     values as plain ones and non-finite numbers as null (fields marked :data:`NOT_IN_JSON` left out)."""
 
     def to_json(self) -> str:
-        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("json", True)}  # type: ignore[arg-type]
-        return json.dumps(to_jsonable(shown), indent=2, allow_nan=False)
+        hidden = [f.name for f in fields(self) if not f.metadata.get("json", True)]  # type: ignore[arg-type]
+        record = asdict(self)  # type: ignore[call-overload]
+        return json.dumps(to_jsonable({k: v for k, v in record.items() if k not in hidden}), indent=2, allow_nan=False)
 
 
 @dataclass(frozen=True)
@@ -1309,3 +1310,68 @@ class MdsResult(CommandResult):
             checkpoint,
             fitted.partial,
         )
+
+
+@dataclass(frozen=True)
+class DatasetRow:
+    """One corpus ``geoanalyze datasets list`` knows by name, and the splits the data directory holds of it."""
+
+    name: str
+    hub_id: str | None
+    config: str | None
+    splits: list[str]
+    text_column: str | None
+    local_splits: list[str]
+    description: str
+
+    @property
+    def hub_name(self) -> str:
+        """The hub id and its config, as the list shows them: ``id (config)``, ``-`` for none."""
+        if not self.hub_id:
+            return "-"
+        return f"{self.hub_id} ({self.config})" if self.config else str(self.hub_id)
+
+
+@dataclass(frozen=True)
+class DatasetsResult(CommandResult):
+    """What ``geoanalyze datasets list`` reports: the named corpora and the data directory read."""
+
+    data_dir: str | None
+    datasets: tuple[DatasetRow, ...]
+
+    @classmethod
+    def of(cls, directory: Path | None) -> DatasetsResult:
+        """The named corpora, with the splits ``directory`` (a data directory, or None) holds of each."""
+        from .corpus.sources import DATASETS, LOCAL_SUFFIXES
+        from .corpus.synthetic import KINDS
+
+        def held(name: str, split: str) -> bool:
+            return directory is not None and any((directory / name / f"{split}{s}").is_file() for s in LOCAL_SUFFIXES)
+
+        rows = [
+            DatasetRow(
+                d.name,
+                d.hub_id,
+                d.config,
+                list(d.splits),
+                d.text_column,
+                [s for s in d.splits if held(d.name, s)],
+                d.description,
+            )
+            for d in DATASETS.values()
+        ]
+        about = f"generated with known marginals: synthetic:KIND,n=,length=,vocab=,seed= (KIND: {', '.join(KINDS)})"
+        return cls(
+            str(directory) if directory else None, (*rows, DatasetRow("synthetic", None, None, [], None, [], about))
+        )
+
+
+@dataclass(frozen=True)
+class EncodingsResult(CommandResult):
+    """What ``geoanalyze encodings list`` reports: each encoding family's name, summary and parameters."""
+
+    encodings: tuple[Mapping[str, Any], ...]
+
+    def to_json(self) -> str:
+        """The JSON list of the families (``-f json``)."""
+        return json.dumps(to_jsonable(list(self.encodings)), indent=2, allow_nan=False)

@@ -13,7 +13,7 @@ import typer
 
 from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import DataNotFoundError, GeoanalyzeError, InputError, ThresholdError, first_line
-from ..report.render import grid_table, print_json, print_table
+from ..report.render import grid_table, print_table
 from . import options as opt
 from .common import (
     Folder,
@@ -209,7 +209,22 @@ TO_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 }
 #: the parameters of stress, report and track that are the command's own, not analysis options
 COMMAND_ONLY = frozenset(
-    ["target", "checkpoints", "format", "no_legend", "output", "plot_dir", "plot", "fail_above", "fail_if", "baseline", "fail_if_worse", "revisions", "order", "series"]
+    [
+        "target",
+        "checkpoints",
+        "format",
+        "no_legend",
+        "output",
+        "plot_dir",
+        "plot",
+        "fail_above",
+        "fail_if",
+        "baseline",
+        "fail_if_worse",
+        "revisions",
+        "order",
+        "series",
+    ]
 )
 
 
@@ -450,13 +465,7 @@ def emit_report(
 
     targets = len(page.rows)
     if format == "json":
-        document = {
-            "run": run,
-            "report": str(output),
-            "targets": page.documents,
-            "gate": page.gate and page.gate.to_dict(),
-        }
-        print_json({**document, **({} if comparison is None else {"comparison": comparison.to_dict()})})
+        print(page.to_json(run, str(output), comparison))
     elif format == "markdown":
         print(page.text)
     else:
@@ -647,13 +656,15 @@ def _check_targets(targets: list[str], trust_remote_code: bool = False) -> int |
 def list_encodings(format: opt.Format = "table") -> None:
     """List the encoding names, what they are and their parameters."""
     from ..encodings import list_encodings as records
+    from ..results import EncodingsResult
     from .common import check_format
 
     check_format(format)
-    rows = records()
+    result = EncodingsResult(tuple(records()))
     if format == "json":
-        print_json(rows)
+        print(result.to_json())
         return
+    rows = result.encodings
     table = [(r["name"], r["summary"], ", ".join(f"{k}={v}" for k, v in r["parameters"].items()) or "-") for r in rows]
     print_table(
         grid_table("encodings (spec: NAME[:key=value,...] or NAME:<path>)", ["name", "what", "parameters"], table),

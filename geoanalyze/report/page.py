@@ -19,14 +19,14 @@ when the folder holds nothing but figures a report draws (``<index>-<figure>.png
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..results import Gate, Judgement, StressResult, display_path, markdown_table, md_text
-from .render import provenance_line
+from .render import dumps, provenance_line
 from .stress import report_header, report_row, write_figures
 
 #: the name of each figure a report draws: ``<index>-<figure>.png`` (report.stress.write_figures)
@@ -76,6 +76,12 @@ class ReportPage:
     crossings: list[str]
     gate: Judgement | None
     comparisons: tuple[str, ...] = ()
+
+    def to_json(self, run: Mapping[str, Any] | None = None, report: str | None = None, comparison: Any = None) -> str:
+        """What ``report -f json`` prints: the run, the page written, every target's document with its gate,
+        the page's gate and (``report --baseline``) the comparison with the baseline."""
+        document = {"run": run, "report": report, "targets": self.documents, "gate": self.gate and self.gate.to_dict()}
+        return dumps({**document, **({} if comparison is None else {"comparison": comparison.to_dict()})})
 
 
 def compared(first: StressResult, other: StressResult) -> str | None:
