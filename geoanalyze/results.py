@@ -272,23 +272,28 @@ class StressResult:
     @property
     def summary(self) -> Summary:
         """What the table, the JSON and the Markdown all say (:func:`summarize`; its paths are shown
-        from the working directory of the moment, as every output shows them)."""
+        from the working directory: ``summarize(result, base)`` shows them from ``base``)."""
         return summarize(self)
 
     @property
     def verdict(self) -> Verdict:
         """One category per aspect, the verdict sentence and what is not ranked."""
+        return self.verdict_from()
+
+    def verdict_from(self, base: Path | None = None) -> Verdict:
+        """:attr:`verdict`, its sentence naming the target from ``base`` (:func:`display_path`)."""
         mine = self.target_scores
         categories = {aspect: mine.categories.get(aspect) for aspect in ASPECTS} if mine else dict.fromkeys(ASPECTS)
         return Verdict(
             **categories,
-            sentence=self.summary.verdict,
+            sentence=summarize(self, base).verdict,
             not_ranked=tuple(sorted(self.discriminability.undecidable(), key=list(ASPECTS).index)),
             null_draws=mine.null_draws if mine else None,
         )
 
-    def document(self) -> dict[str, Any]:
-        """The JSON document as Python values (numpy values left to :func:`geoanalyze.io.to_jsonable`)."""
+    def document(self, base: Path | None = None) -> dict[str, Any]:
+        """The JSON document as Python values (numpy values left to :func:`geoanalyze.io.to_jsonable`;
+        paths in sentences shown from ``base``, default the working directory)."""
         record: dict[str, Any] = {
             "target": self.target,
             "kind": self.kind,
@@ -306,12 +311,14 @@ class StressResult:
         }
         if self.checkpoint is not None:
             record["checkpoint"] = self.checkpoint.to_dict()
-        return {**record, "verdict": self.verdict.to_dict(), "summary": self.summary.to_dict()}
+        shown = {"verdict": self.verdict_from(base).to_dict(), "summary": summarize(self, base).to_dict()}
+        return {**record, **shown}
 
-    def to_json(self, **extra: Any) -> str:
-        """The JSON ``geoanalyze stress -f json`` prints (non-finite numbers as null); ``extra`` keys
-        follow the document's own (the command adds ``gate``, ``run`` and, with --plot-dir, ``figures``)."""
-        return json.dumps(to_jsonable({**self.document(), **extra}), indent=2, allow_nan=False)
+    def to_json(self, base: Path | None = None, **extra: Any) -> str:
+        """The JSON ``geoanalyze stress -f json`` prints (non-finite numbers as null; paths shown from
+        ``base``); ``extra`` keys follow the document's own (the command adds ``gate``, ``run`` and,
+        with --plot-dir, ``figures``)."""
+        return json.dumps(to_jsonable({**self.document(base), **extra}), indent=2, allow_nan=False)
 
     def to_markdown(
         self,
@@ -319,9 +326,10 @@ class StressResult:
         level: int = 2,
         show_legend: bool = True,
         gate: Judgement | None = None,
+        base: Path | None = None,
     ) -> str:
-        """The Markdown section ``geoanalyze stress -f markdown`` prints (:func:`markdown`)."""
-        return markdown(self, figures, level=level, show_legend=show_legend, gate=gate)
+        """The Markdown section ``geoanalyze stress -f markdown`` prints (:func:`markdown`; paths from ``base``)."""
+        return markdown(self, figures, level=level, show_legend=show_legend, gate=gate, base=base)
 
 
 # --- what the result says: rows, verdict, warnings, limits, legend ----------------------------------
@@ -536,11 +544,12 @@ def distance_warnings(noise: Mapping[str, Any]) -> list[str]:
     return [] if line is None else [line]
 
 
-def summarize(result: StressResult) -> Summary:
-    """What the table, the JSON and the Markdown all say: rows, verdict, warnings, limits, legend."""
+def summarize(result: StressResult, base: Path | None = None) -> Summary:
+    """What the table, the JSON and the Markdown all say: rows, verdict, warnings, limits, legend (paths
+    shown from ``base``: :func:`display_path`)."""
     rows = summary_rows(result)
-    sentence = verdict_sentence(result, rows)
-    return Summary(rows, sentence, warnings(result), limits(result), legend(result, rows), caveats(result))
+    sentence = verdict_sentence(result, rows, base)
+    return Summary(rows, sentence, warnings(result), limits(result), legend(result, rows, base), caveats(result))
 
 
 def caveats(result: StressResult) -> tuple[str, ...]:
@@ -621,7 +630,7 @@ def shape_clause(mine: SummaryRow, rows: Sequence[SummaryRow]) -> str | None:
     )
 
 
-def verdict_sentence(result: StressResult, rows: Sequence[SummaryRow]) -> str:
+def verdict_sentence(result: StressResult, rows: Sequence[SummaryRow], base: Path | None = None) -> str:
     """One line on the target: its shape beside the standard encodings (only where this corpus can tell
     shapes apart), the MDS floor, then in plain words in which aspects it carries position and in which not."""
     target = result.target
@@ -639,15 +648,15 @@ def verdict_sentence(result: StressResult, rows: Sequence[SummaryRow]) -> str:
     if mds is not None and target != "mds" and shapes_differ:
         parts.append(f"MDS floor {fmt(shown_score(mds.values['scaled_stress']))}")
     parts.append(against_random(mine.categories, result.null))
-    return f"{display_path(target)}: " + "; ".join(parts)
+    return f"{display_path(target, base)}: " + "; ".join(parts)
 
 
-def legend(result: StressResult, rows: Sequence[SummaryRow]) -> tuple[str, ...]:
+def legend(result: StressResult, rows: Sequence[SummaryRow], base: Path | None = None) -> tuple[str, ...]:
     """The lines printed under the table (what each column and each special row means)."""
     lines = [distance_legend(result)]
     lines += [f"{c.label}: {c.legend}" for c in SCORE_COLUMNS]
     lines.append(vs_random_legend(result.null))
-    lines += row_legend(result, rows)
+    lines += row_legend(result, rows, base)
     names = {row.encoding.split(":")[0] for row in rows}
     if "mds" in names:
         lines.append("mds: classical MDS of D itself, the best fit any encoding can reach (a floor, not a rival)")
@@ -680,7 +689,7 @@ def distance_legend(result: StressResult) -> str:
     )
 
 
-def row_legend(result: StressResult, rows: Sequence[SummaryRow]) -> list[str]:
+def row_legend(result: StressResult, rows: Sequence[SummaryRow], base: Path | None = None) -> list[str]:
     """One line per row of the table that is not a reference (mds and random have their own): the
     target, and each compared encoding by its family's description."""
     from .encodings.registry import REGISTRY
@@ -690,7 +699,7 @@ def row_legend(result: StressResult, rows: Sequence[SummaryRow]) -> list[str]:
         family = row.encoding.split(":")[0]
         if row.encoding == result.target:
             what = "its own position vectors" if result.kind == "checkpoint" else "the encoding analysed"
-            lines.append(f"{display_path(row.encoding)}: the target, {what}")
+            lines.append(f"{display_path(row.encoding, base)}: the target, {what}")
         elif family not in REFERENCES and (known := REGISTRY.families.get(family)) is not None:
             lines.append(f"{row.encoding}: {known.summary}")
     return lines
@@ -722,12 +731,12 @@ def width_legend(result: StressResult, rows: Sequence[SummaryRow]) -> str:
 # --- the tables every format shows ------------------------------------------------------------------
 
 
-def header_rows(result: StressResult) -> list[tuple[str, Any]]:
+def header_rows(result: StressResult, base: Path | None = None) -> list[tuple[str, Any]]:
     """The corpus, tokenizer, positions, the distance D every score compares with, and the noise."""
     source, noise = result.dataset.source, result.noise
     return [
-        ("corpus", display_path(source["location"]) + (f" (split {source['split']})" if source["split"] else "")),
-        ("tokenizer", display_path(result.dataset.tokenizer)),
+        ("corpus", display_path(source["location"], base) + (f" (split {source['split']})" if source["split"] else "")),
+        ("tokenizer", display_path(result.dataset.tokenizer, base)),
         ("positions kept", f"{len(result.positions)} (min-count {result.left_out.get('min_count')})"),
         ("left out", fmt(result.left_out.get("positions"))),
         ("distance D", f"{result.distance} Hellinger"),
@@ -823,7 +832,7 @@ def peak_lines(result: StressResult) -> list[str]:
     return lines
 
 
-def interval_rows(result: StressResult) -> tuple[str, list[str], list[list[Any]]] | None:
+def interval_rows(result: StressResult, base: Path | None = None) -> tuple[str, list[str], list[list[Any]]] | None:
     """The target's bootstrap intervals as (title, header, rows); None without --bootstrap."""
     mine = result.target_scores
     intervals = mine.bootstrap if mine else None
@@ -836,7 +845,7 @@ def interval_rows(result: StressResult) -> tuple[str, list[str], list[list[Any]]
         if name != "samples"
     ]
     samples = intervals["samples"]
-    title = f"{display_path(result.target)}: 95% basic-bootstrap intervals over {samples['count']} resamples of the sequences"
+    title = f"{display_path(result.target, base)}: 95% basic-bootstrap intervals over {samples['count']} resamples of the sequences"
     return title, ["score", "value", "low", "high", "bias"], rows
 
 
@@ -846,6 +855,7 @@ def markdown(
     level: int = 2,
     show_legend: bool = True,
     gate: Judgement | None = None,
+    base: Path | None = None,
 ) -> str:
     """A Markdown section for one analysis (tables, verdict, legend, layers, then the figures).
 
@@ -853,16 +863,16 @@ def markdown(
     ``<site-packages>`` is not read as an HTML tag; the figures are named by path as well as
     linked, for a page that cannot show them inline (a GitHub job summary).
     """
-    summary = summarize(result)
-    parts = [f"{'#' * level} {md_text(display_path(result.target))} on {md_text(result.dataset.name)}", ""]
-    parts += [f"- {label}: {md_text(str(value))}" for label, value in header_rows(result)]
+    summary = summarize(result, base)
+    parts = [f"{'#' * level} {md_text(display_path(result.target, base))} on {md_text(result.dataset.name)}", ""]
+    parts += [f"- {label}: {md_text(str(value))}" for label, value in header_rows(result, base)]
     parts += ["", *(f"> **Warning:** {md_text(line)}\n" for line in summary.warnings)]
     header, rows = score_rows(result)
-    rows = [[display_path(str(row[0])), *row[1:]] for row in rows]
+    rows = [[display_path(str(row[0]), base), *row[1:]] for row in rows]
     parts += [markdown_table(header, rows), "", f"**Verdict:** {md_text(summary.verdict)}"]
     parts += [f"\n**About the corpus:** {md_text(line)}" for line in summary.caveats]
     parts += [f"\n**Cannot decide:** {md_text(line)}" for line in summary.limits]
-    intervals = interval_rows(result)
+    intervals = interval_rows(result, base)
     if intervals:
         title, header, rows = intervals
         parts += ["", f"{md_text(title)}:", "", markdown_table(header, rows)]
@@ -874,7 +884,7 @@ def markdown(
         parts += ["", "</details>"]
     if result.layers:
         parts += layer_markdown(result, show_legend)
-    parts += figures_markdown(figures or {})
+    parts += figures_markdown(figures or {}, base)
     return "\n".join(parts) + "\n"
 
 
@@ -892,12 +902,12 @@ def layer_markdown(result: StressResult, show_legend: bool = True) -> list[str]:
     return parts
 
 
-def figures_markdown(figures: Mapping[str, str]) -> list[str]:
+def figures_markdown(figures: Mapping[str, str], base: Path | None = None) -> list[str]:
     """The figures: named with their paths (a page that cannot show a relative image, such as a GitHub
     job summary, still says where each is), then shown inline where the page can."""
     if not figures:
         return []
-    shown = {title: display_path(link) for title, link in figures.items()}
+    shown = {title: display_path(link, base) for title, link in figures.items()}
     folders = sorted({str(Path(link).parent.as_posix()) for link in shown.values()})
     where = ", ".join(md_code(f"{folder}/") for folder in folders)
     parts = [
@@ -1128,12 +1138,12 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 RELATIVE_UPS = 3
 
 
-def display_path(path: str | os.PathLike[str]) -> str:
+def display_path(path: str | os.PathLike[str], base: str | os.PathLike[str] | None = None) -> str:
     """A path as a report shows it: never an absolute site-packages or home path, relative where it can be.
 
-    Inside an installed package -> ``<site-packages>/pkg/...``; under the working directory ->
-    relative; near it (at most :data:`RELATIVE_UPS` folders up, as ``../shared/data`` is typed) ->
-    ``../...``; under the home folder -> ``~/...``; otherwise unchanged.
+    Inside an installed package -> ``<site-packages>/pkg/...``; under ``base`` (default: the working
+    directory) -> relative; near it (at most :data:`RELATIVE_UPS` folders up, as ``../shared/data`` is
+    typed) -> ``../...``; under the home folder -> ``~/...``; otherwise unchanged.
     """
     text = str(path)
     if not os.path.isabs(text):
@@ -1144,10 +1154,10 @@ def display_path(path: str | os.PathLike[str]) -> str:
         with contextlib.suppress(ValueError):
             return "<site-packages>/" + resolved.relative_to(root).as_posix()
     with contextlib.suppress(ValueError):
-        relative = resolved.relative_to(Path.cwd())
+        relative = resolved.relative_to(here := Path.cwd() if base is None else Path(base))
         return relative.as_posix() or "."
     with contextlib.suppress(ValueError):
-        climbed = Path(os.path.relpath(resolved, Path.cwd()))
+        climbed = Path(os.path.relpath(resolved, here))
         ups = len([part for part in climbed.parts if part == ".."])
         if ups <= RELATIVE_UPS and not climbed.is_absolute():
             return climbed.as_posix()

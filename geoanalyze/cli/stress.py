@@ -362,9 +362,10 @@ def emit_stress(
     plot_dir: Path | None,
     show_legend: bool,
     seed: int,
+    base: Path,
 ) -> None:
-    """Write --output's JSON and --plot-dir's figures (both or neither), print the result in --format,
-    and exit 1 when the gate is crossed."""
+    """Write --output's JSON and --plot-dir's figures (both or neither), print the result in --format
+    (paths shown from ``base``), and exit 1 when the gate is crossed."""
     from ..io import write_text
     from ..report.render import provenance, provenance_line
     from ..report.stress import print_tables, write_figures
@@ -375,18 +376,18 @@ def emit_stress(
     with all_or_none() as stage:
         if plot_dir is not None:
             # Drawn into a staged folder; its files join --plot-dir with the JSON, or none does.
-            drawn = write_figures(result, stage(plot_dir, folder=True, replaces=False))
+            drawn = write_figures(result, stage(plot_dir, folder=True, replaces=False), base=base)
             figures = {figure.title: stage.final(figure.path) for figure in drawn}
             extra["figures"] = figures
         if output is not None:
-            write_text(stage(output), result.to_json(**extra) + "\n")
+            write_text(stage(output), result.to_json(base, **extra) + "\n")
     if format == "json":
-        print(result.to_json(**extra))
+        print(result.to_json(base, **extra))
     elif format == "markdown":
         links = {title: page_link(path) for title, path in figures.items()}
-        print(result.to_markdown(links, show_legend=show_legend, gate=judged) + "\n" + provenance_line(run))
+        print(result.to_markdown(links, show_legend=show_legend, gate=judged, base=base) + "\n" + provenance_line(run))
     else:
-        print_tables(result, show_legend=show_legend, gate=judged)
+        print_tables(result, show_legend=show_legend, gate=judged, base=base)
     if judged and judged.crossed:
         raise ThresholdError("threshold crossed: " + "; ".join(judged.crossed))
 
@@ -436,7 +437,7 @@ def write_page(
         if baseline is not None:
             from ..report.baseline import with_baseline
 
-            written, comparison = with_baseline(written, seen, baseline)
+            written, comparison = with_baseline(written, seen, baseline, page.get("base"))
         write_text(stage(output), written.text)
     return written, comparison
 
@@ -513,6 +514,7 @@ def stress(
     """
     from ..analysis import analyze
 
+    base = Path.cwd()  # every path the output shows is shown from here
     check_stress_format(format)
     check_output_suffix(output, ".json", "results")
     check_output_place(plot_dir, folder=True, option="--plot-dir")
@@ -527,7 +529,8 @@ def stress(
     options = stress_options(ctx.params)
     with _progress_bars() as bars:
         result = analyze(target, options, progress=bars.track)
-    emit_stress(result, rules.judge(result), format, output, plot_dir, show_legend=not no_legend, seed=given["seed"])
+    judged = rules.judge(result)
+    emit_stress(result, judged, format, output, plot_dir, show_legend=not no_legend, seed=given["seed"], base=base)
 
 
 @handles_errors
@@ -570,6 +573,7 @@ def report(
     from ..report.render import provenance
     from ..tracking import parse_fail_if_worse
 
+    base = Path.cwd()  # every path the output shows is shown from here
     check_stress_format(format)
     check_output_suffix(output, ".md", "reports")
     dataset, seed = given["dataset"], given["seed"]
@@ -590,7 +594,7 @@ def report(
     run, title = provenance(seed), f"Positional geometry report: {dataset}"
     against = worse_rules if baseline is not None else None
     page, comparison = write_page(
-        checkpoints, options, output, title, against, run=run, gate=rules, show_legend=not no_legend
+        checkpoints, options, output, title, against, run=run, gate=rules, show_legend=not no_legend, base=base
     )
     emit_report(page, format, output, figure_dir, run, dataset, comparison)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..results import Gate, Judgement, StressResult, display_path, markdown_table, md_text
+from ..results import Gate, Judgement, StressResult, display_path, markdown_table, md_text, summarize
 from .render import dumps, provenance_line
 from .stress import report_header, report_row, write_figures
 
@@ -84,7 +84,7 @@ class ReportPage:
         return dumps({**document, **({} if comparison is None else {"comparison": comparison.to_dict()})})
 
 
-def compared(first: StressResult, other: StressResult) -> str | None:
+def compared(first: StressResult, other: StressResult, base: Path | None = None) -> str | None:
     """A sentence reading ``other``'s position row against ``first``'s, score by score, each the way it
     reads (lower is better except rel. sep.); None when either has no position vectors."""
     import math
@@ -111,8 +111,8 @@ def compared(first: StressResult, other: StressResult) -> str | None:
         if beyond
         else "none beyond the random tables' spread"
     )
-    shown, base = display_path(other.target), display_path(first.target)
-    return f"{shown} against {base}: {'; '.join(parts)} ({clear}; lower is better except rel. sep.)"
+    shown, against = display_path(other.target, base), display_path(first.target, base)
+    return f"{shown} against {against}: {'; '.join(parts)} ({clear}; lower is better except rel. sep.)"
 
 
 def build_report(
@@ -124,13 +124,15 @@ def build_report(
     run: dict[str, Any] | None = None,
     gate: Gate | None = None,
     show_legend: bool = True,
+    base: Path | None = None,
 ) -> ReportPage:
     """The page of ``outcomes`` (in order; a generator runs each analysis just before its figures),
     drawing each result's figures into ``figure_dir`` as ``<index>-<figure>.png``.
 
     ``link_dir``: the folder the page links its figures from (default: ``figure_dir``'s name, the
     page's neighbour); ``run``: the provenance the page records (a command's); ``gate``: the rules
-    each target is held to, reported per target and for the page.
+    each target is held to, reported per target and for the page; ``base``: the folder paths are
+    shown from (:func:`~geoanalyze.results.display_path`; default: the working directory).
     """
     gate = gate or Gate()
     link_dir = link_dir or figure_dir.name
@@ -145,7 +147,7 @@ def build_report(
     results: list[StressResult | NotAnalysed] = []
     for index, outcome in enumerate(outcomes):
         results.append(outcome)
-        shown = display_path(outcome.target)
+        shown = display_path(outcome.target, base)
         if isinstance(outcome, NotAnalysed):
             failed.append(outcome.target)
             sections.append(f"## {md_text(shown)}\n\nnot analysed: {md_text(outcome.reason)}\n")
@@ -154,20 +156,20 @@ def build_report(
             continue
         judged = gate.judge(outcome)
         crossings += [f"{shown}: {line}" for line in (judged.crossed if judged else ())]
-        figures = write_figures(outcome, figure_dir, prefix=f"{index}-")
+        figures = write_figures(outcome, figure_dir, prefix=f"{index}-", base=base)
         links = {figure.title: f"{link_dir}/{figure.path.name}" for figure in figures}
-        sections.append(outcome.to_markdown(links, level=2, show_legend=show_legend, gate=judged))
-        summary = outcome.summary
+        sections.append(outcome.to_markdown(links, level=2, show_legend=show_legend, gate=judged, base=base))
+        summary = summarize(outcome, base)
         verdicts.append(summary.verdict)
         warnings += [f"{shown}: {line}" for line in summary.warnings]
-        rows.append(report_row(outcome))
-        documents.append({**outcome.document(), "gate": judged.to_dict() if judged else None})
+        rows.append(report_row(outcome, base))
+        documents.append({**outcome.document(base), "gate": judged.to_dict() if judged else None})
     page = [f"# {md_text(title)}", "", *([provenance_line(run), ""] if run is not None else [])]
     page += [f"> **Warning:** {md_text(line)}\n" for line in warnings]
     page += [markdown_table(header, rows), ""]
     page += [f"- {md_text(line)}" for line in verdicts]
     analysed = [outcome for outcome in results if isinstance(outcome, StressResult)]
-    comparisons = tuple(line for other in analysed[1:] if (line := compared(analysed[0], other)) is not None)
+    comparisons = tuple(line for other in analysed[1:] if (line := compared(analysed[0], other, base)) is not None)
     if comparisons:
         page += ["", *(f"Compared: {md_text(line)}" for line in comparisons)]
     recorded = gate.record(crossings)

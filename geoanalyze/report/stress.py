@@ -30,6 +30,7 @@ from ..results import (
     projection_legend,
     score_rows,
     shown_score,
+    summarize,
 )
 from .render import fmt
 
@@ -55,37 +56,46 @@ def short_name(name: str, width: int = TABLE_NAME_WIDTH) -> str:
     return text
 
 
-def print_tables(result: StressResult, show_legend: bool = True, gate: Judgement | None = None) -> None:
-    """The terminal report on stdout: header, warnings, scores, verdict, intervals, legend, layers, gate."""
+def print_tables(
+    result: StressResult, show_legend: bool = True, gate: Judgement | None = None, base: Path | None = None
+) -> None:
+    """The terminal report on stdout: header, warnings, scores, verdict, intervals, legend, layers, gate
+    (paths shown from ``base``, default the working directory)."""
     from .render import emit
 
-    emit(*terminal_report(result, show_legend, gate))
+    emit(*terminal_report(result, show_legend, gate, base=base))
 
 
 def terminal_report(
-    result: StressResult, show_legend: bool = True, gate: Judgement | None = None, width: int | None = None
+    result: StressResult,
+    show_legend: bool = True,
+    gate: Judgement | None = None,
+    width: int | None = None,
+    base: Path | None = None,
 ) -> list[Any]:
     """What :func:`print_tables` prints, as renderables laid out in ``width`` (default: the output's)."""
     from .render import key_value_table, output_width
 
     width = width or output_width()
-    summary = result.summary
-    title = f"stress of {display_path(result.target)} on {result.dataset.name}"
-    parts: list[Any] = [key_value_table(title, header_rows(result))]
+    summary = summarize(result, base)
+    title = f"stress of {display_path(result.target, base)} on {result.dataset.name}"
+    parts: list[Any] = [key_value_table(title, header_rows(result, base))]
     for line in summary.warnings:
         parts += labelled("warning:", line, "bold yellow", width)
     header, rows = score_rows(result)
     # A long target name (a hub id, a path) is in the title; its row says "target" so the table fits.
-    shown = display_path(result.target)
+    shown = display_path(result.target, base)
     alias = "target" if len(shown) > TABLE_NAME_WIDTH else shown
-    rows = [[alias if row[0] == result.target else short_name(display_path(str(row[0]))), *row[1:]] for row in rows]
+    rows = [
+        [alias if row[0] == result.target else short_name(display_path(str(row[0]), base)), *row[1:]] for row in rows
+    ]
     parts += fitted_tables("scores against D (lower is better except rel. sep.)", header, rows, width)
     parts += labelled("verdict:", summary.verdict, "bold", width)
     for line in summary.caveats:
         parts += labelled("about:", line, "bold", width)
     for line in summary.limits:
         parts += labelled("cannot decide:", line, "bold", width)
-    intervals = interval_rows(result)
+    intervals = interval_rows(result, base)
     if intervals:
         parts += fitted_tables(intervals[0], intervals[1], intervals[2], width)
     if show_legend:
@@ -197,11 +207,11 @@ def report_header() -> list[str]:
     return ["target", "d", "positions", *[c.label for c in SCORE_COLUMNS], "null"]
 
 
-def report_row(result: StressResult) -> list[Any]:
+def report_row(result: StressResult, base: Path | None = None) -> list[Any]:
     """One target's row of a report's summary table (its own scores; '-' where it has no position vectors)."""
-    mine = result.summary.row(result.target)
+    mine = summarize(result, base).row(result.target)
     return [
-        display_path(result.target),
+        display_path(result.target, base),
         "-" if mine is None else mine.dim,
         len(result.positions),
         *[("-" if mine is None else shown_score(mine.values[c.key])) for c in SCORE_COLUMNS],
@@ -217,7 +227,9 @@ class Figure:
     path: Path
 
 
-def write_figures(result: StressResult, directory: str | os.PathLike[str], prefix: str = "") -> tuple[Figure, ...]:
+def write_figures(
+    result: StressResult, directory: str | os.PathLike[str], prefix: str = "", base: Path | None = None
+) -> tuple[Figure, ...]:
     """Heatmap, MDS map, Shepard diagram, scores against the null and per-layer stress as PNGs, in that order.
 
     Everything drawn is the result's: its geometry, the tables it scored, and (a synthetic corpus,
@@ -230,7 +242,7 @@ def write_figures(result: StressResult, directory: str | os.PathLike[str], prefi
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     geometry, distances, truth = result.geometry, result.distances, result.truth
-    named = caption(display_path(result.target), result.dataset.name)
+    named = caption(display_path(result.target, base), result.dataset.name)
     heatmap = folder / f"{prefix}hellinger.png"
     distance_heatmap(geometry, heatmap, subtitle=named, truth=truth)
     written = [Figure("Hellinger distances (naive, corrected) and noise floor", heatmap)]
@@ -245,7 +257,7 @@ def write_figures(result: StressResult, directory: str | os.PathLike[str], prefi
     written.append(Figure("Shepard diagram", shepard))
     null_path = folder / f"{prefix}null.png"
     reasons = {a: e.reason or "" for a, e in result.discriminability.aspects.items() if e.discriminates is False}
-    shown = {short_name(display_path(name), 24): scores.to_dict() for name, scores in result.scores.items()}
+    shown = {short_name(display_path(name, base), 24): scores.to_dict() for name, scores in result.scores.items()}
     tested = {aspect: ASPECTS[aspect] for aspect in TESTED_ASPECTS}
     null_figure(shown, tested, null_path, subtitle=f"({named})", not_ranked=reasons)
     written.append(Figure("every tested score and its category against position shuffles", null_path))
