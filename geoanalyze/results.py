@@ -253,6 +253,9 @@ class StressResult:
     #: computes the exact distances between the kept positions when the corpus's true marginals are
     #: known (a synthetic corpus, or a sample file with ``<name>.marginals.npy``); see :attr:`truth`
     exact_distances: Callable[[], np.ndarray | None] = field(default=_unknown, repr=False)
+    #: what the analysis noted for the user (:mod:`geoanalyze.notes`): a fallback taken, a model read in a
+    #: way worth knowing; the command line prints them on stderr, the JSON leaves them out
+    notes: tuple[str, ...] = ()
 
     @property
     def target_scores(self) -> EncodingScores | None:

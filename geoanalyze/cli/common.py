@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import typer
 
 from .. import notes
-from ..corpus.sources import default_tokenizer
+from ..api import default_tokenizer
 from ..errors import GeoanalyzeError, InputError
 from ..report.render import FORMATS
 from . import outputs
@@ -46,13 +46,13 @@ def handles_errors(command: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         outputs.reset()
         try:
-            result = command(*args, **kwargs)
+            with notes.collecting() as recorded:  # this command's notes, and only these
+                result = command(*args, **kwargs)
         except GeoanalyzeError as exc:
             if debug_enabled():
                 traceback.print_exc()
-            recorded = notes.take()
             if exc.exit_code != 2:
-                _print_notes(recorded)
+                _print_notes(recorded.messages)
             message = " ".join(str(exc).split())
             print(f"error: {message}", file=sys.stderr)
             raise typer.Exit(exc.exit_code) from None
@@ -64,12 +64,12 @@ def handles_errors(command: F) -> F:
                 raise  # our bug: the entry point says "internal error"
             if debug_enabled():
                 traceback.print_exc()
-            notes.take()
             print(f"error: {' '.join(outputs.os_error_line(error).split())}", file=sys.stderr)
             raise typer.Exit(2) from None
         finally:
             outputs.reset()
-        _print_notes(notes.take())
+            notes.take()  # what the command's run left in the session's collector is printed here, or dropped
+        _print_notes(recorded.messages)
         return result
 
     return wrapper  # type: ignore[return-value]
@@ -135,7 +135,7 @@ def split_compare(text: str) -> tuple[str, ...]:
     """--compare's specs, split at commas as :func:`geoanalyze.analysis.split_specs` does, except a
     comma inside quotes or after a backslash, which is part of a spec: ``file:"a,b.npy",rope``,
     ``file:'a,b.npy'`` and ``file:a\\,b.npy`` each name the file ``a,b.npy``."""
-    from ..analysis import split_specs
+    from ..api import split_specs
 
     held, quote, escaped = [], "", False
     for char in text:
@@ -218,7 +218,7 @@ def cache_option(no_cache: bool) -> bool:
     """What --no-cache turns off: every cache, read and write, for the rest of the command (the
     command runs inside :func:`geoanalyze.cache.caching`); returns whether caches are used."""
     if no_cache:
-        from ..cache import turn_off
+        from ..api import turn_off
 
         turn_off()
     return not no_cache
@@ -232,9 +232,7 @@ def load_counts(
     Every input is checked to merge with the others (tokenizer, max length, options) before
     any corpus is counted. ``reports`` receives what each streamed count did.
     """
-    from ..corpus.marginals import PositionalCounts, compute_counts
-    from ..corpus.sources import resolve_source
-    from ..corpus.streaming import CountProgress, CountReport
+    from ..api import CountProgress, CountReport, PositionalCounts, compute_counts, resolve_source
 
     if not sources:
         raise InputError("no corpus given; pass a dataset name, a file or a counts file")
@@ -251,7 +249,7 @@ def load_counts(
     _refuse_overlapping_sources([source for source, kind in plan if kind == "corpus"], resolve)
     refuse_counted_twice(plan, resolve, _header)
     if options.cluster and options.cluster != "local" and any(kind == "corpus" for _, kind in plan):
-        from ..corpus.streaming import connect
+        from ..api import connect
 
         connect(options.cluster)  # an address that does not answer fails now, in seconds
     _check_mergeable_before_counting(plan, options)
@@ -312,7 +310,7 @@ def _refuse_overlapping_sources(corpora: list[str], resolve: Callable[[str], Any
     """A folder or glob and a file it reads (``f f/a.txt``, ``'*.txt' a.txt``) would count that file twice."""
     if len(corpora) < 2:
         return
-    from ..corpus.sources import files_read
+    from ..api import files_read
 
     owner: dict[str, tuple[str, str]] = {}  # file identity -> (the source reading it, its path)
     for source in corpora:
@@ -334,7 +332,7 @@ def check_dataset_options(ctx: Any, dataset: str) -> None:
     """`stress` and `report`: the corpus options given (--split, --data-dir, --text-column) must
     apply to --dataset (inputs.OPTION_APPLIES); the corpus is resolved only when one is given. A
     default --dataset (sst2) is said in a note on stderr."""
-    from ..corpus.sources import resolve_source
+    from ..api import resolve_source
     from ..notes import note
 
     if "dataset" not in given_options(ctx):
@@ -386,8 +384,7 @@ def _check_mergeable_before_counting(plan: list[tuple[str, str]], options: Corpu
     """Refuse a mix of tokenizers, max lengths or options now, not after hours of counting."""
     if len(plan) < 2:
         return
-    from ..corpus.marginals import check_mergeable, tokenizer_identity
-    from ..corpus.tokenize import get_tokenizer
+    from ..api import check_mergeable, get_tokenizer, tokenizer_identity
     from ..io import read_metadata
 
     expected: list[tuple[str, dict[str, Any]]] = []
@@ -421,7 +418,7 @@ def load_geometry(
     sources: list[str], options: CorpusOptions, metric: str, min_count: int
 ) -> tuple[Any, list[dict[str, Any]]]:
     """A PositionGeometry from a distances file, or from counts / corpora."""
-    from ..geometry.distances import PositionGeometry, position_geometry
+    from ..api import PositionGeometry, position_geometry
     from ..io import file_kind
 
     if len(sources) == 1 and Path(sources[0]).is_file() and file_kind(sources[0]) == "distances":

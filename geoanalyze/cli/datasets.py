@@ -9,8 +9,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from ..corpus.sources import data_dir_from_env
-from ..corpus.synthetic import KINDS
+from ..api import KINDS, data_dir_from_env
 from ..errors import InputError
 from ..report.render import grid_table, print_table
 from ..results import DatasetsResult
@@ -65,8 +64,7 @@ def synthesize(
 
     With --words, also <name>.vocab.txt: the word of each marginals column, one a line.
     """
-    from ..corpus.synthetic import synthetic_corpus, tokenizer_words
-    from ..hub import packaged_minilm_path
+    from ..api import packaged_minilm_path, synthetic_corpus, tokenizer_words
     from ..io import write_text
 
     if kind not in KINDS:

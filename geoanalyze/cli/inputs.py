@@ -86,7 +86,7 @@ def traits_of(kind: str, resolved: Any = None) -> frozenset[str]:
     """The traits of an input: ``kind`` "counts" or "distances", or "corpus" with its resolved source."""
     if kind != "corpus":
         return frozenset({kind})
-    from ..corpus.sources import DATASETS, reads_columns
+    from ..api import DATASETS, reads_columns
 
     traits = {"corpus"}
     if resolved is not None:
@@ -126,7 +126,7 @@ def _close_dataset(source: str) -> str | None:
     """The named dataset ``source`` is a typo of (sts2 -> sst2), or None."""
     from difflib import get_close_matches
 
-    from ..corpus.sources import DATASETS
+    from ..api import DATASETS
 
     close = get_close_matches(source.lower(), list(DATASETS), n=1, cutoff=0.6)
     return close[0] if close and close[0] != source.lower() else None
@@ -160,7 +160,7 @@ def corpus_marks(resolved: Any) -> dict[str, str]:
 def counts_marks(path: str, metadata: dict[str, Any]) -> dict[str, str]:
     """What identifies the corpora a counts file holds (its header's ``corpus`` entries), and the
     file's own contents (a copy of a counts file of unknown corpora is still the same counts)."""
-    from ..cache import file_digests
+    from ..api import file_digests
 
     marks: dict[str, str] = {}
     for entry in metadata.get("corpus") or []:

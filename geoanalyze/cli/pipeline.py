@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from ..corpus.marginals import DEFAULT_MIN_COUNT
+from ..api import DEFAULT_MIN_COUNT
 from ..errors import InputError
 from ..report.render import fmt, grid_table, key_value_table, print_table, print_warnings
 from ..results import CountsResult, DistancesResult, MdsResult
@@ -181,7 +181,7 @@ def distances(
 
     Prints the signal-to-noise summary: how much of the naive distance is sampling noise.
     """
-    from ..geometry.distances import position_geometry
+    from ..api import position_geometry
 
     sources = _corpora(given)
     heatmap = _figure(plot_dir, f"{metric}.png", heatmap)
@@ -260,7 +260,7 @@ def mds(
     --dataset may also be a distances file. Prints the eigen-spectrum, effective rank,
     negative-eigenvalue mass, stress against rank and the parameter saving r(n+d) vs n d.
     """
-    from ..geometry.mds import mds_encoding
+    from ..api import mds_encoding
 
     sources = _corpora(given)
     into_checkpoint = _local_checkpoint(into_checkpoint)
@@ -316,7 +316,7 @@ def _local_checkpoint(checkpoint: Path | None) -> Path | None:
     HF cache, the shipped MiniLM offline, the hub)."""
     if checkpoint is None or checkpoint.exists():
         return checkpoint
-    from ..checkpoints.load import resolve_checkpoint
+    from ..api import resolve_checkpoint
 
     return resolve_checkpoint(str(checkpoint))[0]
 
@@ -346,7 +346,7 @@ def _embeddable(geometry: Any, distance: str) -> np.ndarray:
 
 
 def _plot_mds(fitted: Any, curve: dict[int, float], geometry: Any, path: Path, rank: int, sources: list[str]) -> None:
-    from ..analysis import known_distances
+    from ..api import known_distances
     from ..report.figures import corpus_caption, mds_figure
 
     truth = known_distances(geometry)  # a synthetic corpus's exact distances, drawn beside the estimate
@@ -355,7 +355,7 @@ def _plot_mds(fitted: Any, curve: dict[int, float], geometry: Any, path: Path, r
 
 
 def _into_checkpoint(encoding: Any, checkpoint: Path, staged: Path) -> dict[str, Any]:
-    from ..checkpoints.write import write_into_checkpoint
+    from ..api import write_into_checkpoint
 
     return write_into_checkpoint(encoding, checkpoint, staged)
 
@@ -379,8 +379,8 @@ def _print_mds(result: MdsResult, dim: int | None, format: str) -> None:
         grid_table("top eigenvalues", ["component", "eigenvalue"], [(k + 1, float(v)) for k, v in enumerate(top)]),
         format,
     )
-    rows = list(result.stress_curve.items())
-    print_table(grid_table("stress against rank", ["rank", "stress"], rows), format)
+    curve = list(result.stress_curve.items())
+    print_table(grid_table("stress against rank", ["rank", "stress"], curve), format)
 
 
 def _rank_line(result: MdsResult) -> str:
@@ -396,6 +396,6 @@ def _parameter_line(params: Mapping[str, Any]) -> str:
 
 
 def _hidden_size(checkpoint: Path) -> int:
-    from ..checkpoints import load_checkpoint
+    from ..api import load_checkpoint
 
     return load_checkpoint(str(checkpoint)).hidden_size

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..corpus.marginals import DEFAULT_MIN_COUNT
+from ..api import DEFAULT_MIN_COUNT
 from ..errors import DataNotFoundError, GeoanalyzeError, InputError, ThresholdError, first_line
 from ..report.render import grid_table, print_table
 from . import options as opt
@@ -29,7 +29,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..analysis import StressOptions
+    from ..api import StressOptions
     from ..report.page import NotAnalysed, ReportPage
     from ..results import Gate, Judgement, StressResult
 
@@ -264,8 +264,8 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
 
 def parse_conditions(items: list[str], null_draws: int | None) -> dict[str, str]:
     """'shape=worse' -> {'shape': 'worse'}; unknown aspects or categories, repeats and too few draws fail."""
-    from ..geometry.null import TESTED_ASPECTS as ASPECTS
-    from ..geometry.shuffle import MIN_SHUFFLES
+    from ..api import MIN_SHUFFLES
+    from ..api import TESTED_ASPECTS as ASPECTS
     from ..results import FAIL_IF_CATEGORIES
 
     conditions: dict[str, str] = {}
@@ -318,7 +318,7 @@ def check_stress_format(format: str) -> None:
 def stress_options(params: Mapping[str, Any], **overrides: Any) -> StressOptions:
     """The analysis options of `stress`, `report` or `track` from the command's parsed parameters
     (``ctx.params``), through :data:`TO_OPTIONS`; ``overrides``: fields the command sets itself."""
-    from ..analysis import StressOptions
+    from ..api import StressOptions
 
     values = {TO_OPTIONS[name][0]: TO_OPTIONS[name][1](value) for name, value in params.items() if name in TO_OPTIONS}
     return StressOptions(**{**values, **overrides})
@@ -394,7 +394,7 @@ def emit_stress(
 
 def analyzed(target: str, options: StressOptions, progress: Any) -> StressResult | NotAnalysed:
     """One target of a report: its analysis, or why it failed (the page says so and goes on)."""
-    from ..analysis import analyze
+    from ..api import analyze
     from ..report.page import NotAnalysed
 
     try:
@@ -512,7 +512,7 @@ def stress(
     anchored, rel. sep., stress; a verdict line and a legend follow the table. Exit code 1 when
     a --fail-above threshold is crossed.
     """
-    from ..analysis import analyze
+    from ..api import analyze
 
     base = Path.cwd()  # every path the output shows is shown from here
     check_stress_format(format)
@@ -569,9 +569,8 @@ def report(
     With --baseline A and one checkpoint B, the page holds B's position scores beside A's, the change
     and whether it exceeds the null's spread (as track --baseline); --fail-if-worse gates it.
     """
-    from ..analysis import DEFAULT_WIDTH
+    from ..api import DEFAULT_WIDTH, parse_fail_if_worse
     from ..report.render import provenance
-    from ..tracking import parse_fail_if_worse
 
     base = Path.cwd()  # every path the output shows is shown from here
     check_stress_format(format)
@@ -634,9 +633,7 @@ def _check_targets(targets: list[str], trust_remote_code: bool = False) -> int |
 
     Returns the hidden size of the first readable checkpoint (None when there is none).
     """
-    from ..analysis import check_not_a_typo
-    from ..checkpoints import load_checkpoint
-    from ..encodings import get_encoding, is_encoding_spec
+    from ..api import check_not_a_typo, get_encoding, is_encoding_spec, load_checkpoint
 
     width = None
     for target in targets:
@@ -659,7 +656,7 @@ def _check_targets(targets: list[str], trust_remote_code: bool = False) -> int |
 @handles_errors
 def list_encodings(format: opt.Format = "table") -> None:
     """List the encoding names, what they are and their parameters."""
-    from ..encodings import list_encodings as records
+    from ..api import list_encodings as records
     from ..results import EncodingsResult
     from .common import check_format
 

@@ -16,9 +16,7 @@ from .common import Output, all_or_none, check_output_place, check_output_suffix
 from .stress import ANALYSIS, FORWARD, SAMPLING, _stress_inputs, check_stress_format, stress_options
 
 if TYPE_CHECKING:
-    from ..analysis import StressOptions
-    from ..tracking import TrackResult
-    from ..tracking.series import Member
+    from ..api import Member, StressOptions, TrackResult
 
 #: the figure --plot-dir receives
 FIGURE_NAME = "track.png"
@@ -85,9 +83,19 @@ def track_report(result: TrackResult, width: int) -> list[Any]:
     """
     from rich.markup import escape
 
+    from ..api import (
+        TRACK_CONSEQUENCE,
+        position_rows,
+        series_of,
+    )
+    from ..api import (
+        track_layer_rows as layer_rows,
+    )
+    from ..api import (
+        track_legend as legend,
+    )
     from ..report.stress import fitted_tables, labelled, layout_width, legend_lines, short_name
     from ..results import display_path, limit_lines
-    from ..tracking.track import TRACK_CONSEQUENCE, layer_rows, legend, position_rows, series_of
 
     several = series_of(result)
     title = f"geometry over training on {escape(result.dataset.name)}"
@@ -147,9 +155,9 @@ def step_name(record: Any, index: int) -> str:
 def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path | None, seed: int) -> None:
     """Write -o's JSON and --plot-dir's figure (both or neither), print in --format, and exit 1 when a
     checkpoint could not be scored or the baseline gate is crossed."""
+    from ..api import draw_track
     from ..io import write_text
     from ..report.render import provenance, provenance_line
-    from ..tracking.figures import draw_track
 
     extra: dict[str, Any] = {"run": provenance(seed)}
     if plot is not None:
@@ -222,7 +230,7 @@ def track(
     checkpoint's forward pass (--layers) is cached. A checkpoint that cannot be read is a row saying
     why (exit 1); checkpoints of different models in one series are refused (exit 2).
     """
-    from ..tracking import parse_fail_if_worse
+    from ..api import parse_fail_if_worse
 
     check_stress_format(format)
     check_output_suffix(output, ".json", "results")
@@ -244,7 +252,7 @@ def chosen_members(
 ) -> tuple[Member, ...]:
     """The checkpoints to score: one series in step order (or as given), a baseline and its candidate,
     or with --series each source its own series."""
-    from ..tracking import find_series, find_several
+    from ..api import find_series, find_several
 
     if series and (baseline is not None or revisions):
         raise InputError("--series compares folders side by side; leave --baseline and --revisions out")
@@ -260,9 +268,9 @@ def scored_series(
     members: tuple[Member, ...], options: StressOptions, against_baseline: bool, rules: Mapping[str, float | None]
 ) -> TrackResult:
     """The series scored with a progress line per checkpoint; with --baseline, B compared with A."""
+    from ..api import compare
+    from ..api import track as score_series
     from ..progress import ProgressBars
-    from ..tracking import compare
-    from ..tracking import track as score_series
 
     with ProgressBars() as bars:
         scored = bars.track("checkpoints scored", len(members))
