@@ -21,7 +21,7 @@ For vectors you made yourself, ``ga.score_vectors(P, D)`` (every score) with
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -105,7 +105,7 @@ def analysis_keywords() -> list[str]:
     return sorted(names | set(RENAMED) | {"no_cache", "plot_dir", "progress"})
 
 
-def stress_options(dataset: str, options: dict[str, Any]) -> StressOptions:
+def stress_options(dataset: str, options: Mapping[str, Any]) -> StressOptions:
     """``options`` by the command's names (``estimate``, ``max_length``, ``no_cache``) as StressOptions;
     an unknown or command-only keyword is an InputError naming the valid ones."""
     from difflib import get_close_matches

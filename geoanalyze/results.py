@@ -323,16 +323,10 @@ class StressResult:
         with --plot-dir, ``figures``)."""
         return json.dumps(to_jsonable({**self.document(base), **extra}), indent=2, allow_nan=False)
 
-    def to_markdown(
-        self,
-        figures: Mapping[str, str] | None = None,
-        level: int = 2,
-        show_legend: bool = True,
-        gate: Judgement | None = None,
-        base: Path | None = None,
-    ) -> str:
-        """The Markdown section ``geoanalyze stress -f markdown`` prints (:func:`markdown`; paths from ``base``)."""
-        return markdown(self, figures, level=level, show_legend=show_legend, gate=gate, base=base)
+    def to_markdown(self, figures: Mapping[str, str] | None = None, **shown: Any) -> str:
+        """The Markdown section ``geoanalyze stress -f markdown`` prints: :func:`markdown` (``shown``: its
+        ``level``, ``show_legend``, ``gate`` and ``base``)."""
+        return markdown(self, figures, **shown)
 
 
 # --- what the result says: rows, verdict, warnings, limits, legend ----------------------------------
@@ -429,13 +423,12 @@ class SummaryRow:
         return self.null_draws > 0 and self.null_beaten == self.null_draws
 
     def to_dict(self) -> dict[str, Any]:
+        tested = {name: getattr(self, name) for name in ("null_beaten", "null_draws", "beats_null")}
         return {
             "encoding": self.encoding,
             "dim": self.dim,
             **self.values,
-            "null_beaten": self.null_beaten,
-            "null_draws": self.null_draws,
-            "beats_null": self.beats_null,
+            **tested,
             "categories": dict(self.categories),
             "same_as": self.same_as,
         }

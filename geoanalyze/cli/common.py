@@ -178,12 +178,12 @@ def check_output_place(path: Path | None, folder: bool = False, option: str = "-
 class CorpusOptions:
     """The options that say how to read and count a corpus."""
 
+    tokenizer: str | None = None
+    max_length: int | None = None
     split: str | None = None
     data_dir: Path | None = None
     text_column: str | None = None
     limit: int | None = None
-    tokenizer: str | None = None
-    max_length: int | None = None
     exclude_special: bool = False
     add_special_tokens: bool = True
     split_seed: int = 0
@@ -196,6 +196,12 @@ class CorpusOptions:
     include_hidden: bool = False
     #: the parameter names given on the command line: each must apply to an input (inputs.OPTION_APPLIES)
     given: frozenset[str] = frozenset()
+
+
+#: the options :func:`~geoanalyze.corpus.marginals.compute_counts` takes by the names they have here: all
+#: but those that say which corpus to read
+_WHICH = ("tokenizer", "split", "data_dir", "text_column", "include_hidden", "given")
+COUNTING = [field.name for field in fields(CorpusOptions) if field.name not in _WHICH]
 
 
 def corpus_options(params: Mapping[str, Any], given: frozenset[str] = frozenset()) -> CorpusOptions:
@@ -225,8 +231,8 @@ def cache_option(no_cache: bool) -> bool:
 
 
 def load_counts(
-    sources: list[str], options: CorpusOptions, progress: bool = True, reports: list[dict[str, Any]] | None = None
-) -> tuple[Any, list[dict[str, Any]]]:
+    sources: list[str], options: CorpusOptions, progress: bool = True, reports: list[Mapping[str, Any]] | None = None
+) -> tuple[Any, list[dict[str, str]]]:
     """Count (or load) every source and merge them; return (counts, per-source notes).
 
     Every input is checked to merge with the others (tokenizer, max length, options) before
@@ -254,7 +260,7 @@ def load_counts(
         connect(options.cluster)  # an address that does not answer fails now, in seconds
     _check_mergeable_before_counting(plan, options)
     merged = None
-    source_notes: list[dict[str, Any]] = []
+    source_notes: list[dict[str, str]] = []
 
     def bar(description: str, n_shards: int) -> CountProgress:
         return CountProgress(description, n_shards, enabled=progress)
@@ -266,23 +272,9 @@ def load_counts(
         else:
             resolved = resolve(source)
             report = CountReport()
-            counts, cached = compute_counts(
-                resolved,
-                tokenizer=options.tokenizer or default_tokenizer(source),
-                max_length=options.max_length,
-                exclude_special=options.exclude_special,
-                add_special_tokens=options.add_special_tokens,
-                limit=options.limit,
-                split_seed=options.split_seed,
-                cache=options.cache,
-                progress=bar,
-                sample=options.sample,
-                sample_seed=options.sample_seed,
-                workers=options.workers,
-                cluster=options.cluster,
-                work_dir=options.work_dir,
-                report=report,
-            )
+            counting = {name: getattr(options, name) for name in COUNTING}
+            tokenizer = options.tokenizer or default_tokenizer(source)
+            counts, cached = compute_counts(resolved, tokenizer=tokenizer, progress=bar, report=report, **counting)
             source_notes.append({"source": source, "from": "cache" if cached else resolved.location})
             if reports is not None and not cached:
                 reports.append(dict(report.as_dict(), source=source))
@@ -344,7 +336,7 @@ def check_dataset_options(ctx: Any, dataset: str) -> None:
         check_applicable(given, [(dataset, traits_of("corpus", resolved))])
 
 
-def _header(path: str) -> dict[str, Any]:
+def _header(path: str) -> Mapping[str, Any]:
     from ..io import read_metadata
 
     return read_metadata(path) or {}
@@ -387,7 +379,7 @@ def _check_mergeable_before_counting(plan: list[tuple[str, str]], options: Corpu
     from ..api import check_mergeable, get_tokenizer, tokenizer_identity
     from ..io import read_metadata
 
-    expected: list[tuple[str, dict[str, Any]]] = []
+    expected: list[tuple[str, Mapping[str, Any]]] = []
     tokenizers: dict[str, Any] = {}
     for source, kind in plan:
         if kind == "counts":
@@ -407,16 +399,16 @@ def _check_mergeable_before_counting(plan: list[tuple[str, str]], options: Corpu
             }
         expected.append((source, metadata))
     first_source, first = expected[0]
-    for source, metadata in expected[1:]:
+    for source, other in expected[1:]:
         try:
-            check_mergeable(first, metadata)
+            check_mergeable(first, other)
         except InputError as exc:
             raise type(exc)(f"{first_source} and {source}: {exc}") from None
 
 
 def load_geometry(
     sources: list[str], options: CorpusOptions, metric: str, min_count: int
-) -> tuple[Any, list[dict[str, Any]]]:
+) -> tuple[Any, list[dict[str, str]]]:
     """A PositionGeometry from a distances file, or from counts / corpora."""
     from ..api import PositionGeometry, position_geometry
     from ..io import file_kind

@@ -20,7 +20,7 @@ Two rules every command follows, each in one place:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,7 +157,7 @@ def corpus_marks(resolved: Any) -> dict[str, str]:
     return marks
 
 
-def counts_marks(path: str, metadata: dict[str, Any]) -> dict[str, str]:
+def counts_marks(path: str, metadata: Mapping[str, Any]) -> dict[str, str]:
     """What identifies the corpora a counts file holds (its header's ``corpus`` entries), and the
     file's own contents (a copy of a counts file of unknown corpora is still the same counts)."""
     from ..api import file_digests
@@ -178,7 +178,7 @@ def counts_marks(path: str, metadata: dict[str, Any]) -> dict[str, str]:
 
 
 def refuse_counted_twice(
-    plan: list[tuple[str, str]], resolve: Callable[[str], Any], metadata: Callable[[str], dict[str, Any]]
+    plan: list[tuple[str, str]], resolve: Callable[[str], Any], metadata: Callable[[str], Mapping[str, Any]]
 ) -> None:
     """A counts file beside a corpus it counted, or beside another counts file of one of its
     corpora (a copy of it included), would count those texts twice: refused, naming both."""

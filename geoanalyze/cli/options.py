@@ -25,7 +25,7 @@ fisher-rao, ``--estimate`` the naive or bias-corrected distance, ``--width`` the
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -165,7 +165,7 @@ def _format_help(command: Any, ctx: Any, formatter: Any, render: Any) -> None:
 _given: dict[str, str] = {}
 
 
-def _record_given(values: dict[str, Any], order: list[Any]) -> None:
+def _record_given(values: Mapping[str, Any], order: list[Any]) -> None:
     """Keep the text each single-valued option was given (:func:`given_text`)."""
     for param in order:
         value = values.get(param.name) if isinstance(param, TyperOption) else None

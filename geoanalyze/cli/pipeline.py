@@ -121,7 +121,7 @@ def marginals(
     check_format(format)
     check_output_suffix(output, ".safetensors", "counts")
     guard(_inputs(sources, given), [Output("--output", output), Folder("--work-dir", given["work_dir"])])
-    reports: list[dict[str, Any]] = []
+    reports: list[Mapping[str, Any]] = []
     counts, notes = load_counts(sources, corpus_options(ctx.params, given_options(ctx)), reports=reports)
     if output is not None:
         with all_or_none() as stage:

@@ -228,6 +228,14 @@ COMMAND_ONLY = frozenset(
 )
 
 
+def _number(text: str) -> float | None:
+    """``text`` as a float (``nan`` and ``inf`` too), or None."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 def parse_thresholds(items: list[str]) -> dict[str, float]:
     """'scaled=0.5' or 'scaled_stress=0.5' -> {'scaled_stress': 0.5}; unknown metrics fail listing the choices."""
     names = threshold_metrics()
@@ -245,10 +253,9 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
         if metric not in names:
             shown = [name for name in names if "." not in name]
             raise InputError(f"--fail-above: unknown metric {metric!r}; choose one of {', '.join(shown)}")
-        try:
-            limit = float(value)
-        except ValueError as exc:
-            raise InputError(f"--fail-above {item!r}: {value!r} is not a number") from exc
+        limit = _number(value)
+        if limit is None:
+            raise InputError(f"--fail-above {item!r}: {value!r} is not a number")
         if not math.isfinite(limit):
             # a NaN limit would fail every run and an infinite one pass every run: neither is a gate
             raise InputError(f"--fail-above {item!r}: the limit must be a finite number, e.g. {metric}=0.5")
@@ -367,8 +374,8 @@ def emit_stress(
     """Write --output's JSON and --plot-dir's figures (both or neither), print the result in --format
     (paths shown from ``base``), and exit 1 when the gate is crossed."""
     from ..io import write_text
-    from ..report.render import provenance, provenance_line
-    from ..report.stress import print_tables, write_figures
+    from ..report.render import emit, provenance, provenance_line
+    from ..report.stress import terminal_report, write_figures
 
     run = provenance(seed)
     figures: dict[str, str] = {}
@@ -387,7 +394,7 @@ def emit_stress(
         links = {title: page_link(path) for title, path in figures.items()}
         print(result.to_markdown(links, show_legend=show_legend, gate=judged, base=base) + "\n" + provenance_line(run))
     else:
-        print_tables(result, show_legend=show_legend, gate=judged, base=base)
+        emit(*terminal_report(result, show_legend, judged, base=base))
     if judged and judged.crossed:
         raise ThresholdError("threshold crossed: " + "; ".join(judged.crossed))
 
@@ -454,7 +461,7 @@ def emit_report(
     format: str,
     output: Path,
     figure_dir: Path,
-    run: dict[str, Any],
+    run: Mapping[str, Any],
     dataset: str,
     comparison: Any = None,
 ) -> None:

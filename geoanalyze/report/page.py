@@ -121,7 +121,7 @@ def build_report(
     title: str,
     *,
     link_dir: str | None = None,
-    run: dict[str, Any] | None = None,
+    run: Mapping[str, Any] | None = None,
     gate: Gate | None = None,
     show_legend: bool = True,
     base: Path | None = None,

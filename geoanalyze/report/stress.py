@@ -56,27 +56,13 @@ def short_name(name: str, width: int = TABLE_NAME_WIDTH) -> str:
     return text
 
 
-def print_tables(
-    result: StressResult, show_legend: bool = True, gate: Judgement | None = None, base: Path | None = None
-) -> None:
-    """The terminal report on stdout: header, warnings, scores, verdict, intervals, legend, layers, gate
-    (paths shown from ``base``, default the working directory)."""
-    from .render import emit
-
-    emit(*terminal_report(result, show_legend, gate, base=base))
-
-
-def terminal_report(
-    result: StressResult,
-    show_legend: bool = True,
-    gate: Judgement | None = None,
-    width: int | None = None,
-    base: Path | None = None,
-) -> list[Any]:
-    """What :func:`print_tables` prints, as renderables laid out in ``width`` (default: the output's)."""
+def terminal_report(result: StressResult, show_legend: bool, gate: Judgement | None, **layout: Any) -> list[Any]:
+    """The terminal report: header, warnings, scores, verdict, intervals, legend, layers, gate, as renderables
+    laid out in ``layout["width"]`` (default: the output's), paths shown from ``layout["base"]`` (default:
+    the working directory)."""
     from .render import key_value_table, output_width
 
-    width = width or output_width()
+    width, base = layout.get("width") or output_width(), layout.get("base")
     summary = summarize(result, base)
     title = f"stress of {display_path(result.target, base)} on {result.dataset.name}"
     parts: list[Any] = [key_value_table(title, header_rows(result, base))]

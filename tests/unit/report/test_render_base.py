@@ -24,7 +24,11 @@ def result() -> StressResult:
 
 def renderings(result: StressResult, base: Path | None, figures: Path) -> list[str]:
     page = build_report([result], figures, "page", base=base)
-    shown = [result.to_markdown(base=base), result.to_json(base), rendered(*terminal_report(result, width=80, base=base))]
+    shown = [
+        result.to_markdown(base=base),
+        result.to_json(base),
+        rendered(*terminal_report(result, True, None, width=80, base=base)),
+    ]
     return [*shown, page.text, page.to_json()]
 
 
@@ -41,7 +45,9 @@ def test_the_same_base_renders_the_same_text_from_two_working_directories(
     assert "sample_corpora/drift-words.txt" in texts[0][0] and str(SAMPLES) not in texts[0][0]
 
 
-def test_without_a_base_the_working_directory_is_the_base(result: StressResult, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_base_the_working_directory_is_the_base(
+    result: StressResult, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(SAMPLES)
     assert result.to_markdown() == result.to_markdown(base=Path(os.getcwd()))
     assert result.to_markdown() != result.to_markdown(base=SAMPLES.parent)
