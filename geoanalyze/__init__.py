@@ -59,6 +59,7 @@ _EXPORTS = {
     "Judgement": "geoanalyze.results",
     "Gate": "geoanalyze.results",
     "ReportPage": "geoanalyze.report.page",
+    "TrackResult": "geoanalyze.tracking",
     "null_calibration": "geoanalyze.geometry.scores",
     "shuffle_test": "geoanalyze.geometry.shuffle",
     "get_encoding": "geoanalyze.encodings",
@@ -86,6 +87,7 @@ __all__ = [
     "StressOptions",
     "StressResult",
     "SyntheticCorpus",
+    "TrackResult",
     "Verdict",
     "__version__",
     "classical_mds",
@@ -141,6 +143,7 @@ if TYPE_CHECKING:
         StressResult,
         Verdict,
     )
+    from .tracking import TrackResult
 
 
 def __getattr__(name: str) -> Any:

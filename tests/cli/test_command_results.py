@@ -4,6 +4,7 @@ the library equals what the command prints with -f json (stress: tests/cli/test_
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +93,22 @@ def test_report(tmp_path: Path) -> None:
     page = build_report([result], tmp_path / "py_files", "title", gate=ga.Gate({"scaled_stress": 0.9}))
     assert isinstance(page, ga.ReportPage)
     assert json.loads(page.to_json(cli["run"], cli["report"])) == cli
+
+
+def test_track(minilm_path: Path, tmp_path: Path) -> None:
+    from geoanalyze.tracking import find_series, track
+
+    first, second = tmp_path / "base", tmp_path / "tuned"
+    for folder in (first, second):
+        folder.mkdir()
+        for file in minilm_path.iterdir():
+            if file.is_file():
+                os.link(file, folder / file.name)
+    cli = json.loads(printed(tmp_path, "track", first, second, "--dataset", DRIFT_WORDS, "--order", "given"))
+    options = ga.StressOptions(dataset=str(DRIFT_WORDS), layers="none", compare=())
+    result = track(find_series([str(first), str(second)], None, "given"), options)
+    assert isinstance(result, ga.TrackResult)
+    document = json.loads(result.to_json(run=cli["run"]))
+    for record in (*document["records"], *cli["records"]):
+        record.pop("seconds")  # wall-clock time of each checkpoint's scoring
+    assert document == cli
