@@ -300,7 +300,7 @@ def parse_conditions(items: list[str], null_draws: int | None) -> dict[str, str]
     return conditions
 
 
-def _stress_inputs(targets: list[str], given: Mapping[str, Any]) -> list[Any]:
+def stress_inputs(targets: list[str], given: Mapping[str, Any]) -> list[Any]:
     """What stress, report and track read: the targets (folders, or files in specs), the corpus (a file, a
     folder or a glob; its folder in --data-dir), a local tokenizer and the files of --compare specs."""
     dataset, data_dir = given["dataset"], given["data_dir"]
@@ -527,7 +527,7 @@ def stress(
     check_output_place(plot_dir, folder=True, option="--plot-dir")
     figures = [Output("--plot-dir", plot_dir / name) for name in FIGURE_NAMES] if plot_dir is not None else []
     guard(
-        _stress_inputs([target], given),
+        stress_inputs([target], given),
         [Output("--output", output), Folder("--plot-dir", plot_dir), *figures],
     )
     check_dataset_options(ctx, given["dataset"])
@@ -590,7 +590,7 @@ def report(
     figure_dir = output.parent / f"{output.stem}_files"
     check_output_place(figure_dir, folder=True, option="--output")
     guard(
-        _stress_inputs(checkpoints, given),
+        stress_inputs(checkpoints, given),
         [Output("--output", output), Folder("--output (its figure folder)", figure_dir, replaces=True)],
     )
     first_width = _check_targets(checkpoints, given["trust_remote_code"])

@@ -13,7 +13,7 @@ from ..errors import InputError, ThresholdError
 from ..report.render import grid_table
 from . import options as opt
 from .common import Output, all_or_none, check_output_place, check_output_suffix, guard, handles_errors
-from .stress import ANALYSIS, FORWARD, SAMPLING, _stress_inputs, check_stress_format, stress_options
+from .stress import ANALYSIS, FORWARD, SAMPLING, check_stress_format, stress_inputs, stress_options
 
 if TYPE_CHECKING:
     from ..api import Member, StressOptions, TrackResult
@@ -238,7 +238,7 @@ def track(
     rules = parse_fail_if_worse(fail_if_worse or [])
     sources = series_sources(checkpoints, baseline, rules)
     guard(
-        _stress_inputs(sources, given),
+        stress_inputs(sources, given),
         [Output("--output", output), Output("--plot-dir" if plot_dir else "--plot", plot)],
     )
     members = chosen_members(sources, revisions, order, baseline, series)
