@@ -66,15 +66,15 @@ def series_sources(checkpoints: list[str], baseline: str | None, rules: Mapping[
     return [baseline, *checkpoints]
 
 
-def print_result(result: TrackResult) -> None:
+def print_result(result: TrackResult, base: Path | None = None) -> None:
     """The terminal tables (the position rows, the layer rows, the comparison) at the output's width. A name
     is text, never Rich markup (a folder named ``[/b]`` was an internal error), as in stress's tables."""
     from ..report.render import emit, output_width
 
-    emit(*track_report(result, output_width()))
+    emit(*track_report(result, output_width(), base))
 
 
-def track_report(result: TrackResult, width: int) -> list[Any]:
+def track_report(result: TrackResult, width: int, base: Path | None = None) -> list[Any]:
     """What :func:`print_result` prints, laid out in ``width``: every number on one line.
 
     The position table has one row per step when that fits; else it is transposed as stress's score
@@ -105,7 +105,7 @@ def track_report(result: TrackResult, width: int) -> list[Any]:
     lead = 1 if several else 0  # the series column
     scored = [(record, row) for record, row in zip(result.records, rows, strict=True) if record.error is None]
     parts: list[Any] = []
-    shown = [display_path(record.checkpoint) for record, _ in scored]
+    shown = [display_path(record.checkpoint, base) for record, _ in scored]
     names = [step_name(record, index) for index, (record, _) in enumerate(scored)]
     wide = [
         [*(escape(str(cell)) for cell in row[:lead]), row[lead], escape(short_name(path, 40)), *row[lead + 2 :]]
@@ -152,7 +152,7 @@ def step_name(record: Any, index: int) -> str:
     return f"{short_name(record.series, 20)} {step}" if record.series is not None else step
 
 
-def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path | None, seed: int) -> None:
+def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path | None, seed: int, base: Path) -> None:
     """Write -o's JSON and --plot-dir's figure (both or neither), print in --format, and exit 1 when a
     checkpoint could not be scored or the baseline gate is crossed."""
     from ..api import draw_track
@@ -172,7 +172,7 @@ def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path
     elif format == "markdown":
         print(result.to_markdown(str(plot) if plot else None) + "\n" + provenance_line(extra["run"]))
     else:
-        print_result(result)
+        print_result(result, base)
     failed = result.failed
     if failed:
         names = ", ".join(f"{r.checkpoint} ({r.error})" for r in failed)
@@ -232,6 +232,7 @@ def track(
     """
     from ..api import parse_fail_if_worse
 
+    base = Path.cwd()  # the checkpoints the table names are shown from here
     check_stress_format(format)
     check_output_suffix(output, ".json", "results")
     plot = figure_path(plot_dir, plot)
@@ -244,7 +245,7 @@ def track(
     members = chosen_members(sources, revisions, order, baseline, series)
     options = stress_options(ctx.params, compare=())  # nothing compared beside the checkpoints
     result = scored_series(members, options, baseline is not None, rules)
-    emit_track(result, format, output, plot, given["seed"])
+    emit_track(result, format, output, plot, given["seed"], base)
 
 
 def chosen_members(
