@@ -485,6 +485,11 @@ def emit_report(
         raise ThresholdError(f"{len(page.failed)} of {targets} targets could not be analysed: {', '.join(page.failed)}")
     if page.crossings:
         raise ThresholdError("threshold crossed: " + "; ".join(page.crossings))
+    refuse_worse(comparison)
+
+
+def refuse_worse(comparison: Any) -> None:
+    """Exit 1 when B is worse than the baseline A beyond a --fail-if-worse tolerance (report and track)."""
     if comparison is not None and comparison.crossed:
         worse = "; ".join(comparison.lines()[1:])
         raise ThresholdError(f"worse than the baseline {comparison.baseline}: {worse}")
@@ -605,18 +610,20 @@ def report(
     emit_report(page, format, output, figure_dir, run, dataset, comparison)
 
 
-def baseline_targets(checkpoints: list[str], baseline: str | None, rules: Mapping[str, Any]) -> list[str]:
-    """The report's targets: with --baseline A, A then the one checkpoint B it is compared with."""
+def baseline_targets(
+    checkpoints: list[str],
+    baseline: str | None,
+    rules: Mapping[str, Any],
+    usage: str = "report --baseline A B -o page.md",
+) -> list[str]:
+    """The targets of report or track: with --baseline A, A then the one checkpoint B it is compared with
+    (``usage``: the command line the refusals show)."""
     if rules and baseline is None:
-        raise InputError(
-            "--fail-if-worse compares with a baseline; pass --baseline A (report --baseline A B -o page.md)"
-        )
+        raise InputError(f"--fail-if-worse compares with a baseline; pass --baseline A ({usage})")
     if baseline is None:
         return checkpoints
     if len(checkpoints) != 1:
-        raise InputError(
-            f"--baseline A compares one checkpoint B with A, got {len(checkpoints)}; report --baseline A B -o page.md"
-        )
+        raise InputError(f"--baseline A compares one checkpoint B with A, got {len(checkpoints)}; {usage}")
     return [baseline, *checkpoints]
 
 

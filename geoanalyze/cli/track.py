@@ -13,7 +13,16 @@ from ..errors import InputError, ThresholdError
 from ..report.render import grid_table
 from . import options as opt
 from .common import Output, all_or_none, check_output_place, check_output_suffix, guard, handles_errors
-from .stress import ANALYSIS, FORWARD, SAMPLING, check_stress_format, stress_inputs, stress_options
+from .stress import (
+    ANALYSIS,
+    FORWARD,
+    SAMPLING,
+    baseline_targets,
+    check_stress_format,
+    refuse_worse,
+    stress_inputs,
+    stress_options,
+)
 
 if TYPE_CHECKING:
     from ..api import Member, StressOptions, TrackResult
@@ -53,17 +62,6 @@ def split_revisions(text: str | None) -> list[str] | None:
     if not all(revisions):
         raise InputError(f"--revisions {text!r} has an empty item; write revisions separated by commas")
     return revisions
-
-
-def series_sources(checkpoints: list[str], baseline: str | None, rules: Mapping[str, Any]) -> list[str]:
-    """The sources in order: with --baseline A, A then the one checkpoint B it is compared with."""
-    if rules and baseline is None:
-        raise InputError("--fail-if-worse compares with a baseline; pass --baseline A (track --baseline A B)")
-    if baseline is None:
-        return checkpoints
-    if len(checkpoints) != 1:
-        raise InputError(f"--baseline A compares one checkpoint B with A, got {len(checkpoints)}; track --baseline A B")
-    return [baseline, *checkpoints]
 
 
 def print_result(result: TrackResult, base: Path | None = None) -> None:
@@ -177,9 +175,7 @@ def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path
     if failed:
         names = ", ".join(f"{r.checkpoint} ({r.error})" for r in failed)
         raise ThresholdError(f"{len(failed)} of {len(result.records)} checkpoints could not be scored: {names}")
-    if result.comparison is not None and result.comparison.crossed:
-        worse = "; ".join(result.comparison.lines()[1:])
-        raise ThresholdError(f"worse than the baseline {result.comparison.baseline}: {worse}")
+    refuse_worse(result.comparison)
 
 
 @handles_errors
@@ -237,7 +233,7 @@ def track(
     check_output_suffix(output, ".json", "results")
     plot = figure_path(plot_dir, plot)
     rules = parse_fail_if_worse(fail_if_worse or [])
-    sources = series_sources(checkpoints, baseline, rules)
+    sources = baseline_targets(checkpoints, baseline, rules, "track --baseline A B")
     guard(
         stress_inputs(sources, given),
         [Output("--output", output), Output("--plot-dir" if plot_dir else "--plot", plot)],
