@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -437,23 +437,15 @@ def write_page(
     check_figure_folder(figure_dir)  # replaced whole: only an earlier report's figures may be there
     with all_or_none() as stage, _progress_bars() as bars:
         staging = stage(figure_dir, folder=True, replaces=True)
-        seen: list[StressResult | NotAnalysed] = []
-        outcomes = kept((analyzed(target, options, bars.track) for target in targets), seen)
+        outcomes = (analyzed(target, options, bars.track) for target in targets)
         written = build_report(outcomes, staging, title, link_dir=figure_dir.name, **page)
         comparison = None
         if baseline is not None:
             from ..report.baseline import with_baseline
 
-            written, comparison = with_baseline(written, seen, baseline, page.get("base"))
+            written, comparison = with_baseline(written, written.outcomes, baseline, page.get("base"))
         write_text(stage(output), written.text)
     return written, comparison
-
-
-def kept(outcomes: Iterable[Any], seen: list[Any]) -> Iterator[Any]:
-    """``outcomes`` as they come, each also appended to ``seen``."""
-    for outcome in outcomes:
-        seen.append(outcome)
-        yield outcome
 
 
 def emit_report(

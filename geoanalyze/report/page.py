@@ -76,6 +76,8 @@ class ReportPage:
     crossings: list[str]
     gate: Judgement | None
     comparisons: tuple[str, ...] = ()
+    #: every target's analysis, or why it failed, in page order
+    outcomes: tuple[StressResult | NotAnalysed, ...] = ()
 
     def to_json(self, run: Mapping[str, Any] | None = None, report: str | None = None, comparison: Any = None) -> str:
         """What ``report -f json`` prints: the run, the page written, every target's document with its gate,
@@ -177,4 +179,4 @@ def build_report(
         page += ["", recorded.markdown]
     page += ["", *sections]
     text = "\n".join(page)
-    return ReportPage(text, header, rows, verdicts, documents, failed, crossings, recorded, comparisons)
+    return ReportPage(text, header, rows, verdicts, documents, failed, crossings, recorded, comparisons, tuple(results))
