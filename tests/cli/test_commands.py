@@ -28,6 +28,7 @@ from helpers import (
     ok,
     read_lines,
 )
+from test_stress_command import assert_one_error_line
 
 SHIFT = SAMPLES / "shift.txt"
 WIDE = {"COLUMNS": "200"}  # the terminal width tables get (read at import: a real process)
@@ -372,12 +373,7 @@ def test_bad_input_is_one_error_line_exit_2_and_no_output(tmp_path: Path, inputs
     existed = {path for path in outputs if path.exists()}
     before = files_under(tmp_path, inputs)
     result = geoanalyze(*argv, cwd=tmp_path)
-    assert result.code == 2, str(result)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, f"expected one line on stderr, got:\n{result.stderr}"
-    assert lines[0].startswith("error: ")
-    assert "Traceback" not in result.stderr
-    assert result.stdout == ""
+    assert_one_error_line(result)
     assert files_under(tmp_path, inputs) == before, "a failed run left files behind"
     for path in outputs:
         assert path.exists() == (path in existed), f"a failed run wrote {path}"

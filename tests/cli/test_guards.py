@@ -10,23 +10,13 @@ import numpy as np
 import pytest
 from helpers import DRIFT, DRIFT_WORDS, geoanalyze, refused
 
+#: two null draws (the fewest), printed as JSON
+QUICK_JSON = ("--null-draws", 2, "-f", "json")
+
 
 def test_synthetic_specs_count_whole_words_in_stress(tmp_path: Path) -> None:
-    result = geoanalyze(
-        "stress",
-        "rope:d=16",
-        "--dataset",
-        "synthetic:drift,n=300,length=16,vocab=50",
-        "--min-count",
-        "50",
-        "--compare",
-        "",
-        "--null-draws",
-        "2",
-        "-f",
-        "json",
-        cwd=tmp_path,
-    )
+    synthetic = ("--dataset", "synthetic:drift,n=300,length=16,vocab=50", "--min-count", 50, "--compare", "")
+    result = geoanalyze("stress", "rope:d=16", *synthetic, *QUICK_JSON, cwd=tmp_path)
     assert result.code == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["dataset"]["tokenizer"] == "whitespace"
@@ -127,19 +117,8 @@ def test_bad_outputs_and_specs_are_refused_before_any_work(tmp_path: Path, args:
 
 
 def test_compare_keeps_multi_parameter_specs(tmp_path: Path) -> None:
-    result = geoanalyze(
-        "stress",
-        "rope:d=16",
-        "--dataset",
-        DRIFT_WORDS,
-        "--compare",
-        "alibi:heads=8,head=2,rope:d=8,base=100",
-        "--null-draws",
-        "2",
-        "-f",
-        "json",
-        cwd=tmp_path,
-    )
+    compared = ("--compare", "alibi:heads=8,head=2,rope:d=8,base=100")
+    result = geoanalyze("stress", "rope:d=16", "--dataset", DRIFT_WORDS, *compared, *QUICK_JSON, cwd=tmp_path)
     assert result.code == 0, result.stderr
     assert set(json.loads(result.stdout)["scores"]) == {"rope:d=16", "alibi:heads=8,head=2", "rope:d=8,base=100"}
 

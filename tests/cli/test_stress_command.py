@@ -349,13 +349,18 @@ def test_stress_bad_input_is_one_error_line_exit_2_and_no_output(
         argv += ["--dataset", str(DRIFT_WORDS)]
     before = files_under(tmp_path, bad_inputs)
     result = geoanalyze("stress", *argv, *FAST, "-o", "out.json", "--plot-dir", "figs", cwd=tmp_path)
+    assert_one_error_line(result)
+    assert files_under(tmp_path, bad_inputs) == before, "a failed run left files behind"
+
+
+def assert_one_error_line(result: Any) -> None:
+    """A refused run: exit 2, one ``error:`` line on stderr (no traceback), nothing on stdout."""
     assert result.code == 2, str(result)
     lines = result.stderr.splitlines()
     assert len(lines) == 1, f"expected one line on stderr, got:\n{result.stderr}"
     assert lines[0].startswith("error: ")
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
-    assert files_under(tmp_path, bad_inputs) == before, "a failed run left files behind"
 
 
 OTHER_BAD_INPUT: dict[str, tuple[Any, ...]] = {
