@@ -260,7 +260,7 @@ def mds(
     --dataset may also be a distances file. Prints the eigen-spectrum, effective rank,
     negative-eigenvalue mass, stress against rank and the parameter saving r(n+d) vs n d.
     """
-    from ..api import mds_encoding
+    from ..api import mds_encoding, write_into_checkpoint
 
     sources = _corpora(given)
     into_checkpoint = _local_checkpoint(into_checkpoint)
@@ -302,8 +302,8 @@ def mds(
         if plot is not None:
             _plot_mds(fitted, curve, geometry, stage(plot), encoding.rank, sources)
         if into_checkpoint is not None and checkpoint_output is not None:
-            written = _into_checkpoint(encoding, into_checkpoint, stage(checkpoint_output, folder=True, create=False))
-            written["checkpoint"] = str(checkpoint_output)
+            staged = stage(checkpoint_output, folder=True, create=False)
+            written = {**write_into_checkpoint(encoding, into_checkpoint, staged), "checkpoint": str(checkpoint_output)}
     result = MdsResult.of(fitted, curve, encoding, geometry.positions, notes, output, written)
     if format == "json":
         print(result.to_json())
@@ -352,12 +352,6 @@ def _plot_mds(fitted: Any, curve: dict[int, float], geometry: Any, path: Path, r
     truth = known_distances(geometry)  # a synthetic corpus's exact distances, drawn beside the estimate
     named = corpus_caption(geometry) or ", ".join(sources)  # the corpus the counts are of, not their file
     mds_figure(fitted, curve, geometry.positions, path, rank=rank, subtitle=named, truth=truth)
-
-
-def _into_checkpoint(encoding: Any, checkpoint: Path, staged: Path) -> dict[str, Any]:
-    from ..api import write_into_checkpoint
-
-    return write_into_checkpoint(encoding, checkpoint, staged)
 
 
 def _print_mds(result: MdsResult, dim: int | None, format: str) -> None:
