@@ -86,15 +86,14 @@ _WHERE = {
 
 
 def __getattr__(name: str) -> Any:
-    """A name of :data:`_FACE`, imported from its module on first use."""
+    """A name of :data:`_FACE`, read from its module (imported on first use) at each use, never cached
+    here: the module's own attribute is the one (a test that replaces it replaces it for the CLI too)."""
     import importlib
 
     if name not in _WHERE:
         raise AttributeError(f"module 'geoanalyze.api' has no attribute {name!r}")
     module, original = _WHERE[name]
-    value = getattr(importlib.import_module(f"geoanalyze.{module}"), original)
-    globals()[name] = value
-    return value
+    return getattr(importlib.import_module(f"geoanalyze.{module}"), original)
 
 
 def analysis_keywords() -> list[str]:
