@@ -19,66 +19,62 @@ from typing import TYPE_CHECKING, Any
 
 from .version import __version__
 
-_EXPORTS = {
-    "load_texts": "geoanalyze.corpus.sources",
-    "resolve_source": "geoanalyze.corpus.sources",
-    "DATASETS": "geoanalyze.corpus.sources",
-    "synthetic_corpus": "geoanalyze.corpus.synthetic",
-    "SyntheticCorpus": "geoanalyze.corpus.synthetic",
-    "get_tokenizer": "geoanalyze.corpus.tokenize",
-    "PositionalCounts": "geoanalyze.corpus.marginals",
-    "count_positions": "geoanalyze.corpus.marginals",
-    "compute_counts": "geoanalyze.corpus.streaming",
-    "CountJob": "geoanalyze.corpus.streaming",
-    "TrainResult": "geoanalyze.train.loop",
-    "hellinger_distances": "geoanalyze.geometry.distances",
-    "fisher_rao_distances": "geoanalyze.geometry.distances",
-    "position_geometry": "geoanalyze.geometry.distances",
-    "PositionGeometry": "geoanalyze.geometry.distances",
-    "classical_mds": "geoanalyze.geometry.mds",
-    "MDSResult": "geoanalyze.geometry.mds",
-    "stress_curve": "geoanalyze.geometry.mds",
-    "low_rank_encoding": "geoanalyze.geometry.mds",
-    "LowRankEncoding": "geoanalyze.geometry.mds",
-    "GeoanalyzeError": "geoanalyze.errors",
-    "score": "geoanalyze.api",
-    "verdict": "geoanalyze.api",
-    "to_json": "geoanalyze.api",
-    "to_markdown": "geoanalyze.api",
-    "write_report": "geoanalyze.api",
-    "score_vectors": "geoanalyze.api",
-    "StressOptions": "geoanalyze.analysis",
-    "StressResult": "geoanalyze.results",
-    "EncodingScores": "geoanalyze.results",
-    "LayerRow": "geoanalyze.results",
-    "CheckpointInfo": "geoanalyze.results",
-    "Verdict": "geoanalyze.results",
-    "null_calibration": "geoanalyze.geometry.null",
-    "shuffle_test": "geoanalyze.geometry.shuffle",
-    "get_encoding": "geoanalyze.encodings",
-    "write_figures": "geoanalyze.report.stress",
-    "VerifyResult": "geoanalyze.experiments.record",
-    **dict.fromkeys(("capture", "CaptureResult", "LayerRows"), "geoanalyze.checkpoints.rows"),
+#: module -> the names it lends the package, each module imported on first use of one of them
+_FROM = {
+    "analysis": "StressOptions",
+    "api": "score score_vectors to_json to_markdown verdict write_report",
+    "checkpoints.rows": "CaptureResult LayerRows capture",
+    "corpus.marginals": "PositionalCounts count_positions",
+    "corpus.sources": "DATASETS load_texts resolve_source",
+    "corpus.synthetic": "SyntheticCorpus synthetic_corpus",
+    "corpus.streaming": "CountJob compute_counts",
+    "corpus.tokenize": "get_tokenizer",
+    "encodings": "get_encoding",
+    "errors": "GeoanalyzeError",
+    "geometry.distances": "PositionGeometry fisher_rao_distances hellinger_distances position_geometry",
+    "geometry.mds": "LowRankEncoding MDSResult classical_mds low_rank_encoding stress_curve",
+    "experiments.record": "VerifyResult",
+    "geometry.null": "null_calibration",
+    "geometry.shuffle": "shuffle_test",
+    "report.page": "ReportPage",
+    "report.stress": "write_figures",
+    "results": "CheckpointInfo CountsResult DatasetsResult DistancesResult EncodingScores EncodingsResult Gate "
+    "Judgement LayerRow MdsResult StressResult Verdict",
+    "tracking": "TrackResult",
+    "train.loop": "TrainResult",
 }
+_EXPORTS = {name: f"geoanalyze.{module}" for module, names in _FROM.items() for name in names.split()}
 
 __all__ = [
     "DATASETS",
+    "CaptureResult",
     "CheckpointInfo",
     "CountJob",
+    "CountsResult",
+    "DatasetsResult",
+    "DistancesResult",
     "EncodingScores",
+    "EncodingsResult",
+    "Gate",
     "GeoanalyzeError",
+    "Judgement",
     "LayerRow",
+    "LayerRows",
     "LowRankEncoding",
     "MDSResult",
+    "MdsResult",
     "PositionGeometry",
     "PositionalCounts",
+    "ReportPage",
     "StressOptions",
     "StressResult",
     "SyntheticCorpus",
+    "TrackResult",
     "TrainResult",
     "Verdict",
     "VerifyResult",
     "__version__",
+    "capture",
     "classical_mds",
     "compute_counts",
     "count_positions",
@@ -106,6 +102,7 @@ __all__ = [
 if TYPE_CHECKING:
     from .analysis import StressOptions
     from .api import score, score_vectors, to_json, to_markdown, verdict, write_report
+    from .checkpoints.rows import CaptureResult, LayerRows, capture
     from .corpus.marginals import PositionalCounts, count_positions
     from .corpus.sources import DATASETS, load_texts, resolve_source
     from .corpus.streaming import CountJob, compute_counts
@@ -118,8 +115,23 @@ if TYPE_CHECKING:
     from .geometry.mds import LowRankEncoding, MDSResult, classical_mds, low_rank_encoding, stress_curve
     from .geometry.null import null_calibration
     from .geometry.shuffle import shuffle_test
+    from .report.page import ReportPage
     from .report.stress import write_figures
-    from .results import CheckpointInfo, EncodingScores, LayerRow, StressResult, Verdict
+    from .results import (
+        CheckpointInfo,
+        CountsResult,
+        DatasetsResult,
+        DistancesResult,
+        EncodingScores,
+        EncodingsResult,
+        Gate,
+        Judgement,
+        LayerRow,
+        MdsResult,
+        StressResult,
+        Verdict,
+    )
+    from .tracking import TrackResult
     from .train.loop import TrainResult
 
 

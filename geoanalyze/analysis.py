@@ -84,9 +84,9 @@ MIN_CENTROID_SEQUENCES = 20
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
 
 
-@dataclass
+@dataclass(frozen=True)
 class StressOptions:
-    """Everything that shapes a stress analysis (the CLI's options)."""
+    """Everything that shapes a stress analysis (the CLI's options, through ``cli.stress.TO_OPTIONS``)."""
 
     dataset: str
     split: str | None = None

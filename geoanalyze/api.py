@@ -21,12 +21,13 @@ For vectors you made yourself, ``ga.score_vectors(P, D)`` (every score) with
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .analysis import StressOptions, analyze, split_specs
-from .checkpoints.rows import CaptureResult, LayerRows, capture  # noqa: F401  (the public face: geoanalyze.capture)
+from . import analysis, notes
+from .analysis import StressOptions, split_specs
 from .results import StressResult
 
 __all__ = ["score", "score_vectors", "to_json", "to_markdown", "verdict", "write_report"]
@@ -44,6 +45,58 @@ COMMAND_ONLY = {
 }
 
 
+#: what the command line uses of the library, so that ``cli/`` imports only this public face: module -> its
+#: names (``name:alias`` where two modules share a name), each module loaded on first use of one of its
+#: names, so ``geoanalyze --help`` imports neither torch nor transformers
+_FACE = {
+    "analysis": "DEFAULT_WIDTH check_not_a_typo known_distances",
+    "cache": "caching file_digests turn_off",
+    "checkpoints": "load_checkpoint",
+    "checkpoints.load": "resolve_checkpoint",
+    "checkpoints.write": "write_into_checkpoint",
+    "checkpoints.rows": "CaptureResult LayerRows capture",
+    "corpus.marginals": "DEFAULT_MIN_COUNT PositionalCounts check_mergeable tokenizer_identity",
+    "corpus.sources": "DATASETS data_dir_from_env default_tokenizer files_read reads_columns resolve_source",
+    "corpus.streaming": "CountJob CountReport compute_counts connect",
+    "corpus.synthetic": "KINDS synthetic_corpus tokenizer_words",
+    "corpus.tokenize": "get_tokenizer",
+    "encodings": "get_encoding is_encoding_spec list_encodings",
+    "experiments": "EXPERIMENTS ExperimentOptions PRESET_NAMES get_experiment run_experiment write_result "
+    "markdown:experiment_markdown",
+    "experiments.record": "PRESET_NOTES check_rows",
+    "geometry.distances": "PositionGeometry position_geometry",
+    "geometry.mds": "mds_encoding",
+    "geometry.null": "TESTED_ASPECTS",
+    "geometry.shuffle": "MIN_SHUFFLES",
+    "hub": "packaged_minilm_path",
+    "models": "Transformer",
+    "tracking": "TrackResult compare find_series find_several parse_fail_if_worse track",
+    "tracking.figures": "draw_track training_figure",
+    "tracking.probe": "GeometryProbe",
+    "tracking.series": "Member",
+    "tracking.track": "TRACK_CONSEQUENCE position_rows series_of layer_rows:track_layer_rows legend:track_legend",
+    "train": "train",
+    "train.config": "PRESETS resolve_config valid_keys",
+    "train.loop": "RunExtras",
+}
+_WHERE = {
+    alias: (module, name)
+    for module, names in _FACE.items()
+    for name, alias in (f"{entry}:{entry}".split(":")[:2] for entry in names.split())
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A name of :data:`_FACE`, read from its module (imported on first use) at each use, never cached
+    here: the module's own attribute is the one (a test that replaces it replaces it for the CLI too)."""
+    import importlib
+
+    if name not in _WHERE:
+        raise AttributeError(f"module 'geoanalyze.api' has no attribute {name!r}")
+    module, original = _WHERE[name]
+    return getattr(importlib.import_module(f"geoanalyze.{module}"), original)
+
+
 def analysis_keywords() -> list[str]:
     """The keywords :func:`score` takes after ``target`` and ``dataset``: the command's names."""
     from dataclasses import fields
@@ -52,7 +105,7 @@ def analysis_keywords() -> list[str]:
     return sorted(names | set(RENAMED) | {"no_cache", "plot_dir", "progress"})
 
 
-def stress_options(dataset: str, options: dict[str, Any]) -> StressOptions:
+def stress_options(dataset: str, options: Mapping[str, Any]) -> StressOptions:
     """``options`` by the command's names (``estimate``, ``max_length``, ``no_cache``) as StressOptions;
     an unknown or command-only keyword is an InputError naming the valid ones."""
     from difflib import get_close_matches
@@ -117,6 +170,17 @@ def score(
     return result
 
 
+def analyze(
+    target: str | Callable[..., Any],
+    options: StressOptions,
+    progress: Callable[[str, int], Callable[[int], None]] | None = None,
+) -> StressResult:
+    """:func:`geoanalyze.analysis.analyze`, with the notes the analysis recorded on the result (``result.notes``)."""
+    with notes.collecting() as recorded:
+        result = analysis.analyze(target, options, progress=progress)
+    return replace(result, notes=tuple(recorded.messages))
+
+
 def verdict(result: StressResult) -> str:
     """The one-line verdict of the stress table (null test and shape against the standard encodings)."""
     return result.verdict.sentence
@@ -145,9 +209,7 @@ def write_report(results: Sequence[StressResult], output: str | os.PathLike[str]
     figures = page_path.parent / f"{page_path.stem}_files"
     # The figures folder is replaced whole, as the CLI's is: an earlier page's figures never stay.
     with staged_folder(figures.with_name(f".{figures.name}.{os.getpid()}.partial")) as staging:
-        page = build_report(
-            results, staging, title or f"Positional geometry report: {name}", link_dir=figures.name
-        )
+        page = build_report(results, staging, title or f"Positional geometry report: {name}", link_dir=figures.name)
         if figures.is_dir() and not figures.is_symlink():
             shutil.rmtree(figures)
         staging.rename(figures)

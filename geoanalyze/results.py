@@ -32,7 +32,7 @@ import os
 import re
 import sysconfig
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from numbers import Real
 from pathlib import Path
@@ -255,6 +255,9 @@ class StressResult:
     #: computes the exact distances between the kept positions when the corpus's true marginals are
     #: known (a synthetic corpus, or a sample file with ``<name>.marginals.npy``); see :attr:`truth`
     exact_distances: Callable[[], np.ndarray | None] = field(default=_unknown, repr=False)
+    #: what the analysis noted for the user (:mod:`geoanalyze.notes`): a fallback taken, a model read in a
+    #: way worth knowing; the command line prints them on stderr, the JSON leaves them out
+    notes: tuple[str, ...] = ()
 
     @property
     def target_scores(self) -> EncodingScores | None:
@@ -274,23 +277,28 @@ class StressResult:
     @property
     def summary(self) -> Summary:
         """What the table, the JSON and the Markdown all say (:func:`summarize`; its paths are shown
-        from the working directory of the moment, as every output shows them)."""
+        from the working directory: ``summarize(result, base)`` shows them from ``base``)."""
         return summarize(self)
 
     @property
     def verdict(self) -> Verdict:
         """One category per aspect, the verdict sentence and what is not ranked."""
+        return self.verdict_from()
+
+    def verdict_from(self, base: Path | None = None) -> Verdict:
+        """:attr:`verdict`, its sentence naming the target from ``base`` (:func:`display_path`)."""
         mine = self.target_scores
         categories = {aspect: mine.categories.get(aspect) for aspect in ASPECTS} if mine else dict.fromkeys(ASPECTS)
         return Verdict(
             **categories,
-            sentence=self.summary.verdict,
+            sentence=summarize(self, base).verdict,
             not_ranked=tuple(sorted(self.discriminability.undecidable(), key=list(ASPECTS).index)),
             null_draws=mine.null_draws if mine else None,
         )
 
-    def document(self) -> dict[str, Any]:
-        """The JSON document as Python values (numpy values left to :func:`geoanalyze.io.to_jsonable`)."""
+    def document(self, base: Path | None = None) -> dict[str, Any]:
+        """The JSON document as Python values (numpy values left to :func:`geoanalyze.io.to_jsonable`;
+        paths in sentences shown from ``base``, default the working directory)."""
         record: dict[str, Any] = {
             "target": self.target,
             "kind": self.kind,
@@ -308,22 +316,19 @@ class StressResult:
         }
         if self.checkpoint is not None:
             record["checkpoint"] = self.checkpoint.to_dict()
-        return {**record, "verdict": self.verdict.to_dict(), "summary": self.summary.to_dict()}
+        shown = {"verdict": self.verdict_from(base).to_dict(), "summary": summarize(self, base).to_dict()}
+        return {**record, **shown}
 
-    def to_json(self, **extra: Any) -> str:
-        """The JSON ``geoanalyze stress -f json`` prints (non-finite numbers as null); ``extra`` keys
-        follow the document's own (the command adds ``gate``, ``run`` and, with --plot-dir, ``figures``)."""
-        return json.dumps(to_jsonable({**self.document(), **extra}), indent=2, allow_nan=False)
+    def to_json(self, base: Path | None = None, **extra: Any) -> str:
+        """The JSON ``geoanalyze stress -f json`` prints (non-finite numbers as null; paths shown from
+        ``base``); ``extra`` keys follow the document's own (the command adds ``gate``, ``run`` and,
+        with --plot-dir, ``figures``)."""
+        return json.dumps(to_jsonable({**self.document(base), **extra}), indent=2, allow_nan=False)
 
-    def to_markdown(
-        self,
-        figures: Mapping[str, str] | None = None,
-        level: int = 2,
-        show_legend: bool = True,
-        gate: Mapping[str, Any] | None = None,
-    ) -> str:
-        """The Markdown section ``geoanalyze stress -f markdown`` prints (:func:`markdown`)."""
-        return markdown(self, figures, level=level, show_legend=show_legend, gate=gate)
+    def to_markdown(self, figures: Mapping[str, str] | None = None, **shown: Any) -> str:
+        """The Markdown section ``geoanalyze stress -f markdown`` prints: :func:`markdown` (``shown``: its
+        ``level``, ``show_legend``, ``gate`` and ``base``)."""
+        return markdown(self, figures, **shown)
 
 
 # --- what the result says: rows, verdict, warnings, limits, legend ----------------------------------
@@ -420,13 +425,12 @@ class SummaryRow:
         return self.null_draws > 0 and self.null_beaten == self.null_draws
 
     def to_dict(self) -> dict[str, Any]:
+        tested = {name: getattr(self, name) for name in ("null_beaten", "null_draws", "beats_null")}
         return {
             "encoding": self.encoding,
             "dim": self.dim,
             **self.values,
-            "null_beaten": self.null_beaten,
-            "null_draws": self.null_draws,
-            "beats_null": self.beats_null,
+            **tested,
             "categories": dict(self.categories),
             "same_as": self.same_as,
         }
@@ -538,11 +542,12 @@ def distance_warnings(noise: Mapping[str, Any]) -> list[str]:
     return [] if line is None else [line]
 
 
-def summarize(result: StressResult) -> Summary:
-    """What the table, the JSON and the Markdown all say: rows, verdict, warnings, limits, legend."""
+def summarize(result: StressResult, base: Path | None = None) -> Summary:
+    """What the table, the JSON and the Markdown all say: rows, verdict, warnings, limits, legend (paths
+    shown from ``base``: :func:`display_path`)."""
     rows = summary_rows(result)
-    sentence = verdict_sentence(result, rows)
-    return Summary(rows, sentence, warnings(result), limits(result), legend(result, rows), caveats(result))
+    sentence = verdict_sentence(result, rows, base)
+    return Summary(rows, sentence, warnings(result), limits(result), legend(result, rows, base), caveats(result))
 
 
 def caveats(result: StressResult) -> tuple[str, ...]:
@@ -623,7 +628,7 @@ def shape_clause(mine: SummaryRow, rows: Sequence[SummaryRow]) -> str | None:
     )
 
 
-def verdict_sentence(result: StressResult, rows: Sequence[SummaryRow]) -> str:
+def verdict_sentence(result: StressResult, rows: Sequence[SummaryRow], base: Path | None = None) -> str:
     """One line on the target: its shape beside the standard encodings (only where this corpus can tell
     shapes apart), the MDS floor, then in plain words in which aspects it carries position and in which not."""
     target = result.target
@@ -641,15 +646,15 @@ def verdict_sentence(result: StressResult, rows: Sequence[SummaryRow]) -> str:
     if mds is not None and target != "mds" and shapes_differ:
         parts.append(f"MDS floor {fmt(shown_score(mds.values['scaled_stress']))}")
     parts.append(against_random(mine.categories, result.null))
-    return f"{display_path(target)}: " + "; ".join(parts)
+    return f"{display_path(target, base)}: " + "; ".join(parts)
 
 
-def legend(result: StressResult, rows: Sequence[SummaryRow]) -> tuple[str, ...]:
+def legend(result: StressResult, rows: Sequence[SummaryRow], base: Path | None = None) -> tuple[str, ...]:
     """The lines printed under the table (what each column and each special row means)."""
     lines = [distance_legend(result)]
     lines += [f"{c.label}: {c.legend}" for c in SCORE_COLUMNS]
     lines.append(vs_random_legend(result.null))
-    lines += row_legend(result, rows)
+    lines += row_legend(result, rows, base)
     names = {row.encoding.split(":")[0] for row in rows}
     if "mds" in names:
         lines.append("mds: classical MDS of D itself, the best fit any encoding can reach (a floor, not a rival)")
@@ -682,7 +687,7 @@ def distance_legend(result: StressResult) -> str:
     )
 
 
-def row_legend(result: StressResult, rows: Sequence[SummaryRow]) -> list[str]:
+def row_legend(result: StressResult, rows: Sequence[SummaryRow], base: Path | None = None) -> list[str]:
     """One line per row of the table that is not a reference (mds and random have their own): the
     target, and each compared encoding by its family's description."""
     from .encodings.registry import REGISTRY
@@ -692,7 +697,7 @@ def row_legend(result: StressResult, rows: Sequence[SummaryRow]) -> list[str]:
         family = row.encoding.split(":")[0]
         if row.encoding == result.target:
             what = "its own position vectors" if result.kind == "checkpoint" else "the encoding analysed"
-            lines.append(f"{display_path(row.encoding)}: the target, {what}")
+            lines.append(f"{display_path(row.encoding, base)}: the target, {what}")
         elif family not in REFERENCES and (known := REGISTRY.families.get(family)) is not None:
             lines.append(f"{row.encoding}: {known.summary}")
     return lines
@@ -724,12 +729,12 @@ def width_legend(result: StressResult, rows: Sequence[SummaryRow]) -> str:
 # --- the tables every format shows ------------------------------------------------------------------
 
 
-def header_rows(result: StressResult) -> list[tuple[str, Any]]:
+def header_rows(result: StressResult, base: Path | None = None) -> list[tuple[str, Any]]:
     """The corpus, tokenizer, positions, the distance D every score compares with, and the noise."""
     source, noise = result.dataset.source, result.noise
     return [
-        ("corpus", display_path(source["location"]) + (f" (split {source['split']})" if source["split"] else "")),
-        ("tokenizer", display_path(result.dataset.tokenizer)),
+        ("corpus", display_path(source["location"], base) + (f" (split {source['split']})" if source["split"] else "")),
+        ("tokenizer", display_path(result.dataset.tokenizer, base)),
         ("positions kept", f"{len(result.positions)} (min-count {result.left_out.get('min_count')})"),
         ("left out", fmt(result.left_out.get("positions"))),
         ("distance D", f"{result.distance} Hellinger"),
@@ -825,7 +830,7 @@ def peak_lines(result: StressResult) -> list[str]:
     return lines
 
 
-def interval_rows(result: StressResult) -> tuple[str, list[str], list[list[Any]]] | None:
+def interval_rows(result: StressResult, base: Path | None = None) -> tuple[str, list[str], list[list[Any]]] | None:
     """The target's bootstrap intervals as (title, header, rows); None without --bootstrap."""
     mine = result.target_scores
     intervals = mine.bootstrap if mine else None
@@ -838,7 +843,7 @@ def interval_rows(result: StressResult) -> tuple[str, list[str], list[list[Any]]
         if name != "samples"
     ]
     samples = intervals["samples"]
-    title = f"{display_path(result.target)}: 95% basic-bootstrap intervals over {samples['count']} resamples of the sequences"
+    title = f"{display_path(result.target, base)}: 95% basic-bootstrap intervals over {samples['count']} resamples of the sequences"
     return title, ["score", "value", "low", "high", "bias"], rows
 
 
@@ -847,7 +852,8 @@ def markdown(
     figures: Mapping[str, str] | None = None,
     level: int = 2,
     show_legend: bool = True,
-    gate: Mapping[str, Any] | None = None,
+    gate: Judgement | None = None,
+    base: Path | None = None,
 ) -> str:
     """A Markdown section for one analysis (tables, verdict, legend, layers, then the figures).
 
@@ -855,28 +861,28 @@ def markdown(
     ``<site-packages>`` is not read as an HTML tag; the figures are named by path as well as
     linked, for a page that cannot show them inline (a GitHub job summary).
     """
-    summary = summarize(result)
-    parts = [f"{'#' * level} {md_text(display_path(result.target))} on {md_text(result.dataset.name)}", ""]
-    parts += [f"- {label}: {md_text(str(value))}" for label, value in header_rows(result)]
+    summary = summarize(result, base)
+    parts = [f"{'#' * level} {md_text(display_path(result.target, base))} on {md_text(result.dataset.name)}", ""]
+    parts += [f"- {label}: {md_text(str(value))}" for label, value in header_rows(result, base)]
     parts += ["", *(f"> **Warning:** {md_text(line)}\n" for line in summary.warnings)]
     header, rows = score_rows(result)
-    rows = [[display_path(str(row[0])), *row[1:]] for row in rows]
+    rows = [[display_path(str(row[0]), base), *row[1:]] for row in rows]
     parts += [markdown_table(header, rows), "", f"**Verdict:** {md_text(summary.verdict)}"]
     parts += [f"\n**About the corpus:** {md_text(line)}" for line in summary.caveats]
     parts += [f"\n**Cannot decide:** {md_text(line)}" for line in summary.limits]
-    intervals = interval_rows(result)
+    intervals = interval_rows(result, base)
     if intervals:
         title, header, rows = intervals
         parts += ["", f"{md_text(title)}:", "", markdown_table(header, rows)]
     if gate is not None:
-        parts += ["", gate_line(gate)]
+        parts += ["", gate.markdown]
     if show_legend:
         parts += ["", "<details><summary>What the columns mean</summary>", ""]
         parts += [f"- {md_text(line)}" for line in summary.legend]
         parts += ["", "</details>"]
     if result.layers:
         parts += layer_markdown(result, show_legend)
-    parts += figures_markdown(figures or {})
+    parts += figures_markdown(figures or {}, base)
     return "\n".join(parts) + "\n"
 
 
@@ -894,12 +900,12 @@ def layer_markdown(result: StressResult, show_legend: bool = True) -> list[str]:
     return parts
 
 
-def figures_markdown(figures: Mapping[str, str]) -> list[str]:
+def figures_markdown(figures: Mapping[str, str], base: Path | None = None) -> list[str]:
     """The figures: named with their paths (a page that cannot show a relative image, such as a GitHub
     job summary, still says where each is), then shown inline where the page can."""
     if not figures:
         return []
-    shown = {title: display_path(link) for title, link in figures.items()}
+    shown = {title: display_path(link, base) for title, link in figures.items()}
     folders = sorted({str(Path(link).parent.as_posix()) for link in shown.values()})
     where = ", ".join(md_code(f"{folder}/") for folder in folders)
     parts = [
@@ -1001,16 +1007,46 @@ class Gate:
         """The rules the target breaks, as readable lines (failing closed: see :func:`crossed`)."""
         return crossed(result, self.thresholds) + matched(result, self.conditions)
 
-    def record(self, crossed: Sequence[str]) -> dict[str, Any] | None:
+    def record(self, crossed: Sequence[str]) -> Judgement | None:
         """The gate as every format reports it, given the lines crossed (None when no rule is given)."""
-        if not self:
-            return None
-        rules = {"thresholds": dict(self.thresholds), "conditions": dict(self.conditions)}
-        return {**rules, "crossed": list(crossed), "passed": not crossed}
+        return Judgement(self.thresholds, self.conditions, tuple(crossed)) if self else None
 
-    def judge(self, result: StressResult | Mapping[str, Any]) -> dict[str, Any] | None:
+    def judge(self, result: StressResult | Mapping[str, Any]) -> Judgement | None:
         """:meth:`record` of one target."""
         return self.record(self.crossed(result))
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A gate's rules and the lines a target (or a page of them) crossed: passed when none."""
+
+    thresholds: Mapping[str, float]
+    conditions: Mapping[str, str]
+    crossed: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not self.crossed
+
+    def to_dict(self) -> dict[str, Any]:
+        """The gate in the JSON of stress and report."""
+        rules = {"thresholds": dict(self.thresholds), "conditions": dict(self.conditions)}
+        return {**rules, "crossed": list(self.crossed), "passed": self.passed}
+
+    @property
+    def rules(self) -> str:
+        """The rules in words: "fail above scaled_stress > 0.5", "fail if shape not-better", or both."""
+        rules = [f"{name} > {limit:g}" for name, limit in self.thresholds.items()]
+        rules += [f"{aspect} {category}" for aspect, category in self.conditions.items()]
+        kinds = "/".join(word for word, given in (("above", self.thresholds), ("if", self.conditions)) if given)
+        return f"fail {kinds} " + ", ".join(rules)
+
+    @property
+    def markdown(self) -> str:
+        """The gate as one Markdown line."""
+        if self.crossed:
+            return f"**Gate FAILED** ({md_text(self.rules)}): " + "; ".join(md_text(line) for line in self.crossed)
+        return f"**Gate passed** ({md_text(self.rules)})"
 
 
 def gate(
@@ -1018,8 +1054,9 @@ def gate(
     thresholds: Mapping[str, float],
     conditions: Mapping[str, str] | None = None,
 ) -> dict[str, Any] | None:
-    """The --fail-above and --fail-if gate of one target as it is reported in every format (None when neither)."""
-    return Gate(thresholds, conditions or {}).judge(result)
+    """The --fail-above and --fail-if gate of one target as its JSON reports it (None when neither)."""
+    judged = Gate(thresholds, conditions or {}).judge(result)
+    return judged.to_dict() if judged else None
 
 
 def _gated(result: StressResult | Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
@@ -1073,22 +1110,6 @@ def crossed(result: StressResult | Mapping[str, Any], thresholds: Mapping[str, f
     return lines
 
 
-def gate_rules(gate: Mapping[str, Any]) -> str:
-    """The gate's rules in words: "fail above scaled_stress > 0.5", "fail if shape not-better", or both."""
-    rules = [f"{name} > {limit:g}" for name, limit in gate["thresholds"].items()]
-    rules += [f"{aspect} {category}" for aspect, category in (gate.get("conditions") or {}).items()]
-    kinds = "/".join(word for word, given in (("above", gate["thresholds"]), ("if", gate.get("conditions"))) if given)
-    return f"fail {kinds} " + ", ".join(rules)
-
-
-def gate_line(gate: Mapping[str, Any]) -> str:
-    """The --fail-above / --fail-if gate as one Markdown line."""
-    what = gate_rules(gate)
-    if gate["crossed"]:
-        return f"**Gate FAILED** ({md_text(what)}): " + "; ".join(md_text(line) for line in gate["crossed"])
-    return f"**Gate passed** ({md_text(what)})"
-
-
 # --- how every output writes numbers and paths ----------------------------------------------------------
 
 
@@ -1115,12 +1136,12 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 RELATIVE_UPS = 3
 
 
-def display_path(path: str | os.PathLike[str]) -> str:
+def display_path(path: str | os.PathLike[str], base: str | os.PathLike[str] | None = None) -> str:
     """A path as a report shows it: never an absolute site-packages or home path, relative where it can be.
 
-    Inside an installed package -> ``<site-packages>/pkg/...``; under the working directory ->
-    relative; near it (at most :data:`RELATIVE_UPS` folders up, as ``../shared/data`` is typed) ->
-    ``../...``; under the home folder -> ``~/...``; otherwise unchanged.
+    Inside an installed package -> ``<site-packages>/pkg/...``; under ``base`` (default: the working
+    directory) -> relative; near it (at most :data:`RELATIVE_UPS` folders up, as ``../shared/data`` is
+    typed) -> ``../...``; under the home folder -> ``~/...``; otherwise unchanged.
     """
     text = str(path)
     if not os.path.isabs(text):
@@ -1131,13 +1152,234 @@ def display_path(path: str | os.PathLike[str]) -> str:
         with contextlib.suppress(ValueError):
             return "<site-packages>/" + resolved.relative_to(root).as_posix()
     with contextlib.suppress(ValueError):
-        relative = resolved.relative_to(Path.cwd())
+        relative = resolved.relative_to(here := Path.cwd() if base is None else Path(base))
         return relative.as_posix() or "."
     with contextlib.suppress(ValueError):
-        climbed = Path(os.path.relpath(resolved, Path.cwd()))
+        climbed = Path(os.path.relpath(resolved, here))
         ups = len([part for part in climbed.parts if part == ".."])
         if ups <= RELATIVE_UPS and not climbed.is_absolute():
             return climbed.as_posix()
     with contextlib.suppress(ValueError):
         return "~/" + resolved.relative_to(Path.home()).as_posix()
     return text
+
+
+# --- the results of marginals, distances, mds, datasets list and encodings list -------------------------
+
+#: a field of a command's result that its printer reads but its JSON leaves out
+NOT_IN_JSON = {"json": False}
+
+
+class CommandResult:
+    """A frozen dataclass whose JSON (what ``-f json`` prints) is its fields, in order, with numpy
+    values as plain ones and non-finite numbers as null (fields marked :data:`NOT_IN_JSON` left out)."""
+
+    def to_json(self) -> str:
+        hidden = [f.name for f in fields(self) if not f.metadata.get("json", True)]  # type: ignore[arg-type]
+        record = asdict(self)  # type: ignore[call-overload]
+        return json.dumps(to_jsonable({k: v for k, v in record.items() if k not in hidden}), indent=2, allow_nan=False)
+
+
+@dataclass(frozen=True)
+class CountsResult(CommandResult):
+    """What ``geoanalyze marginals`` reports of the counts it made or merged: ``sources`` each with
+    where it came from, ``counting`` what each streamed count did, ``output`` the file written."""
+
+    sources: Sequence[Mapping[str, str]]
+    tokenizer: Mapping[str, Any] | None
+    n_sequences: int
+    n_positions: int
+    vocab_size: int
+    nonzero: int
+    kept_positions: int
+    left_out: Mapping[str, Any]
+    totals: np.ndarray
+    counting: Sequence[Mapping[str, Any]]
+    output: str | None
+
+    @classmethod
+    def of(
+        cls,
+        counts: Any,
+        sources: Sequence[Mapping[str, str]],
+        counting: Sequence[Mapping[str, Any]],
+        min_count: int,
+        output: str | os.PathLike[str] | None = None,
+    ) -> CountsResult:
+        """The result of :class:`~geoanalyze.corpus.marginals.PositionalCounts` ``counts``."""
+        return cls(
+            sources,
+            counts.metadata.get("tokenizer"),
+            counts.n_sequences,
+            counts.n_positions,
+            counts.vocab_size,
+            int(counts.counts.nnz),
+            int(counts.kept_positions(min_count).size),
+            counts.left_out(min_count),
+            counts.totals,
+            counting,
+            str(output) if output else None,
+        )
+
+
+@dataclass(frozen=True)
+class DistancesResult(CommandResult):
+    """What ``geoanalyze distances`` reports of a :class:`~geoanalyze.geometry.distances.PositionGeometry`:
+    the kept positions, the noise summary and floors, the files written and the noise warnings."""
+
+    sources: Sequence[Mapping[str, str]]
+    metric: str
+    positions: np.ndarray
+    left_out: Mapping[str, Any]
+    noise: Mapping[str, Any]
+    noise_floor: np.ndarray
+    totals: np.ndarray
+    output: str | None
+    heatmap: str | None
+    warnings: Sequence[str]
+
+    @classmethod
+    def of(
+        cls,
+        geometry: PositionGeometry,
+        sources: Sequence[Mapping[str, str]],
+        output: str | os.PathLike[str] | None = None,
+        heatmap: str | os.PathLike[str] | None = None,
+    ) -> DistancesResult:
+        summary = geometry.summary
+        return cls(
+            sources,
+            geometry.metric,
+            geometry.positions,
+            geometry.left_out,
+            summary,
+            geometry.noise_floor,
+            geometry.totals,
+            str(output) if output else None,
+            str(heatmap) if heatmap else None,
+            distance_warnings(summary),
+        )
+
+
+@dataclass(frozen=True)
+class MdsResult(CommandResult):
+    """What ``geoanalyze mds`` reports: the eigen-spectrum of the distances, the stress against rank and
+    the low-rank encoding P = A W made of them (its rank, width, stress and parameter counts)."""
+
+    sources: Sequence[Mapping[str, str]]
+    metric: str
+    distance: str
+    n_positions: int
+    positions: np.ndarray
+    effective_rank: int
+    tolerance: float
+    negative_mass: float
+    eigenvalues: np.ndarray
+    stress_curve: Mapping[int, float]
+    rank: int
+    dim: int
+    stress: float
+    parameters: Mapping[str, Any]
+    output: str | None
+    checkpoint: Mapping[str, Any] | None
+    #: only the top eigenpairs were computed (the effective rank is a lower bound)
+    partial: bool = field(default=False, metadata=NOT_IN_JSON)
+
+    @classmethod
+    def of(
+        cls,
+        fitted: Any,
+        curve: Mapping[int, float],
+        encoding: Any,
+        positions: np.ndarray,
+        sources: Sequence[Mapping[str, str]],
+        output: str | os.PathLike[str] | None = None,
+        checkpoint: Mapping[str, Any] | None = None,
+    ) -> MdsResult:
+        """The result of an MDS fit, its stress curve and the encoding made of it (the metric and
+        distance are those the encoding's metadata name)."""
+        about = encoding.metadata
+        return cls(
+            sources,
+            about["metric"],
+            about["distance"],
+            len(positions),
+            positions,
+            fitted.effective_rank,
+            fitted.tolerance,
+            fitted.negative_mass,
+            fitted.eigenvalues,
+            curve,
+            encoding.rank,
+            encoding.dim,
+            about["stress"],
+            encoding.parameter_counts(),
+            str(output) if output else None,
+            checkpoint,
+            fitted.partial,
+        )
+
+
+@dataclass(frozen=True)
+class DatasetRow:
+    """One corpus ``geoanalyze datasets list`` knows by name, and the splits the data directory holds of it."""
+
+    name: str
+    hub_id: str | None
+    config: str | None
+    splits: list[str]
+    text_column: str | None
+    local_splits: list[str]
+    description: str
+
+    @property
+    def hub_name(self) -> str:
+        """The hub id and its config, as the list shows them: ``id (config)``, ``-`` for none."""
+        if not self.hub_id:
+            return "-"
+        return f"{self.hub_id} ({self.config})" if self.config else str(self.hub_id)
+
+
+@dataclass(frozen=True)
+class DatasetsResult(CommandResult):
+    """What ``geoanalyze datasets list`` reports: the named corpora and the data directory read."""
+
+    data_dir: str | None
+    datasets: tuple[DatasetRow, ...]
+
+    @classmethod
+    def of(cls, directory: Path | None) -> DatasetsResult:
+        """The named corpora, with the splits ``directory`` (a data directory, or None) holds of each."""
+        from .corpus.sources import DATASETS, LOCAL_SUFFIXES
+        from .corpus.synthetic import KINDS
+
+        def held(name: str, split: str) -> bool:
+            return directory is not None and any((directory / name / f"{split}{s}").is_file() for s in LOCAL_SUFFIXES)
+
+        rows = [
+            DatasetRow(
+                d.name,
+                d.hub_id,
+                d.config,
+                list(d.splits),
+                d.text_column,
+                [s for s in d.splits if held(d.name, s)],
+                d.description,
+            )
+            for d in DATASETS.values()
+        ]
+        about = f"generated with known marginals: synthetic:KIND,n=,length=,vocab=,seed= (KIND: {', '.join(KINDS)})"
+        return cls(
+            str(directory) if directory else None, (*rows, DatasetRow("synthetic", None, None, [], None, [], about))
+        )
+
+
+@dataclass(frozen=True)
+class EncodingsResult(CommandResult):
+    """What ``geoanalyze encodings list`` reports: each encoding family's name, summary and parameters."""
+
+    encodings: tuple[Mapping[str, Any], ...]
+
+    def to_json(self) -> str:
+        """The JSON list of the families (``-f json``)."""
+        return json.dumps(to_jsonable(list(self.encodings)), indent=2, allow_nan=False)

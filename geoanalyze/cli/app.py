@@ -215,7 +215,7 @@ def main() -> None:
 
 def _run() -> int:
     """Run the command; return its exit code, printing the one ``error:`` line of a failure."""
-    from ..cache import caching
+    from ..api import caching
 
     try:
         with caching():  # --no-cache turns caches off inside (common.cache_option), for this command only

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import typer
 
 from .. import notes
-from ..corpus.sources import default_tokenizer
+from ..api import default_tokenizer
 from ..errors import GeoanalyzeError, InputError
 from ..report.render import FORMATS
 from . import outputs
@@ -46,13 +46,13 @@ def handles_errors(command: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         outputs.reset()
         try:
-            result = command(*args, **kwargs)
+            with notes.collecting() as recorded:  # this command's notes, and only these
+                result = command(*args, **kwargs)
         except GeoanalyzeError as exc:
             if debug_enabled():
                 traceback.print_exc()
-            recorded = notes.take()
             if exc.exit_code != 2:
-                _print_notes(recorded)
+                _print_notes(recorded.messages)
             message = " ".join(str(exc).split())
             print(f"error: {message}", file=sys.stderr)
             raise typer.Exit(exc.exit_code) from None
@@ -64,12 +64,12 @@ def handles_errors(command: F) -> F:
                 raise  # our bug: the entry point says "internal error"
             if debug_enabled():
                 traceback.print_exc()
-            notes.take()
             print(f"error: {' '.join(outputs.os_error_line(error).split())}", file=sys.stderr)
             raise typer.Exit(2) from None
         finally:
             outputs.reset()
-        _print_notes(notes.take())
+            notes.take()  # what the command's run left in the session's collector is printed here, or dropped
+        _print_notes(recorded.messages)
         return result
 
     return wrapper  # type: ignore[return-value]
@@ -135,7 +135,7 @@ def split_compare(text: str) -> tuple[str, ...]:
     """--compare's specs, split at commas as :func:`geoanalyze.analysis.split_specs` does, except a
     comma inside quotes or after a backslash, which is part of a spec: ``file:"a,b.npy",rope``,
     ``file:'a,b.npy'`` and ``file:a\\,b.npy`` each name the file ``a,b.npy``."""
-    from ..analysis import split_specs
+    from ..api import split_specs
 
     held, quote, escaped = [], "", False
     for char in text:
@@ -178,12 +178,12 @@ def check_output_place(path: Path | None, folder: bool = False, option: str = "-
 class CorpusOptions:
     """The options that say how to read and count a corpus."""
 
+    tokenizer: str | None = None
+    max_length: int | None = None
     split: str | None = None
     data_dir: Path | None = None
     text_column: str | None = None
     limit: int | None = None
-    tokenizer: str | None = None
-    max_length: int | None = None
     exclude_special: bool = False
     add_special_tokens: bool = True
     split_seed: int = 0
@@ -196,6 +196,12 @@ class CorpusOptions:
     include_hidden: bool = False
     #: the parameter names given on the command line: each must apply to an input (inputs.OPTION_APPLIES)
     given: frozenset[str] = frozenset()
+
+
+#: the fields of :class:`~geoanalyze.corpus.streaming.CountJob` by the names they have here: all but those
+#: that say which corpus to read, the tokenizer (a source's default when not given) and the cache switch
+_WHICH = ("tokenizer", "split", "data_dir", "text_column", "include_hidden", "given", "cache")
+COUNTING = [field.name for field in fields(CorpusOptions) if field.name not in _WHICH]
 
 
 def corpus_options(params: Mapping[str, Any], given: frozenset[str] = frozenset()) -> CorpusOptions:
@@ -218,23 +224,21 @@ def cache_option(no_cache: bool) -> bool:
     """What --no-cache turns off: every cache, read and write, for the rest of the command (the
     command runs inside :func:`geoanalyze.cache.caching`); returns whether caches are used."""
     if no_cache:
-        from ..cache import turn_off
+        from ..api import turn_off
 
         turn_off()
     return not no_cache
 
 
 def load_counts(
-    sources: list[str], options: CorpusOptions, progress: bool = True, reports: list[dict[str, Any]] | None = None
-) -> tuple[Any, list[dict[str, Any]]]:
+    sources: list[str], options: CorpusOptions, progress: bool = True, reports: list[Mapping[str, Any]] | None = None
+) -> tuple[Any, list[dict[str, str]]]:
     """Count (or load) every source and merge them; return (counts, per-source notes).
 
     Every input is checked to merge with the others (tokenizer, max length, options) before
     any corpus is counted. ``reports`` receives what each streamed count did.
     """
-    from ..corpus.marginals import PositionalCounts
-    from ..corpus.sources import resolve_source
-    from ..corpus.streaming import CountJob, compute_counts
+    from ..api import CountJob, PositionalCounts, compute_counts, resolve_source
     from ..progress import CountProgress
 
     if not sources:
@@ -252,33 +256,22 @@ def load_counts(
     _refuse_overlapping_sources([source for source, kind in plan if kind == "corpus"], resolve)
     refuse_counted_twice(plan, resolve, _header)
     if options.cluster and options.cluster != "local" and any(kind == "corpus" for _, kind in plan):
-        from ..corpus.streaming import connect
+        from ..api import connect
 
         connect(options.cluster)  # an address that does not answer fails now, in seconds
     _check_mergeable_before_counting(plan, options)
     merged = None
-    source_notes: list[dict[str, Any]] = []
+    source_notes: list[dict[str, str]] = []
 
+    bars = functools.partial(CountProgress, enabled=progress)
     for source, kind in plan:
         if kind == "counts":
             counts = PositionalCounts.load(source)
             source_notes.append({"source": source, "from": "counts file"})
         else:
             resolved = resolve(source)
-            job = CountJob(
-                tokenizer=options.tokenizer or default_tokenizer(source),
-                max_length=options.max_length,
-                exclude_special=options.exclude_special,
-                add_special_tokens=options.add_special_tokens,
-                limit=options.limit,
-                split_seed=options.split_seed,
-                sample=options.sample,
-                sample_seed=options.sample_seed,
-                workers=options.workers,
-                cluster=options.cluster,
-                work_dir=options.work_dir,
-            )
-            bars = functools.partial(CountProgress, enabled=progress)
+            counting = {name: getattr(options, name) for name in COUNTING}
+            job = CountJob(tokenizer=options.tokenizer or default_tokenizer(source), **counting)
             counts, report = compute_counts(resolved, job, cache=options.cache, progress=bars)
             source_notes.append({"source": source, "from": "cache" if report.cached else resolved.location})
             if reports is not None and not report.cached:
@@ -307,7 +300,7 @@ def _refuse_overlapping_sources(corpora: list[str], resolve: Callable[[str], Any
     """A folder or glob and a file it reads (``f f/a.txt``, ``'*.txt' a.txt``) would count that file twice."""
     if len(corpora) < 2:
         return
-    from ..corpus.sources import files_read
+    from ..api import files_read
 
     owner: dict[str, tuple[str, str]] = {}  # file identity -> (the source reading it, its path)
     for source in corpora:
@@ -329,7 +322,7 @@ def check_dataset_options(ctx: Any, dataset: str) -> None:
     """`stress` and `report`: the corpus options given (--split, --data-dir, --text-column) must
     apply to --dataset (inputs.OPTION_APPLIES); the corpus is resolved only when one is given. A
     default --dataset (sst2) is said in a note on stderr."""
-    from ..corpus.sources import resolve_source
+    from ..api import resolve_source
     from ..notes import note
 
     if "dataset" not in given_options(ctx):
@@ -341,7 +334,7 @@ def check_dataset_options(ctx: Any, dataset: str) -> None:
         check_applicable(given, [(dataset, traits_of("corpus", resolved))])
 
 
-def _header(path: str) -> dict[str, Any]:
+def _header(path: str) -> Mapping[str, Any]:
     from ..io import read_metadata
 
     return read_metadata(path) or {}
@@ -381,11 +374,10 @@ def _check_mergeable_before_counting(plan: list[tuple[str, str]], options: Corpu
     """Refuse a mix of tokenizers, max lengths or options now, not after hours of counting."""
     if len(plan) < 2:
         return
-    from ..corpus.marginals import check_mergeable, tokenizer_identity
-    from ..corpus.tokenize import get_tokenizer
+    from ..api import check_mergeable, get_tokenizer, tokenizer_identity
     from ..io import read_metadata
 
-    expected: list[tuple[str, dict[str, Any]]] = []
+    expected: list[tuple[str, Mapping[str, Any]]] = []
     tokenizers: dict[str, Any] = {}
     for source, kind in plan:
         if kind == "counts":
@@ -405,18 +397,18 @@ def _check_mergeable_before_counting(plan: list[tuple[str, str]], options: Corpu
             }
         expected.append((source, metadata))
     first_source, first = expected[0]
-    for source, metadata in expected[1:]:
+    for source, other in expected[1:]:
         try:
-            check_mergeable(first, metadata)
+            check_mergeable(first, other)
         except InputError as exc:
             raise type(exc)(f"{first_source} and {source}: {exc}") from None
 
 
 def load_geometry(
     sources: list[str], options: CorpusOptions, metric: str, min_count: int
-) -> tuple[Any, list[dict[str, Any]]]:
+) -> tuple[Any, list[dict[str, str]]]:
     """A PositionGeometry from a distances file, or from counts / corpora."""
-    from ..geometry.distances import PositionGeometry, position_geometry
+    from ..api import PositionGeometry, position_geometry
     from ..io import file_kind
 
     if len(sources) == 1 and Path(sources[0]).is_file() and file_kind(sources[0]) == "distances":

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import numpy as np
 import typer
 
-from ..corpus.sources import DATASETS, LOCAL_SUFFIXES, data_dir_from_env
-from ..corpus.synthetic import KINDS
+from ..api import KINDS, data_dir_from_env
 from ..errors import InputError
-from ..report.render import grid_table, print_json, print_table
+from ..report.render import grid_table, print_table
+from ..results import DatasetsResult
 from . import options as opt
 from .common import Output, all_or_none, check_format, check_output_place, guard, handles_errors
 
@@ -29,49 +29,14 @@ def list_datasets(data_dir: opt.DataDir = None, format: opt.Format = "table") ->
         given = "--data-dir" if data_dir is not None else "GEOANALYZE_DATA_DIR"
         state = "is a file, not a folder" if directory.exists() else "does not exist"
         raise InputError(f"{given} {directory} {state}; pass the folder that holds <name>/<split>.<tsv|csv|...> files")
-    rows = []
-    for info in DATASETS.values():
-        local = []
-        if directory is not None:
-            for split in info.splits:
-                if any((directory / info.name / f"{split}{suffix}").is_file() for suffix in LOCAL_SUFFIXES):
-                    local.append(split)
-        rows.append(
-            {
-                "name": info.name,
-                "hub_id": info.hub_id,
-                "config": info.config,
-                "splits": list(info.splits),
-                "text_column": info.text_column,
-                "local_splits": local,
-                "description": info.description,
-            }
-        )
-    rows.append(
-        {
-            "name": "synthetic",
-            "hub_id": None,
-            "config": None,
-            "splits": [],
-            "text_column": None,
-            "local_splits": [],
-            "description": f"generated with known marginals: synthetic:KIND,n=,length=,vocab=,seed= (KIND: {', '.join(KINDS)})",
-        }
-    )
+    result = DatasetsResult.of(directory)
     if format == "json":
-        print_json({"data_dir": str(directory) if directory else None, "datasets": rows})
+        print(result.to_json())
         return
     # The config beside the hub id (folded under it at 80 columns): six columns of whole words do not fit.
     header = ["name", "hub id (config)", "splits", "local", "column"]
-    table = [(r["name"], hub_name(r), r["splits"], r["local_splits"], r["text_column"]) for r in rows]
+    table = [(r.name, r.hub_name, r.splits, r.local_splits, r.text_column) for r in result.datasets]
     print_table(grid_table(f"datasets (data dir: {directory or 'not set'})", header, table, whole=("name",)), format)
-
-
-def hub_name(row: dict[str, Any]) -> str:
-    """A dataset's hub id and its config, as the list shows them: ``id (config)``, ``-`` for none."""
-    if not row["hub_id"]:
-        return "-"
-    return f"{row['hub_id']} ({row['config']})" if row["config"] else str(row["hub_id"])
 
 
 @app.command("synthesize", cls=opt.Command)
@@ -99,8 +64,7 @@ def synthesize(
 
     With --words, also <name>.vocab.txt: the word of each marginals column, one a line.
     """
-    from ..corpus.synthetic import synthetic_corpus, tokenizer_words
-    from ..hub import packaged_minilm_path
+    from ..api import packaged_minilm_path, synthetic_corpus, tokenizer_words
     from ..io import write_text
 
     if kind not in KINDS:

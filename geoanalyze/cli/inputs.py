@@ -20,7 +20,7 @@ Two rules every command follows, each in one place:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +86,7 @@ def traits_of(kind: str, resolved: Any = None) -> frozenset[str]:
     """The traits of an input: ``kind`` "counts" or "distances", or "corpus" with its resolved source."""
     if kind != "corpus":
         return frozenset({kind})
-    from ..corpus.sources import DATASETS, reads_columns
+    from ..api import DATASETS, reads_columns
 
     traits = {"corpus"}
     if resolved is not None:
@@ -126,7 +126,7 @@ def _close_dataset(source: str) -> str | None:
     """The named dataset ``source`` is a typo of (sts2 -> sst2), or None."""
     from difflib import get_close_matches
 
-    from ..corpus.sources import DATASETS
+    from ..api import DATASETS
 
     close = get_close_matches(source.lower(), list(DATASETS), n=1, cutoff=0.6)
     return close[0] if close and close[0] != source.lower() else None
@@ -157,10 +157,10 @@ def corpus_marks(resolved: Any) -> dict[str, str]:
     return marks
 
 
-def counts_marks(path: str, metadata: dict[str, Any]) -> dict[str, str]:
+def counts_marks(path: str, metadata: Mapping[str, Any]) -> dict[str, str]:
     """What identifies the corpora a counts file holds (its header's ``corpus`` entries), and the
     file's own contents (a copy of a counts file of unknown corpora is still the same counts)."""
-    from ..cache import file_digests
+    from ..api import file_digests
 
     marks: dict[str, str] = {}
     for entry in metadata.get("corpus") or []:
@@ -178,7 +178,7 @@ def counts_marks(path: str, metadata: dict[str, Any]) -> dict[str, str]:
 
 
 def refuse_counted_twice(
-    plan: list[tuple[str, str]], resolve: Callable[[str], Any], metadata: Callable[[str], dict[str, Any]]
+    plan: list[tuple[str, str]], resolve: Callable[[str], Any], metadata: Callable[[str], Mapping[str, Any]]
 ) -> None:
     """A counts file beside a corpus it counted, or beside another counts file of one of its
     corpora (a copy of it included), would count those texts twice: refused, naming both."""

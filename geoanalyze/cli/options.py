@@ -24,15 +24,39 @@ fisher-rao, ``--estimate`` the naive or bias-corrected distance, ``--width`` the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import inspect
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from .examples import epilog
+
+F = TypeVar("F", bound=Callable[..., Any])
+#: options several commands take, declared once: (parameter name, its Annotated type, its default)
+Options = tuple[tuple[str, Any, Any], ...]
+
+
+def takes(*groups: tuple[Options, str | None]) -> Callable[[F], F]:
+    """Declare each group of shared options in the command's signature, before the parameter named
+    beside it (None: at the end), as typer reads it; the command receives them in its ``**options``."""
+
+    def declare(command: F) -> F:
+        own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.kind != p.VAR_KEYWORD]
+        for options, before in groups:
+            at = next((k for k, p in enumerate(own) if p.name == before), len(own))
+            own[at:at] = [
+                inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=kind, default=default)
+                for name, kind, default in options
+            ]
+        command.__signature__ = inspect.Signature(own)  # type: ignore[attr-defined]
+        return command
+
+    return declare
+
 
 #: the seeds every command accepts: what numpy's legacy RandomState and torch's generators all take
 SEED_MIN, SEED_MAX = 0, 2**32 - 1
@@ -141,7 +165,7 @@ def _format_help(command: Any, ctx: Any, formatter: Any, render: Any) -> None:
 _given: dict[str, str] = {}
 
 
-def _record_given(values: dict[str, Any], order: list[Any]) -> None:
+def _record_given(values: Mapping[str, Any], order: list[Any]) -> None:
     """Keep the text each single-valued option was given (:func:`given_text`)."""
     for param in order:
         value = values.get(param.name) if isinstance(param, TyperOption) else None
@@ -331,3 +355,35 @@ Metric = Annotated[str, text_option("--metric", help="hellinger or fisher-rao.")
 Format = Annotated[
     str, text_option("--format", "-f", help="table, json or markdown (GitHub tables; all say the same).")
 ]
+IncludeHidden = Annotated[
+    bool,
+    typer.Option(
+        "--include-hidden",
+        help="Read hidden files and folders (.git/, .ipynb_checkpoints/, .notes.txt) of a folder corpus or glob too.",
+    ),
+]
+
+#: the corpus of a pipeline command: the old way (arguments) and --dataset
+INPUTS: Options = (("sources", Sources, None), ("dataset", Datasets, None))
+#: how a pipeline command reads and counts its corpus (common.CorpusOptions)
+READING: Options = (
+    ("split", Split, None),
+    ("data_dir", DataDir, None),
+    ("text_column", TextColumn, None),
+    ("include_hidden", IncludeHidden, False),
+    ("limit", Limit, None),
+    ("tokenizer", TokenizerOpt, None),
+    ("max_length", MaxLength, None),
+    ("exclude_special", ExcludeSpecial, False),
+    ("no_special_tokens", NoSpecialTokens, False),
+    ("split_seed", SplitSeed, 0),
+    ("no_cache", NoCache, False),
+)
+#: how marginals and distances stream a large corpus
+STREAMING: Options = (
+    ("sample_fraction", Sample, None),
+    ("sample_seed", SampleSeed, 0),
+    ("workers", Workers, None),
+    ("cluster", Cluster, None),
+    ("work_dir", WorkDir, None),
+)

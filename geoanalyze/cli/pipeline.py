@@ -8,16 +8,17 @@ object with ``-f json``, tables otherwise.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
 import typer
 
-from ..corpus.marginals import DEFAULT_MIN_COUNT
+from ..api import DEFAULT_MIN_COUNT
 from ..errors import InputError
-from ..report.render import fmt, grid_table, key_value_table, print_json, print_table, print_warnings
-from ..results import distance_warnings
+from ..report.render import fmt, grid_table, key_value_table, print_table, print_warnings
+from ..results import CountsResult, DistancesResult, MdsResult
 from . import options as opt
 from .common import (
     Folder,
@@ -67,18 +68,12 @@ Plot = Annotated[
     Path | None, opt.path_option("--plot", hidden=True, help="Write the spectrum / stress / map PNG here (old).")
 ]
 Method = Annotated[str, opt.text_option("--method", help="Eigensolver: auto, full or partial (top r).")]
-IncludeHidden = Annotated[
-    bool,
-    typer.Option(
-        "--include-hidden",
-        help="Read hidden files and folders (.git/, .ipynb_checkpoints/, .notes.txt) of a folder corpus or glob too.",
-    ),
-]
 
 
-def _inputs(sources: list[str], data_dir: Path | None, tokenizer: str | None, *more: Path | None) -> list[Any]:
+def _inputs(sources: list[str], given: Mapping[str, Any], *more: Path | None) -> list[Any]:
     """What a pipeline command reads: its sources, their folders in --data-dir, a local tokenizer, ..."""
-    found: list[Any] = [*sources, tokenizer, *more]
+    found: list[Any] = [*sources, given["tokenizer"], *more]
+    data_dir = given["data_dir"]
     if data_dir is not None:
         found += [data_dir / source for source in sources]
     return found
@@ -88,9 +83,9 @@ def _sample_positions(n: int) -> list[int]:
     return sorted({0, 1, 2, n // 8, n // 4, n // 2, (3 * n) // 4, n - 1} & set(range(n)))
 
 
-def _corpora(sources: list[str] | None, datasets: list[str] | None) -> list[str]:
+def _corpora(given: Mapping[str, Any]) -> list[str]:
     """The corpora of a pipeline command: --dataset's, after those given the old way, as arguments."""
-    return [*(sources or []), *(datasets or [])]
+    return [*(given["sources"] or []), *(given["dataset"] or [])]
 
 
 def _figure(plot_dir: Path | None, name: str, old: Path | None) -> Path | None:
@@ -98,7 +93,7 @@ def _figure(plot_dir: Path | None, name: str, old: Path | None) -> Path | None:
     return plot_dir / name if plot_dir is not None else old
 
 
-def _sources_line(notes: list[dict[str, Any]]) -> str:
+def _sources_line(notes: Sequence[Mapping[str, str]]) -> str:
     return ", ".join(f"{n['source']} ({n['from']})" for n in notes)
 
 
@@ -106,29 +101,13 @@ def _sources_line(notes: list[dict[str, Any]]) -> str:
 
 
 @handles_errors
+@opt.takes((opt.INPUTS, "output"), (opt.READING + opt.STREAMING, "min_count"))
 def marginals(
     ctx: typer.Context,
-    sources: opt.Sources = None,
-    dataset: opt.Datasets = None,
     output: CountsOutput = None,
-    split: opt.Split = None,
-    data_dir: opt.DataDir = None,
-    text_column: opt.TextColumn = None,
-    include_hidden: IncludeHidden = False,
-    limit: opt.Limit = None,
-    tokenizer: opt.TokenizerOpt = None,
-    max_length: opt.MaxLength = None,
-    exclude_special: opt.ExcludeSpecial = False,
-    no_special_tokens: opt.NoSpecialTokens = False,
-    split_seed: opt.SplitSeed = 0,
-    no_cache: opt.NoCache = False,
-    sample_fraction: opt.Sample = None,
-    sample_seed: opt.SampleSeed = 0,
-    workers: opt.Workers = None,
-    cluster: opt.Cluster = None,
-    work_dir: opt.WorkDir = None,
     min_count: opt.MinCount = DEFAULT_MIN_COUNT,
     format: opt.Format = "table",
+    **given: Any,
 ) -> None:
     """Count tokens per position (the marginals mu_i) of one or more corpora or counts files.
 
@@ -138,66 +117,47 @@ def marginals(
     with the corpus; shards are counted by --workers processes or a Dask --cluster, and a killed
     job re-run with the same --work-dir counts only the missing shards.
     """
-    sources = _corpora(sources, dataset)
+    sources = _corpora(given)
     check_format(format)
     check_output_suffix(output, ".safetensors", "counts")
-    guard(_inputs(sources, data_dir, tokenizer), [Output("--output", output), Folder("--work-dir", work_dir)])
-    reports: list[dict[str, Any]] = []
+    guard(_inputs(sources, given), [Output("--output", output), Folder("--work-dir", given["work_dir"])])
+    reports: list[Mapping[str, Any]] = []
     counts, notes = load_counts(sources, corpus_options(ctx.params, given_options(ctx)), reports=reports)
     if output is not None:
         with all_or_none() as stage:
             counts.save(stage(output))
-    result = _counts_result(counts, notes, reports, min_count, output)
+    result = CountsResult.of(counts, notes, reports, min_count, output)
     if format == "json":
-        print_json(result)
+        print(result.to_json())
         return
-    _print_counts(result, counts.totals, min_count, format)
+    _print_counts(result, min_count, format)
 
 
-def _counts_result(
-    counts: Any, notes: list[dict[str, Any]], reports: list[dict[str, Any]], min_count: int, output: Path | None
-) -> dict[str, Any]:
-    """What ``marginals -f json`` prints."""
-    return {
-        "sources": notes,
-        "tokenizer": counts.metadata.get("tokenizer"),
-        "n_sequences": counts.n_sequences,
-        "n_positions": counts.n_positions,
-        "vocab_size": counts.vocab_size,
-        "nonzero": int(counts.counts.nnz),
-        "kept_positions": int(counts.kept_positions(min_count).size),
-        "left_out": counts.left_out(min_count),
-        "totals": counts.totals,
-        "counting": reports,
-        "output": str(output) if output else None,
-    }
-
-
-def _print_counts(result: dict[str, Any], totals: np.ndarray, min_count: int, format: str) -> None:
+def _print_counts(result: CountsResult, min_count: int, format: str) -> None:
     counted = [
         (
             f"counted {r['source']}",
             f"{r['counted']} shard{'s' if r['counted'] != 1 else ''} counted, {r['reused']} resumed, {r['tokens']:,} tokens "
             f"in {r['seconds']:.1f} s on {r['engine']}",
         )
-        for r in result["counting"]
+        for r in result.counting
     ]
     rows = [
-        ("sources", _sources_line(result["sources"])),
-        ("tokenizer", (result["tokenizer"] or {}).get("name")),
-        ("sequences", result["n_sequences"]),
-        ("positions n", result["n_positions"]),
-        ("vocabulary V", result["vocab_size"]),
-        ("non-zero counts", result["nonzero"]),
-        (f"kept (N_i >= {min_count})", result["kept_positions"]),
-        ("left out", result["left_out"]["positions"]),
+        ("sources", _sources_line(result.sources)),
+        ("tokenizer", (result.tokenizer or {}).get("name")),
+        ("sequences", result.n_sequences),
+        ("positions n", result.n_positions),
+        ("vocabulary V", result.vocab_size),
+        ("non-zero counts", result.nonzero),
+        (f"kept (N_i >= {min_count})", result.kept_positions),
+        ("left out", result.left_out["positions"]),
         *counted,
-        ("written to", result["output"]),
+        ("written to", result.output),
     ]
     print_table(key_value_table("per-position token counts", rows), format)
-    sample = _sample_positions(result["n_positions"])
+    sample = _sample_positions(result.n_positions)
     print_table(
-        grid_table("N_i at some positions", ["position", "N_i"], [(i, int(totals[i])) for i in sample]),
+        grid_table("N_i at some positions", ["position", "N_i"], [(i, int(result.totals[i])) for i in sample]),
         format,
     )
 
@@ -206,48 +166,32 @@ def _print_counts(result: dict[str, Any], totals: np.ndarray, min_count: int, fo
 
 
 @handles_errors
+@opt.takes((opt.INPUTS, "output"), (opt.READING + opt.STREAMING, "format"))
 def distances(
     ctx: typer.Context,
-    sources: opt.Sources = None,
-    dataset: opt.Datasets = None,
     output: DistancesOutput = None,
     plot_dir: PlotDir = None,
     heatmap: Heatmap = None,
     metric: opt.Metric = "hellinger",
     min_count: opt.MinCount = DEFAULT_MIN_COUNT,
-    split: opt.Split = None,
-    data_dir: opt.DataDir = None,
-    text_column: opt.TextColumn = None,
-    include_hidden: IncludeHidden = False,
-    limit: opt.Limit = None,
-    tokenizer: opt.TokenizerOpt = None,
-    max_length: opt.MaxLength = None,
-    exclude_special: opt.ExcludeSpecial = False,
-    no_special_tokens: opt.NoSpecialTokens = False,
-    split_seed: opt.SplitSeed = 0,
-    no_cache: opt.NoCache = False,
-    sample_fraction: opt.Sample = None,
-    sample_seed: opt.SampleSeed = 0,
-    workers: opt.Workers = None,
-    cluster: opt.Cluster = None,
-    work_dir: opt.WorkDir = None,
     format: opt.Format = "table",
+    **given: Any,
 ) -> None:
     """Hellinger (or Fisher-Rao) distances between positions, with noise floors and a bias correction.
 
     Prints the signal-to-noise summary: how much of the naive distance is sampling noise.
     """
-    from ..geometry.distances import position_geometry
+    from ..api import position_geometry
 
-    sources = _corpora(sources, dataset)
+    sources = _corpora(given)
     heatmap = _figure(plot_dir, f"{metric}.png", heatmap)
     check_format(format)
     check_output_suffix(output, ".safetensors", "distances")
     check_output_suffix(heatmap, ".png", "figures", option="--heatmap")
     check_output_place(plot_dir, folder=True, option="--plot-dir")
     guard(
-        _inputs(sources, data_dir, tokenizer),
-        [Output("--output", output), Output("--heatmap", heatmap), Folder("--work-dir", work_dir)],
+        _inputs(sources, given),
+        [Output("--output", output), Output("--heatmap", heatmap), Folder("--work-dir", given["work_dir"])],
     )
     counts, notes = load_counts(sources, corpus_options(ctx.params, given_options(ctx)))
     geometry = position_geometry(counts, metric=metric, min_count=min_count)
@@ -258,43 +202,32 @@ def distances(
             from ..report.figures import distance_heatmap
 
             distance_heatmap(geometry, stage(heatmap))
-    result = {
-        "sources": notes,
-        "metric": metric,
-        "positions": geometry.positions,
-        "left_out": geometry.left_out,
-        "noise": geometry.summary,
-        "noise_floor": geometry.noise_floor,
-        "totals": geometry.totals,
-        "output": str(output) if output else None,
-        "heatmap": str(heatmap) if heatmap else None,
-        "warnings": distance_warnings(geometry.summary),
-    }
+    result = DistancesResult.of(geometry, notes, output, heatmap)
     if format == "json":
-        print_json(result)
+        print(result.to_json())
         return
-    _print_distances(result, geometry, format)
+    _print_distances(result, format)
 
 
-def _print_distances(result: dict[str, Any], geometry: Any, format: str) -> None:
-    summary = geometry.summary
+def _print_distances(result: DistancesResult, format: str) -> None:
+    summary = result.noise
     rows = [
-        ("sources", _sources_line(result["sources"])),
-        ("positions kept", f"{len(geometry.positions)} ({fmt(geometry.positions[[0, -1]].tolist())})"),
-        ("left out", geometry.left_out.get("positions")),
+        ("sources", _sources_line(result.sources)),
+        ("positions kept", f"{len(result.positions)} ({fmt(result.positions[[0, -1]].tolist())})"),
+        ("left out", result.left_out.get("positions")),
         ("median naive distance", summary["median_naive"]),
         ("median corrected distance", summary["median_corrected"]),
         ("median noise floor", summary["median_noise_floor"]),
         ("noise fraction of naive d^2", summary["noise_fraction"]),
         ("signal-to-noise (power)", summary["snr"]),
         ("pairs above both floors", summary["pairs_above_floor"]),
-        ("written to", result["output"]),
-        ("heatmap", result["heatmap"]),
+        ("written to", result.output),
+        ("heatmap", result.heatmap),
     ]
-    print_table(key_value_table(f"{result['metric']} distances between positions", rows), format)
-    print_warnings(result["warnings"], format)  # as stress warns: the scores of a noisy D rank noise
-    sample = _sample_positions(len(geometry.positions))
-    floors = [(int(geometry.positions[k]), int(geometry.totals[k]), float(geometry.noise_floor[k])) for k in sample]
+    print_table(key_value_table(f"{result.metric} distances between positions", rows), format)
+    print_warnings(result.warnings, format)  # as stress warns: the scores of a noisy D rank noise
+    sample = _sample_positions(len(result.positions))
+    floors = [(int(result.positions[k]), int(result.totals[k]), float(result.noise_floor[k])) for k in sample]
     print_table(grid_table("noise floor at some positions", ["position", "N_i", "floor"], floors), format)
 
 
@@ -302,10 +235,9 @@ def _print_distances(result: dict[str, Any], geometry: Any, format: str) -> None
 
 
 @handles_errors
+@opt.takes((opt.INPUTS, "output"), (opt.READING, "format"))
 def mds(
     ctx: typer.Context,
-    sources: opt.Sources = None,
-    dataset: opt.Datasets = None,
     output: EncodingOutput = None,
     dim: Dim = None,
     rank: Rank = None,
@@ -320,27 +252,17 @@ def mds(
     method: Method = "auto",
     metric: opt.Metric = "hellinger",
     min_count: opt.MinCount = DEFAULT_MIN_COUNT,
-    split: opt.Split = None,
-    data_dir: opt.DataDir = None,
-    text_column: opt.TextColumn = None,
-    include_hidden: IncludeHidden = False,
-    limit: opt.Limit = None,
-    tokenizer: opt.TokenizerOpt = None,
-    max_length: opt.MaxLength = None,
-    exclude_special: opt.ExcludeSpecial = False,
-    no_special_tokens: opt.NoSpecialTokens = False,
-    split_seed: opt.SplitSeed = 0,
-    no_cache: opt.NoCache = False,
     format: opt.Format = "table",
+    **given: Any,
 ) -> None:
     """Classical MDS of the position distances, and the low-rank positional encoding P = A W.
 
     --dataset may also be a distances file. Prints the eigen-spectrum, effective rank,
     negative-eigenvalue mass, stress against rank and the parameter saving r(n+d) vs n d.
     """
-    from ..geometry.mds import mds_encoding
+    from ..api import mds_encoding, write_into_checkpoint
 
-    sources = _corpora(sources, dataset)
+    sources = _corpora(given)
     into_checkpoint = _local_checkpoint(into_checkpoint)
     plot = _figure(plot_dir, "mds.png", plot)
     check_format(format)
@@ -349,7 +271,7 @@ def mds(
     check_output_place(plot_dir, folder=True, option="--plot-dir")
     check_output_place(checkpoint_output, folder=True, option="--checkpoint-output")
     guard(
-        _inputs(sources, data_dir, tokenizer, into_checkpoint),
+        _inputs(sources, given, into_checkpoint),
         [
             Output("--output", output),
             Output("--plot", plot),
@@ -363,7 +285,15 @@ def mds(
     matrix = _embeddable(geometry, distance)
     about = {"metric": metric, "distance": distance, "counts": geometry.metadata}
     fitted, curve, encoding = mds_encoding(
-        matrix, geometry.positions, dim=dim, rank=rank, basis=basis, seed=seed, scale=scale, method=method, metadata=about
+        matrix,
+        geometry.positions,
+        dim=dim,
+        rank=rank,
+        basis=basis,
+        seed=seed,
+        scale=scale,
+        method=method,
+        metadata=about,
     )
     written = None
     with all_or_none() as stage:
@@ -372,13 +302,13 @@ def mds(
         if plot is not None:
             _plot_mds(fitted, curve, geometry, stage(plot), encoding.rank, sources)
         if into_checkpoint is not None and checkpoint_output is not None:
-            written = _into_checkpoint(encoding, into_checkpoint, stage(checkpoint_output, folder=True, create=False))
-            written["checkpoint"] = str(checkpoint_output)
-    payload = _mds_payload(fitted, curve, encoding, geometry.positions, notes, output, written)
+            staged = stage(checkpoint_output, folder=True, create=False)
+            written = {**write_into_checkpoint(encoding, into_checkpoint, staged), "checkpoint": str(checkpoint_output)}
+    result = MdsResult.of(fitted, curve, encoding, geometry.positions, notes, output, written)
     if format == "json":
-        print_json(payload)
+        print(result.to_json())
         return
-    _print_mds(payload, fitted, curve, dim, format)
+    _print_mds(result, dim, format)
 
 
 def _local_checkpoint(checkpoint: Path | None) -> Path | None:
@@ -386,7 +316,7 @@ def _local_checkpoint(checkpoint: Path | None) -> Path | None:
     HF cache, the shipped MiniLM offline, the hub)."""
     if checkpoint is None or checkpoint.exists():
         return checkpoint
-    from ..checkpoints.load import resolve_checkpoint
+    from ..api import resolve_checkpoint
 
     return resolve_checkpoint(str(checkpoint))[0]
 
@@ -416,7 +346,7 @@ def _embeddable(geometry: Any, distance: str) -> np.ndarray:
 
 
 def _plot_mds(fitted: Any, curve: dict[int, float], geometry: Any, path: Path, rank: int, sources: list[str]) -> None:
-    from ..analysis import known_distances
+    from ..api import known_distances
     from ..report.figures import corpus_caption, mds_figure
 
     truth = known_distances(geometry)  # a synthetic corpus's exact distances, drawn beside the estimate
@@ -424,79 +354,42 @@ def _plot_mds(fitted: Any, curve: dict[int, float], geometry: Any, path: Path, r
     mds_figure(fitted, curve, geometry.positions, path, rank=rank, subtitle=named, truth=truth)
 
 
-def _into_checkpoint(encoding: Any, checkpoint: Path, staged: Path) -> dict[str, Any]:
-    from ..checkpoints.write import write_into_checkpoint
-
-    return write_into_checkpoint(encoding, checkpoint, staged)
-
-
-def _mds_payload(
-    fitted: Any,
-    curve: dict[int, float],
-    encoding: Any,
-    positions: np.ndarray,
-    notes: list[dict[str, Any]],
-    output: Path | None,
-    written: dict[str, Any] | None,
-) -> dict[str, Any]:
-    """What ``mds -f json`` prints (the metric and distance are those the encoding's metadata name)."""
-    metadata = encoding.metadata
-    return {
-        "sources": notes,
-        "metric": metadata["metric"],
-        "distance": metadata["distance"],
-        "n_positions": len(positions),
-        "positions": positions,
-        "effective_rank": fitted.effective_rank,
-        "tolerance": fitted.tolerance,
-        "negative_mass": fitted.negative_mass,
-        "eigenvalues": fitted.eigenvalues,
-        "stress_curve": {str(k): v for k, v in curve.items()},
-        "rank": encoding.rank,
-        "dim": encoding.dim,
-        "stress": metadata["stress"],
-        "parameters": encoding.parameter_counts(),
-        "output": str(output) if output else None,
-        "checkpoint": written,
-    }
-
-
-def _print_mds(payload: dict[str, Any], fitted: Any, curve: dict[int, float], dim: int | None, format: str) -> None:
-    written = payload["checkpoint"]
+def _print_mds(result: MdsResult, dim: int | None, format: str) -> None:
     rows = [
-        ("sources", _sources_line(payload["sources"])),
-        ("positions n", payload["n_positions"]),
-        ("matrix", f"{payload['distance']} {payload['metric']}"),
-        ("effective rank", _rank_line(fitted)),
-        ("negative eigenvalue mass", fitted.negative_mass),
-        ("rank r / width d", f"{payload['rank']} / {payload['dim']}"),
-        ("stress at rank r", payload["stress"]),
-        ("parameters r(n+d) vs n d", _parameter_line(payload["parameters"]) if dim else "pass --width (the model width)"),
-        ("written to", payload["output"]),
-        ("checkpoint", written["checkpoint"] if written else None),
+        ("sources", _sources_line(result.sources)),
+        ("positions n", result.n_positions),
+        ("matrix", f"{result.distance} {result.metric}"),
+        ("effective rank", _rank_line(result)),
+        ("negative eigenvalue mass", result.negative_mass),
+        ("rank r / width d", f"{result.rank} / {result.dim}"),
+        ("stress at rank r", result.stress),
+        ("parameters r(n+d) vs n d", _parameter_line(result.parameters) if dim else "pass --width (the model width)"),
+        ("written to", result.output),
+        ("checkpoint", result.checkpoint["checkpoint"] if result.checkpoint else None),
     ]
     print_table(key_value_table("classical MDS positional encoding", rows), format)
-    top = fitted.eigenvalues[:10]
+    top = result.eigenvalues[:10]
     print_table(
         grid_table("top eigenvalues", ["component", "eigenvalue"], [(k + 1, float(v)) for k, v in enumerate(top)]),
         format,
     )
-    print_table(grid_table("stress against rank", ["rank", "stress"], [(r, s) for r, s in curve.items()]), format)
+    curve = list(result.stress_curve.items())
+    print_table(grid_table("stress against rank", ["rank", "stress"], curve), format)
 
 
-def _rank_line(result: Any) -> str:
+def _rank_line(result: MdsResult) -> str:
     if result.partial:
         return f">= {result.effective_rank} (only the top {len(result.eigenvalues)} eigenpairs computed)"
     return str(result.effective_rank)
 
 
-def _parameter_line(params: dict[str, Any]) -> str:
+def _parameter_line(params: Mapping[str, Any]) -> str:
     saving = params["saving"]
     change = f"{saving:.1%} fewer" if saving >= 0 else f"{-saving:.1%} more: choose --rank below n d / (n + d)"
     return f"{params['factored']} vs {params['dense']} ({change})"
 
 
 def _hidden_size(checkpoint: Path) -> int:
-    from ..checkpoints import load_checkpoint
+    from ..api import load_checkpoint
 
     return load_checkpoint(str(checkpoint)).hidden_size

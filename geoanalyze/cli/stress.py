@@ -5,16 +5,15 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import fields
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..corpus.marginals import DEFAULT_MIN_COUNT
+from ..api import DEFAULT_MIN_COUNT
 from ..errors import DataNotFoundError, GeoanalyzeError, InputError, ThresholdError, first_line
-from ..report.render import grid_table, print_json, print_table
+from ..report.render import grid_table, print_table
 from . import options as opt
 from .common import (
     Folder,
@@ -30,13 +29,19 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..analysis import StressOptions
+    from ..api import StressOptions
     from ..report.page import NotAnalysed, ReportPage
-    from ..results import Gate, StressResult
+    from ..results import Gate, Judgement, StressResult
 
 encodings_app = typer.Typer(help="The encodings the scores know by name.", no_args_is_help=True)
 
 STRESS_FORMATS = ("table", "json", "markdown")
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
 FIGURE_NAMES = ("hellinger.png", "mds.png", "shepard.png", "null.png", "layers.png")  # what --plot-dir receives
 
 
@@ -67,7 +72,9 @@ MaxPositions = Annotated[
         help="Analyse positions 0..N-1 (default: the model's, at most 512).",
     ),
 ]
-Device = Annotated[str, opt.text_option("--device", help="Forward pass on auto, cpu or cuda (auto: cuda when present).")]
+Device = Annotated[
+    str, opt.text_option("--device", help="Forward pass on auto, cpu or cuda (auto: cuda when present).")
+]
 DType = Annotated[
     str,
     opt.text_option(
@@ -137,7 +144,9 @@ FailIf = Annotated[
 #: report --baseline A B (track has its own: a series' baseline)
 Baseline = Annotated[
     str | None,
-    opt.text_option("--baseline", help="A checkpoint A to compare the one checkpoint given (B) with, on the page (for CI)."),
+    opt.text_option(
+        "--baseline", help="A checkpoint A to compare the one checkpoint given (B) with, on the page (for CI)."
+    ),
 ]
 FailIfWorse = Annotated[
     list[str] | None,
@@ -150,11 +159,81 @@ FailIfWorse = Annotated[
 ]
 Tokenizer = Annotated[
     str | None,
-    opt.text_option("--tokenizer", "-t", help="Tokenizer (default: the checkpoint's own; bert-base-uncased for specs)."),
+    opt.text_option(
+        "--tokenizer", "-t", help="Tokenizer (default: the checkpoint's own; bert-base-uncased for specs)."
+    ),
 ]
 TrustRemoteCode = Annotated[
     bool, typer.Option("--trust-remote-code", help="Allow a checkpoint's own Python code to run (off by default).")
 ]
+Seed = Annotated[int, opt.seed_option("--seed", help="Seed of the null draws and the forward-pass sample.")]
+
+#: the corpus and the distances of stress, report and track
+ANALYSIS: opt.Options = (
+    ("dataset", Dataset, "sst2"),
+    ("split", opt.Split, None),
+    ("data_dir", opt.DataDir, None),
+    ("text_column", opt.TextColumn, None),
+    ("limit", opt.Limit, None),
+    ("tokenizer", Tokenizer, None),
+    ("max_positions", MaxPositions, None),
+    ("min_count", opt.MinCount, DEFAULT_MIN_COUNT),
+    ("distance", Distance, "naive"),
+)
+#: what stress and report score beside the target
+COMPARED: opt.Options = (("layers", Layers, "all"), ("compare", Compare, "sinusoidal,rope,alibi,mds,random"))
+#: the null draws and the forward-pass sample of stress, report and track
+SAMPLING: opt.Options = (
+    ("null_draws", NullDraws, None),
+    ("max_sequences", MaxSequences, 1024),
+    ("seed", Seed, 0),
+    ("no_cache", opt.NoCache, False),
+    ("trust_remote_code", TrustRemoteCode, False),
+)
+#: where the forward pass runs
+FORWARD: opt.Options = (("device", Device, "auto"), ("dtype", DType, "auto"), ("batch_size", BatchSize, 32))
+#: the gate of stress and report
+GATE: opt.Options = (("fail_above", FailAbove, None), ("fail_if", FailIf, None))
+
+_SAME_NAMES = (
+    "dataset split text_column limit tokenizer max_positions min_count distance layers width null_draws "
+    "max_sequences seed trust_remote_code bootstrap device dtype batch_size"
+)
+#: the one mapping from the parameters of stress, report and track to the StressOptions fields they fill:
+#: parameter -> (field, how its value is read); tests/cli/test_option_mapping.py holds every parameter to it
+TO_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    **{name: (name, _same) for name in _SAME_NAMES.split()},
+    "data_dir": ("data_dir", lambda folder: str(folder) if folder is not None else None),
+    "compare": ("compare", split_compare),  # a comma inside quotes or after a backslash is a file name's
+    "no_cache": ("cache", cache_option),
+}
+#: the parameters of stress, report and track that are the command's own, not analysis options
+COMMAND_ONLY = frozenset(
+    [
+        "target",
+        "checkpoints",
+        "format",
+        "no_legend",
+        "output",
+        "plot_dir",
+        "plot",
+        "fail_above",
+        "fail_if",
+        "baseline",
+        "fail_if_worse",
+        "revisions",
+        "order",
+        "series",
+    ]
+)
+
+
+def _number(text: str) -> float | None:
+    """``text`` as a float (``nan`` and ``inf`` too), or None."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def parse_thresholds(items: list[str]) -> dict[str, float]:
@@ -174,10 +253,9 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
         if metric not in names:
             shown = [name for name in names if "." not in name]
             raise InputError(f"--fail-above: unknown metric {metric!r}; choose one of {', '.join(shown)}")
-        try:
-            limit = float(value)
-        except ValueError as exc:
-            raise InputError(f"--fail-above {item!r}: {value!r} is not a number") from exc
+        limit = _number(value)
+        if limit is None:
+            raise InputError(f"--fail-above {item!r}: {value!r} is not a number")
         if not math.isfinite(limit):
             # a NaN limit would fail every run and an infinite one pass every run: neither is a gate
             raise InputError(f"--fail-above {item!r}: the limit must be a finite number, e.g. {metric}=0.5")
@@ -193,8 +271,8 @@ def parse_thresholds(items: list[str]) -> dict[str, float]:
 
 def parse_conditions(items: list[str], null_draws: int | None) -> dict[str, str]:
     """'shape=worse' -> {'shape': 'worse'}; unknown aspects or categories, repeats and too few draws fail."""
-    from ..geometry.null import TESTED_ASPECTS as ASPECTS
-    from ..geometry.shuffle import MIN_SHUFFLES
+    from ..api import MIN_SHUFFLES
+    from ..api import TESTED_ASPECTS as ASPECTS
     from ..results import FAIL_IF_CATEGORIES
 
     conditions: dict[str, str] = {}
@@ -222,12 +300,11 @@ def parse_conditions(items: list[str], null_draws: int | None) -> dict[str, str]
     return conditions
 
 
-def _stress_inputs(
-    targets: list[str], dataset: str, data_dir: Path | None, tokenizer: str | None, compare: str
-) -> list[Any]:
-    """What stress and report read: the targets (folders, or files in specs), the corpus (a file, a
+def stress_inputs(targets: list[str], given: Mapping[str, Any]) -> list[Any]:
+    """What stress, report and track read: the targets (folders, or files in specs), the corpus (a file, a
     folder or a glob; its folder in --data-dir), a local tokenizer and the files of --compare specs."""
-    found: list[Any] = [*targets, dataset, tokenizer, compare]
+    dataset, data_dir = given["dataset"], given["data_dir"]
+    found: list[Any] = [*targets, dataset, given["tokenizer"], given.get("compare")]
     if data_dir is not None:
         found.append(data_dir / dataset)
     return found
@@ -246,17 +323,12 @@ def check_stress_format(format: str) -> None:
 
 
 def stress_options(params: Mapping[str, Any], **overrides: Any) -> StressOptions:
-    """The analysis options of `stress` or `report` from the command's parsed parameters (``ctx.params``),
-    by the names of :class:`~geoanalyze.analysis.StressOptions`: --compare split into specs, --no-cache
-    stored as what it turns off; the others (--format, --output, the gate) are the command's own."""
-    from ..analysis import StressOptions
+    """The analysis options of `stress`, `report` or `track` from the command's parsed parameters
+    (``ctx.params``), through :data:`TO_OPTIONS`; ``overrides``: fields the command sets itself."""
+    from ..api import StressOptions
 
-    values = {**params, **overrides}
-    values["compare"] = split_compare(values["compare"])  # a comma inside quotes or after \\ is a file name's
-    values["data_dir"] = str(values["data_dir"]) if values["data_dir"] is not None else None
-    values["cache"] = cache_option(values.pop("no_cache"))
-    names = {field.name for field in fields(StressOptions)}
-    return StressOptions(**{name: value for name, value in values.items() if name in names})
+    values = {TO_OPTIONS[name][0]: TO_OPTIONS[name][1](value) for name, value in params.items() if name in TO_OPTIONS}
+    return StressOptions(**{**values, **overrides})
 
 
 def stress_gate(params: Mapping[str, Any]) -> Gate:
@@ -291,44 +363,45 @@ def page_link(path: str) -> str:
 
 def emit_stress(
     result: StressResult,
-    judged: dict[str, Any] | None,
+    judged: Judgement | None,
     format: str,
     output: Path | None,
     plot_dir: Path | None,
     show_legend: bool,
     seed: int,
+    base: Path,
 ) -> None:
-    """Write --output's JSON and --plot-dir's figures (both or neither), print the result in --format,
-    and exit 1 when the gate is crossed."""
+    """Write --output's JSON and --plot-dir's figures (both or neither), print the result in --format
+    (paths shown from ``base``), and exit 1 when the gate is crossed."""
     from ..io import write_text
-    from ..report.render import provenance, provenance_line
-    from ..report.stress import print_tables, write_figures
+    from ..report.render import emit, provenance, provenance_line
+    from ..report.stress import terminal_report, write_figures
 
     run = provenance(seed)
     figures: dict[str, str] = {}
-    extra: dict[str, Any] = {"gate": judged, "run": run}
+    extra: dict[str, Any] = {"gate": judged.to_dict() if judged else None, "run": run}
     with all_or_none() as stage:
         if plot_dir is not None:
             # Drawn into a staged folder; its files join --plot-dir with the JSON, or none does.
-            drawn = write_figures(result, stage(plot_dir, folder=True, replaces=False))
-            figures = {title: stage.final(path) for title, path in drawn.items()}
+            drawn = write_figures(result, stage(plot_dir, folder=True, replaces=False), base=base)
+            figures = {figure.title: stage.final(figure.path) for figure in drawn}
             extra["figures"] = figures
         if output is not None:
-            write_text(stage(output), result.to_json(**extra) + "\n")
+            write_text(stage(output), result.to_json(base, **extra) + "\n")
     if format == "json":
-        print(result.to_json(**extra))
+        print(result.to_json(base, **extra))
     elif format == "markdown":
         links = {title: page_link(path) for title, path in figures.items()}
-        print(result.to_markdown(links, show_legend=show_legend, gate=judged) + "\n" + provenance_line(run))
+        print(result.to_markdown(links, show_legend=show_legend, gate=judged, base=base) + "\n" + provenance_line(run))
     else:
-        print_tables(result, show_legend=show_legend, gate=judged)
-    if judged and judged["crossed"]:
-        raise ThresholdError("threshold crossed: " + "; ".join(judged["crossed"]))
+        emit(*terminal_report(result, show_legend, judged, base=base))
+    if judged and judged.crossed:
+        raise ThresholdError("threshold crossed: " + "; ".join(judged.crossed))
 
 
 def analyzed(target: str, options: StressOptions, progress: Any) -> StressResult | NotAnalysed:
     """One target of a report: its analysis, or why it failed (the page says so and goes on)."""
-    from ..analysis import analyze
+    from ..api import analyze
     from ..report.page import NotAnalysed
 
     try:
@@ -364,23 +437,15 @@ def write_page(
     check_figure_folder(figure_dir)  # replaced whole: only an earlier report's figures may be there
     with all_or_none() as stage, _progress_bars() as bars:
         staging = stage(figure_dir, folder=True, replaces=True)
-        seen: list[StressResult | NotAnalysed] = []
-        outcomes = kept((analyzed(target, options, bars.track) for target in targets), seen)
+        outcomes = (analyzed(target, options, bars.track) for target in targets)
         written = build_report(outcomes, staging, title, link_dir=figure_dir.name, **page)
         comparison = None
         if baseline is not None:
             from ..report.baseline import with_baseline
 
-            written, comparison = with_baseline(written, seen, baseline)
+            written, comparison = with_baseline(written, written.outcomes, baseline, page.get("base"))
         write_text(stage(output), written.text)
     return written, comparison
-
-
-def kept(outcomes: Iterable[Any], seen: list[Any]) -> Iterator[Any]:
-    """``outcomes`` as they come, each also appended to ``seen``."""
-    for outcome in outcomes:
-        seen.append(outcome)
-        yield outcome
 
 
 def emit_report(
@@ -388,7 +453,7 @@ def emit_report(
     format: str,
     output: Path,
     figure_dir: Path,
-    run: dict[str, Any],
+    run: Mapping[str, Any],
     dataset: str,
     comparison: Any = None,
 ) -> None:
@@ -400,8 +465,7 @@ def emit_report(
 
     targets = len(page.rows)
     if format == "json":
-        document = {"run": run, "report": str(output), "targets": page.documents, "gate": page.gate}
-        print_json({**document, **({} if comparison is None else {"comparison": comparison.to_dict()})})
+        print(page.to_json(run, str(output), comparison))
     elif format == "markdown":
         print(page.text)
     else:
@@ -413,49 +477,35 @@ def emit_report(
         raise ThresholdError(f"{len(page.failed)} of {targets} targets could not be analysed: {', '.join(page.failed)}")
     if page.crossings:
         raise ThresholdError("threshold crossed: " + "; ".join(page.crossings))
+    refuse_worse(comparison)
+
+
+def refuse_worse(comparison: Any) -> None:
+    """Exit 1 when B is worse than the baseline A beyond a --fail-if-worse tolerance (report and track)."""
     if comparison is not None and comparison.crossed:
         worse = "; ".join(comparison.lines()[1:])
         raise ThresholdError(f"worse than the baseline {comparison.baseline}: {worse}")
 
 
 @handles_errors
+@opt.takes((ANALYSIS + COMPARED, "width"), (SAMPLING, "bootstrap"), (FORWARD, "format"), (GATE, None))
 def stress(
     ctx: typer.Context,
     target: Annotated[
         str, typer.Argument(help="A checkpoint (hub name or local folder) or an encoding spec such as rope:d=64.")
     ],
-    dataset: Dataset = "sst2",
-    split: opt.Split = None,
-    data_dir: opt.DataDir = None,
-    text_column: opt.TextColumn = None,
-    limit: opt.Limit = None,
-    tokenizer: Tokenizer = None,
-    max_positions: MaxPositions = None,
-    min_count: opt.MinCount = DEFAULT_MIN_COUNT,
-    distance: Distance = "naive",
-    layers: Layers = "all",
-    compare: Compare = "sinusoidal,rope,alibi,mds,random",
     width: Width = None,
-    null_draws: NullDraws = None,
-    max_sequences: MaxSequences = 1024,
-    seed: Annotated[int, opt.seed_option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
-    no_cache: opt.NoCache = False,
-    trust_remote_code: TrustRemoteCode = False,
     bootstrap: Annotated[
         int,
         typer.Option(
             "--bootstrap", min=0, max=10_000, help="Resample sequences this many times for 95% intervals (0: off)."
         ),
     ] = 0,
-    device: Device = "auto",
-    dtype: DType = "auto",
-    batch_size: BatchSize = 32,
     format: FormatOpt = "table",
     no_legend: NoLegend = False,
     output: Annotated[Path | None, opt.path_option("--output", "-o", help="Also write the JSON result here.")] = None,
     plot_dir: Annotated[Path | None, opt.path_option("--plot-dir", help="Write PNG figures into this folder.")] = None,
-    fail_above: FailAbove = None,
-    fail_if: FailIf = None,
+    **given: Any,
 ) -> None:
     """How faithfully a checkpoint or encoding reproduces the Hellinger geometry of a corpus, layer by layer.
 
@@ -466,41 +516,33 @@ def stress(
     anchored, rel. sep., stress; a verdict line and a legend follow the table. Exit code 1 when
     a --fail-above threshold is crossed.
     """
-    from ..analysis import analyze
+    from ..api import analyze
 
+    base = Path.cwd()  # every path the output shows is shown from here
     check_stress_format(format)
     check_output_suffix(output, ".json", "results")
     check_output_place(plot_dir, folder=True, option="--plot-dir")
     figures = [Output("--plot-dir", plot_dir / name) for name in FIGURE_NAMES] if plot_dir is not None else []
     guard(
-        _stress_inputs([target], dataset, data_dir, tokenizer, compare),
+        stress_inputs([target], given),
         [Output("--output", output), Folder("--plot-dir", plot_dir), *figures],
     )
-    check_dataset_options(ctx, dataset)
+    check_dataset_options(ctx, given["dataset"])
     check_not_a_table_file(target)
     rules = stress_gate(ctx.params)
     options = stress_options(ctx.params)
     with _progress_bars() as bars:
         result = analyze(target, options, progress=bars.track)
-    emit_stress(result, rules.judge(result), format, output, plot_dir, show_legend=not no_legend, seed=seed)
+    judged = rules.judge(result)
+    emit_stress(result, judged, format, output, plot_dir, show_legend=not no_legend, seed=given["seed"], base=base)
 
 
 @handles_errors
+@opt.takes((ANALYSIS + COMPARED, "width"), (SAMPLING + FORWARD, "format"), (GATE, "baseline"))
 def report(
     ctx: typer.Context,
     checkpoints: Annotated[list[str], typer.Argument(help="Checkpoints (names or folders) or encoding specs.")],
     output: Annotated[Path, opt.path_option("--output", "-o", help="The Markdown page to write (.md).")],
-    dataset: Dataset = "sst2",
-    split: opt.Split = None,
-    data_dir: opt.DataDir = None,
-    text_column: opt.TextColumn = None,
-    limit: opt.Limit = None,
-    tokenizer: Tokenizer = None,
-    max_positions: MaxPositions = None,
-    min_count: opt.MinCount = DEFAULT_MIN_COUNT,
-    distance: Distance = "naive",
-    layers: Layers = "all",
-    compare: Compare = "sinusoidal,rope,alibi,mds,random",
     width: Annotated[
         int | None,
         typer.Option(
@@ -510,14 +552,6 @@ def report(
             "the first checkpoint's, else 768).",
         ),
     ] = None,
-    null_draws: NullDraws = None,
-    max_sequences: MaxSequences = 1024,
-    seed: Annotated[int, opt.seed_option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
-    no_cache: opt.NoCache = False,
-    device: Device = "auto",
-    dtype: DType = "auto",
-    batch_size: BatchSize = 32,
-    trust_remote_code: TrustRemoteCode = False,
     format: Annotated[
         str,
         opt.text_option(
@@ -525,10 +559,9 @@ def report(
         ),
     ] = "table",
     no_legend: NoLegend = False,
-    fail_above: FailAbove = None,
-    fail_if: FailIf = None,
     baseline: Baseline = None,
     fail_if_worse: FailIfWorse = None,
+    **given: Any,
 ) -> None:
     """A Markdown report (tables and figures) of several checkpoints side by side, for a CI job summary.
 
@@ -540,12 +573,13 @@ def report(
     With --baseline A and one checkpoint B, the page holds B's position scores beside A's, the change
     and whether it exceeds the null's spread (as track --baseline); --fail-if-worse gates it.
     """
-    from ..analysis import DEFAULT_WIDTH
+    from ..api import DEFAULT_WIDTH, parse_fail_if_worse
     from ..report.render import provenance
-    from ..tracking import parse_fail_if_worse
 
+    base = Path.cwd()  # every path the output shows is shown from here
     check_stress_format(format)
     check_output_suffix(output, ".md", "reports")
+    dataset, seed = given["dataset"], given["seed"]
     check_dataset_options(ctx, dataset)
     rules = stress_gate(ctx.params)
     worse_rules = parse_fail_if_worse(fail_if_worse or [])
@@ -553,33 +587,35 @@ def report(
     figure_dir = output.parent / f"{output.stem}_files"
     check_output_place(figure_dir, folder=True, option="--output")
     guard(
-        _stress_inputs(checkpoints, dataset, data_dir, tokenizer, compare),
+        stress_inputs(checkpoints, given),
         [Output("--output", output), Folder("--output (its figure folder)", figure_dir, replaces=True)],
     )
-    first_width = _check_targets(checkpoints, trust_remote_code)
+    first_width = _check_targets(checkpoints, given["trust_remote_code"])
     # A spec that names no width (sinusoidal) is drawn at the checkpoints' width, so a page compares like
     # with like; a table spec (file:, learned:, model:) keeps its own, as `stress` does.
     options = stress_options(ctx.params, default_width=width or first_width or DEFAULT_WIDTH)
     run, title = provenance(seed), f"Positional geometry report: {dataset}"
     against = worse_rules if baseline is not None else None
     page, comparison = write_page(
-        checkpoints, options, output, title, against, run=run, gate=rules, show_legend=not no_legend
+        checkpoints, options, output, title, against, run=run, gate=rules, show_legend=not no_legend, base=base
     )
     emit_report(page, format, output, figure_dir, run, dataset, comparison)
 
 
-def baseline_targets(checkpoints: list[str], baseline: str | None, rules: Mapping[str, Any]) -> list[str]:
-    """The report's targets: with --baseline A, A then the one checkpoint B it is compared with."""
+def baseline_targets(
+    checkpoints: list[str],
+    baseline: str | None,
+    rules: Mapping[str, Any],
+    usage: str = "report --baseline A B -o page.md",
+) -> list[str]:
+    """The targets of report or track: with --baseline A, A then the one checkpoint B it is compared with
+    (``usage``: the command line the refusals show)."""
     if rules and baseline is None:
-        raise InputError(
-            "--fail-if-worse compares with a baseline; pass --baseline A (report --baseline A B -o page.md)"
-        )
+        raise InputError(f"--fail-if-worse compares with a baseline; pass --baseline A ({usage})")
     if baseline is None:
         return checkpoints
     if len(checkpoints) != 1:
-        raise InputError(
-            f"--baseline A compares one checkpoint B with A, got {len(checkpoints)}; report --baseline A B -o page.md"
-        )
+        raise InputError(f"--baseline A compares one checkpoint B with A, got {len(checkpoints)}; {usage}")
     return [baseline, *checkpoints]
 
 
@@ -603,9 +639,7 @@ def _check_targets(targets: list[str], trust_remote_code: bool = False) -> int |
 
     Returns the hidden size of the first readable checkpoint (None when there is none).
     """
-    from ..analysis import check_not_a_typo
-    from ..checkpoints import load_checkpoint
-    from ..encodings import get_encoding, is_encoding_spec
+    from ..api import check_not_a_typo, get_encoding, is_encoding_spec, load_checkpoint
 
     width = None
     for target in targets:
@@ -628,14 +662,16 @@ def _check_targets(targets: list[str], trust_remote_code: bool = False) -> int |
 @handles_errors
 def list_encodings(format: opt.Format = "table") -> None:
     """List the encoding names, what they are and their parameters."""
-    from ..encodings import list_encodings as records
+    from ..api import list_encodings as records
+    from ..results import EncodingsResult
     from .common import check_format
 
     check_format(format)
-    rows = records()
+    result = EncodingsResult(tuple(records()))
     if format == "json":
-        print_json(rows)
+        print(result.to_json())
         return
+    rows = result.encodings
     table = [(r["name"], r["summary"], ", ".join(f"{k}={v}" for k, v in r["parameters"].items()) or "-") for r in rows]
     print_table(
         grid_table("encodings (spec: NAME[:key=value,...] or NAME:<path>)", ["name", "what", "parameters"], table),

@@ -3,35 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..corpus.marginals import DEFAULT_MIN_COUNT
 from ..errors import InputError, ThresholdError
 from ..report.render import grid_table
 from . import options as opt
-from .common import Output, all_or_none, cache_option, check_output_place, check_output_suffix, guard, handles_errors
+from .common import Output, all_or_none, check_output_place, check_output_suffix, guard, handles_errors
 from .stress import (
-    BatchSize,
-    Dataset,
-    Device,
-    Distance,
-    DType,
-    MaxPositions,
-    MaxSequences,
-    NullDraws,
-    Tokenizer,
-    TrustRemoteCode,
+    ANALYSIS,
+    FORWARD,
+    SAMPLING,
+    baseline_targets,
     check_stress_format,
+    refuse_worse,
+    stress_inputs,
+    stress_options,
 )
 
 if TYPE_CHECKING:
-    from ..analysis import StressOptions
-    from ..tracking import TrackResult
-    from ..tracking.series import Member
+    from ..api import Member, StressOptions, TrackResult
 
 #: the figure --plot-dir receives
 FIGURE_NAME = "track.png"
@@ -60,16 +54,6 @@ def figure_path(plot_dir: Path | None, plot: Path | None) -> Path | None:
     return plot_dir / FIGURE_NAME if plot_dir is not None else plot
 
 
-def track_options(params: Mapping[str, Any]) -> StressOptions:
-    """The analysis options of `track` from its parsed parameters (nothing compared beside the checkpoints)."""
-    from ..analysis import StressOptions
-
-    values = {**params, "compare": (), "cache": cache_option(params["no_cache"])}
-    values["data_dir"] = str(params["data_dir"]) if params["data_dir"] is not None else None
-    names = {field.name for field in fields(StressOptions)}
-    return StressOptions(**{name: value for name, value in values.items() if name in names})
-
-
 def split_revisions(text: str | None) -> list[str] | None:
     """'step1000,step2000' -> ['step1000', 'step2000']; an empty item is refused."""
     if text is None:
@@ -80,26 +64,15 @@ def split_revisions(text: str | None) -> list[str] | None:
     return revisions
 
 
-def series_sources(checkpoints: list[str], baseline: str | None, rules: Mapping[str, Any]) -> list[str]:
-    """The sources in order: with --baseline A, A then the one checkpoint B it is compared with."""
-    if rules and baseline is None:
-        raise InputError("--fail-if-worse compares with a baseline; pass --baseline A (track --baseline A B)")
-    if baseline is None:
-        return checkpoints
-    if len(checkpoints) != 1:
-        raise InputError(f"--baseline A compares one checkpoint B with A, got {len(checkpoints)}; track --baseline A B")
-    return [baseline, *checkpoints]
-
-
-def print_result(result: TrackResult) -> None:
+def print_result(result: TrackResult, base: Path | None = None) -> None:
     """The terminal tables (the position rows, the layer rows, the comparison) at the output's width. A name
     is text, never Rich markup (a folder named ``[/b]`` was an internal error), as in stress's tables."""
     from ..report.render import emit, output_width
 
-    emit(*track_report(result, output_width()))
+    emit(*track_report(result, output_width(), base))
 
 
-def track_report(result: TrackResult, width: int) -> list[Any]:
+def track_report(result: TrackResult, width: int, base: Path | None = None) -> list[Any]:
     """What :func:`print_result` prints, laid out in ``width``: every number on one line.
 
     The position table has one row per step when that fits; else it is transposed as stress's score
@@ -108,9 +81,19 @@ def track_report(result: TrackResult, width: int) -> list[Any]:
     """
     from rich.markup import escape
 
+    from ..api import (
+        TRACK_CONSEQUENCE,
+        position_rows,
+        series_of,
+    )
+    from ..api import (
+        track_layer_rows as layer_rows,
+    )
+    from ..api import (
+        track_legend as legend,
+    )
     from ..report.stress import fitted_tables, labelled, layout_width, legend_lines, short_name
     from ..results import display_path, limit_lines
-    from ..tracking.track import TRACK_CONSEQUENCE, layer_rows, legend, position_rows, series_of
 
     several = series_of(result)
     title = f"geometry over training on {escape(result.dataset.name)}"
@@ -120,7 +103,7 @@ def track_report(result: TrackResult, width: int) -> list[Any]:
     lead = 1 if several else 0  # the series column
     scored = [(record, row) for record, row in zip(result.records, rows, strict=True) if record.error is None]
     parts: list[Any] = []
-    shown = [display_path(record.checkpoint) for record, _ in scored]
+    shown = [display_path(record.checkpoint, base) for record, _ in scored]
     names = [step_name(record, index) for index, (record, _) in enumerate(scored)]
     wide = [
         [*(escape(str(cell)) for cell in row[:lead]), row[lead], escape(short_name(path, 40)), *row[lead + 2 :]]
@@ -167,14 +150,12 @@ def step_name(record: Any, index: int) -> str:
     return f"{short_name(record.series, 20)} {step}" if record.series is not None else step
 
 
-
-
-def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path | None, seed: int) -> None:
+def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path | None, seed: int, base: Path) -> None:
     """Write -o's JSON and --plot-dir's figure (both or neither), print in --format, and exit 1 when a
     checkpoint could not be scored or the baseline gate is crossed."""
+    from ..api import draw_track
     from ..io import write_text
     from ..report.render import provenance, provenance_line
-    from ..tracking.figures import draw_track
 
     extra: dict[str, Any] = {"run": provenance(seed)}
     if plot is not None:
@@ -189,17 +170,16 @@ def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path
     elif format == "markdown":
         print(result.to_markdown(str(plot) if plot else None) + "\n" + provenance_line(extra["run"]))
     else:
-        print_result(result)
+        print_result(result, base)
     failed = result.failed
     if failed:
         names = ", ".join(f"{r.checkpoint} ({r.error})" for r in failed)
         raise ThresholdError(f"{len(failed)} of {len(result.records)} checkpoints could not be scored: {names}")
-    if result.comparison is not None and result.comparison.crossed:
-        worse = "; ".join(result.comparison.lines()[1:])
-        raise ThresholdError(f"worse than the baseline {result.comparison.baseline}: {worse}")
+    refuse_worse(result.comparison)
 
 
 @handles_errors
+@opt.takes((ANALYSIS, "layers"), (SAMPLING + FORWARD, "revisions"))
 def track(
     ctx: typer.Context,
     checkpoints: Annotated[
@@ -210,26 +190,9 @@ def track(
             show_default=False,
         ),
     ],
-    dataset: Dataset = "sst2",
-    split: opt.Split = None,
-    data_dir: opt.DataDir = None,
-    text_column: opt.TextColumn = None,
-    limit: opt.Limit = None,
-    tokenizer: Tokenizer = None,
-    max_positions: MaxPositions = None,
-    min_count: opt.MinCount = DEFAULT_MIN_COUNT,
-    distance: Distance = "naive",
     layers: Annotated[
         str, opt.text_option("--layers", help="none (default), all, or a list such as 0,3,6 (Hugging Face models).")
     ] = "none",
-    null_draws: NullDraws = None,
-    max_sequences: MaxSequences = 1024,
-    seed: Annotated[int, opt.seed_option("--seed", help="Seed of the null draws and the forward-pass sample.")] = 0,
-    no_cache: opt.NoCache = False,
-    trust_remote_code: TrustRemoteCode = False,
-    device: Device = "auto",
-    dtype: DType = "auto",
-    batch_size: BatchSize = 32,
     revisions: Annotated[
         str | None,
         opt.text_option("--revisions", help="Hub revisions of the one model given, e.g. step1000,step2000."),
@@ -255,6 +218,7 @@ def track(
     output: Annotated[Path | None, opt.path_option("--output", "-o", help="Also write the JSON here.")] = None,
     plot_dir: PlotDir = None,
     plot: Plot = None,
+    **given: Any,
 ) -> None:
     """Score a series of checkpoints step by step, or a checkpoint against a baseline (for CI).
 
@@ -262,20 +226,22 @@ def track(
     checkpoint's forward pass (--layers) is cached. A checkpoint that cannot be read is a row saying
     why (exit 1); checkpoints of different models in one series are refused (exit 2).
     """
-    from ..tracking import parse_fail_if_worse
+    from ..api import parse_fail_if_worse
 
+    base = Path.cwd()  # the checkpoints the table names are shown from here
     check_stress_format(format)
     check_output_suffix(output, ".json", "results")
     plot = figure_path(plot_dir, plot)
     rules = parse_fail_if_worse(fail_if_worse or [])
-    sources = series_sources(checkpoints, baseline, rules)
+    sources = baseline_targets(checkpoints, baseline, rules, "track --baseline A B")
     guard(
-        [*sources, dataset, tokenizer],
+        stress_inputs(sources, given),
         [Output("--output", output), Output("--plot-dir" if plot_dir else "--plot", plot)],
     )
     members = chosen_members(sources, revisions, order, baseline, series)
-    result = scored_series(members, track_options(ctx.params), baseline is not None, rules)
-    emit_track(result, format, output, plot, seed)
+    options = stress_options(ctx.params, compare=())  # nothing compared beside the checkpoints
+    result = scored_series(members, options, baseline is not None, rules)
+    emit_track(result, format, output, plot, given["seed"], base)
 
 
 def chosen_members(
@@ -283,7 +249,7 @@ def chosen_members(
 ) -> tuple[Member, ...]:
     """The checkpoints to score: one series in step order (or as given), a baseline and its candidate,
     or with --series each source its own series."""
-    from ..tracking import find_series, find_several
+    from ..api import find_series, find_several
 
     if series and (baseline is not None or revisions):
         raise InputError("--series compares folders side by side; leave --baseline and --revisions out")
@@ -299,9 +265,9 @@ def scored_series(
     members: tuple[Member, ...], options: StressOptions, against_baseline: bool, rules: Mapping[str, float | None]
 ) -> TrackResult:
     """The series scored with a progress line per checkpoint; with --baseline, B compared with A."""
+    from ..api import compare
+    from ..api import track as score_series
     from ..progress import ProgressBars
-    from ..tracking import compare
-    from ..tracking import track as score_series
 
     with ProgressBars() as bars:
         scored = bars.track("checkpoints scored", len(members))

@@ -108,8 +108,8 @@ def train(
     `torchrun --nproc_per_node N -m geoanalyze train ...` the run is data-parallel. Score the
     trained positions with `geoanalyze stress model:<output-dir> --dataset ...`.
     """
-    from ..train import train as run_training
-    from ..train.config import resolve_config, valid_keys
+    from ..api import resolve_config, valid_keys
+    from ..api import train as run_training
 
     check_format(format)
     if list_keys:
@@ -130,8 +130,7 @@ def train(
 
 def _extras(geometry_every: int, keep_checkpoints: int, config: Any) -> Any:
     """--geometry-every's probe (docs/tracking.md) and --keep-checkpoints, for the runner."""
-    from ..tracking.probe import GeometryProbe
-    from ..train.loop import RunExtras
+    from ..api import GeometryProbe, RunExtras
 
     def probe(task: Any) -> Any:
         return GeometryProbe(task, seed=config.seed)
@@ -145,7 +144,7 @@ def _training_config(
     """The run's settings: the preset, then --config, then the shortcut options (``pe`` is
     ``model.pe``), then --set; refused when it would evaluate on its training split, or when the
     preset asks for a CUDA that is not here."""
-    from ..train.config import resolve_config
+    from ..api import resolve_config
 
     settings = [
         f"{'model.pe' if key == 'pe' else key}={value}" for key, value in shortcuts.items() if value is not None
@@ -172,7 +171,7 @@ def _check_corpus_applies(config: Any, given: bool) -> None:
 def _check_held_out(config: Any, allowed: bool) -> None:
     """A corpus task evaluates on another split than it trains on, unless --allow-eval-on-train: the
     same split twice would report training accuracy as held-out accuracy."""
-    from ..corpus.sources import resolve_source
+    from ..api import resolve_source
 
     if config.task == "order" or config.eval_split is None or config.eval_split != config.split or allowed:
         return
@@ -187,7 +186,7 @@ def _check_held_out(config: Any, allowed: bool) -> None:
 
 def _check_preset_device(config: Any, preset: str, asked: bool) -> None:
     """A preset that asks for CUDA where there is none says so, when the user asked for no device."""
-    from ..train.config import PRESETS
+    from ..api import PRESETS
 
     if asked or config.device != "cuda" or PRESETS.get(preset, {}).get("device") != "cuda":
         return
@@ -244,7 +243,7 @@ def _draw_training_curves(output_dir: Path, subtitle: str) -> Path:
     rows = [json.loads(line) for line in metrics.read_text(encoding="utf-8").splitlines() if line.strip()]
     path = output_dir / "training.png"
     if any("geometry" in row for row in rows):
-        from ..tracking.figures import training_figure
+        from ..api import training_figure
 
         training_figure(rows, path, subtitle=f"{subtitle} ({output_dir})")
     else:
@@ -298,7 +297,7 @@ def verify(
     --preset smoke` runs every experiment in seconds each (its thresholds are looser; it checks
     that they run, not the claims).
     """
-    from ..experiments import EXPERIMENTS, PRESET_NAMES, get_experiment
+    from ..api import EXPERIMENTS, PRESET_NAMES, get_experiment
     from ..report.render import provenance
 
     check_format(format)
@@ -362,7 +361,7 @@ def _check_verify_settings(preset: str, presets: tuple[str, ...], sets_for_all: 
 
 def _check_verify_target(target: Path, force: bool, data_dir: Path | None) -> None:
     """--output-dir may be written: empty, or (--force) holding earlier verify results, never the user's own files."""
-    from ..experiments import EXPERIMENTS
+    from ..api import EXPERIMENTS
 
     check_output_place(target, folder=True, option="--output-dir")
     guard([data_dir], [Folder("--output-dir", target, replaces=True)])
@@ -418,7 +417,7 @@ def _run_each(request: VerifyRun, staging: Path) -> list[Any]:
 
 def _run_experiment(name: str, folder: Path, request: VerifyRun) -> Any:
     """Run one experiment into ``folder``: its record, its page (with the provenance line) and figures."""
-    from ..experiments import ExperimentOptions, run_experiment, write_result
+    from ..api import ExperimentOptions, run_experiment, write_result
     from ..io import write_text
     from ..report.render import provenance_line
 
@@ -440,7 +439,7 @@ def _run_experiment(name: str, folder: Path, request: VerifyRun) -> Any:
 
 def _print_experiments(format: str) -> None:
     """`verify list`: the experiments, their papers, CI minutes and claims."""
-    from ..experiments import EXPERIMENTS, PRESET_NAMES
+    from ..api import EXPERIMENTS, PRESET_NAMES
 
     header = ["name", "paper", "ci minutes", "claim"]
     rows = [[e.name, e.paper, f"{e.minutes_ci:g}", e.summary] for e in EXPERIMENTS.values()]
@@ -474,8 +473,8 @@ MINUTES_NOTE = (
 
 def _print_result(result: Any, target: Path, run: dict[str, Any], format: str) -> None:
     """One experiment's verdicts in ``format``; the smoke preset's note under the table."""
-    from ..experiments import markdown
-    from ..experiments.record import PRESET_NOTES, check_rows
+    from ..api import PRESET_NOTES, check_rows
+    from ..api import experiment_markdown as markdown
     from ..report.render import provenance_line
 
     if format == "markdown":
@@ -523,7 +522,7 @@ def _summary_rows(results: list[Any]) -> tuple[list[str], list[list[Any]]]:
 
 
 def _summary_markdown(results: list[Any], run: dict[str, Any]) -> str:
-    from ..experiments.record import PRESET_NOTES
+    from ..api import PRESET_NOTES
     from ..report.render import markdown_table, provenance_line
 
     preset = results[0].preset if results else ""
@@ -539,7 +538,7 @@ def _summary_markdown(results: list[Any], run: dict[str, Any]) -> str:
 
 
 def _print_summary(results: list[Any], preset: str, target: Path, run: dict[str, Any], format: str) -> None:
-    from ..experiments.record import PRESET_NOTES
+    from ..api import PRESET_NOTES
 
     if format == "markdown":
         print(_summary_markdown(results, run), end="")

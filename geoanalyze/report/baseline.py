@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,13 +43,16 @@ def check_comparable(baseline: StressResult, candidate: StressResult) -> None:
             )
 
 
-def record(index: int, result: StressResult) -> StepRecord:
+def record(index: int, result: StressResult, base: Path | None = None) -> StepRecord:
     """A stress analysis as tracking's record of one checkpoint: its target's own position scores."""
-    return StepRecord(index, None, display_path(result.target), result.target_scores)
+    return StepRecord(index, None, display_path(result.target, base), result.target_scores)
 
 
 def compare_results(
-    baseline: StressResult | NotAnalysed, candidate: StressResult | NotAnalysed, rules: Mapping[str, float | None]
+    baseline: StressResult | NotAnalysed,
+    candidate: StressResult | NotAnalysed,
+    rules: Mapping[str, float | None],
+    base: Path | None = None,
 ) -> Comparison:
     """B against A (tracking.compare); a target that was not analysed is refused, naming why."""
     for outcome in (baseline, candidate):
@@ -56,7 +60,7 @@ def compare_results(
             raise InputError(f"--baseline: {display_path(outcome.target)} could not be analysed ({outcome.reason})")
     assert isinstance(baseline, StressResult) and isinstance(candidate, StressResult)
     check_comparable(baseline, candidate)
-    return compare(record(0, baseline), record(1, candidate), rules, baseline.discriminability)
+    return compare(record(0, baseline, base), record(1, candidate, base), rules, baseline.discriminability)
 
 
 def baseline_section(comparison: Comparison) -> str:
@@ -75,12 +79,12 @@ def baseline_section(comparison: Comparison) -> str:
 
 
 def with_baseline(
-    page: ReportPage, outcomes: Sequence[Any], rules: Mapping[str, float | None]
+    page: ReportPage, outcomes: Sequence[Any], rules: Mapping[str, float | None], base: Path | None = None
 ) -> tuple[ReportPage, Comparison]:
     """``page`` with the comparison of its two targets (``outcomes``: A, B) after its summary, and that comparison."""
     if len(outcomes) != 2:
         raise InputError(f"--baseline compares two targets, got {len(outcomes)}; report --baseline A B")
-    comparison = compare_results(outcomes[0], outcomes[1], rules)
+    comparison = compare_results(outcomes[0], outcomes[1], rules, base)
     section = baseline_section(comparison)
     head, sep, rest = page.text.partition("\n## ")
     text = f"{head}\n{section}{sep}{rest}" if sep else f"{page.text}\n\n{section}"

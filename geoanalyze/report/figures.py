@@ -14,6 +14,7 @@ without ``truth``, looks the truth up itself.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -243,7 +244,7 @@ def shepard_diagram(
 
 
 def layer_figure(
-    layers: list[dict[str, Any]],
+    layers: Sequence[Mapping[str, Any]],
     path: str | os.PathLike[str],
     title: str = "",
     references: dict[str, dict[str, float]] | None = None,
@@ -294,7 +295,7 @@ CATEGORY_STYLE = {
 
 
 def null_figure(
-    scores: dict[str, dict[str, Any]],
+    scores: Mapping[str, Mapping[str, Any]],
     aspects: dict[str, str],
     path: str | os.PathLike[str],
     subtitle: str = "",
@@ -345,7 +346,7 @@ def null_figure(
     return figure
 
 
-def training_curves(rows: list[dict[str, Any]], path: str | os.PathLike[str], subtitle: str = "") -> Any:
+def training_curves(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str], subtitle: str = "") -> Any:
     """Loss and accuracy against step (train and eval) from a run's metrics.jsonl rows."""
     plt = _pyplot()
     figure, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")

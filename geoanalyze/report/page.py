@@ -19,14 +19,14 @@ when the folder holds nothing but figures a report draws (``<index>-<figure>.png
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..results import Gate, StressResult, display_path, gate_line, markdown_table, md_text
-from .render import provenance_line
+from ..results import Gate, Judgement, StressResult, display_path, markdown_table, md_text, summarize
+from .render import dumps, provenance_line
 from .stress import report_header, report_row, write_figures
 
 #: the name of each figure a report draws: ``<index>-<figure>.png`` (report.stress.write_figures)
@@ -74,11 +74,19 @@ class ReportPage:
     documents: list[dict[str, Any]]
     failed: list[str]
     crossings: list[str]
-    gate: dict[str, Any] | None
+    gate: Judgement | None
     comparisons: tuple[str, ...] = ()
+    #: every target's analysis, or why it failed, in page order
+    outcomes: tuple[StressResult | NotAnalysed, ...] = ()
+
+    def to_json(self, run: Mapping[str, Any] | None = None, report: str | None = None, comparison: Any = None) -> str:
+        """What ``report -f json`` prints: the run, the page written, every target's document with its gate,
+        the page's gate and (``report --baseline``) the comparison with the baseline."""
+        document = {"run": run, "report": report, "targets": self.documents, "gate": self.gate and self.gate.to_dict()}
+        return dumps({**document, **({} if comparison is None else {"comparison": comparison.to_dict()})})
 
 
-def compared(first: StressResult, other: StressResult) -> str | None:
+def compared(first: StressResult, other: StressResult, base: Path | None = None) -> str | None:
     """A sentence reading ``other``'s position row against ``first``'s, score by score, each the way it
     reads (lower is better except rel. sep.); None when either has no position vectors."""
     import math
@@ -105,8 +113,8 @@ def compared(first: StressResult, other: StressResult) -> str | None:
         if beyond
         else "none beyond the random tables' spread"
     )
-    shown, base = display_path(other.target), display_path(first.target)
-    return f"{shown} against {base}: {'; '.join(parts)} ({clear}; lower is better except rel. sep.)"
+    shown, against = display_path(other.target, base), display_path(first.target, base)
+    return f"{shown} against {against}: {'; '.join(parts)} ({clear}; lower is better except rel. sep.)"
 
 
 def build_report(
@@ -115,16 +123,18 @@ def build_report(
     title: str,
     *,
     link_dir: str | None = None,
-    run: dict[str, Any] | None = None,
+    run: Mapping[str, Any] | None = None,
     gate: Gate | None = None,
     show_legend: bool = True,
+    base: Path | None = None,
 ) -> ReportPage:
     """The page of ``outcomes`` (in order; a generator runs each analysis just before its figures),
     drawing each result's figures into ``figure_dir`` as ``<index>-<figure>.png``.
 
     ``link_dir``: the folder the page links its figures from (default: ``figure_dir``'s name, the
     page's neighbour); ``run``: the provenance the page records (a command's); ``gate``: the rules
-    each target is held to, reported per target and for the page.
+    each target is held to, reported per target and for the page; ``base``: the folder paths are
+    shown from (:func:`~geoanalyze.results.display_path`; default: the working directory).
     """
     gate = gate or Gate()
     link_dir = link_dir or figure_dir.name
@@ -139,7 +149,7 @@ def build_report(
     results: list[StressResult | NotAnalysed] = []
     for index, outcome in enumerate(outcomes):
         results.append(outcome)
-        shown = display_path(outcome.target)
+        shown = display_path(outcome.target, base)
         if isinstance(outcome, NotAnalysed):
             failed.append(outcome.target)
             sections.append(f"## {md_text(shown)}\n\nnot analysed: {md_text(outcome.reason)}\n")
@@ -147,26 +157,26 @@ def build_report(
             documents.append({"target": outcome.target, "error": outcome.reason})
             continue
         judged = gate.judge(outcome)
-        crossings += [f"{shown}: {line}" for line in (judged or {}).get("crossed", [])]
-        figures = write_figures(outcome, figure_dir, prefix=f"{index}-")
-        links = {name: f"{link_dir}/{Path(path).name}" for name, path in figures.items()}
-        sections.append(outcome.to_markdown(links, level=2, show_legend=show_legend, gate=judged))
-        summary = outcome.summary
+        crossings += [f"{shown}: {line}" for line in (judged.crossed if judged else ())]
+        figures = write_figures(outcome, figure_dir, prefix=f"{index}-", base=base)
+        links = {figure.title: f"{link_dir}/{figure.path.name}" for figure in figures}
+        sections.append(outcome.to_markdown(links, level=2, show_legend=show_legend, gate=judged, base=base))
+        summary = summarize(outcome, base)
         verdicts.append(summary.verdict)
         warnings += [f"{shown}: {line}" for line in summary.warnings]
-        rows.append(report_row(outcome))
-        documents.append({**outcome.document(), "gate": judged})
+        rows.append(report_row(outcome, base))
+        documents.append({**outcome.document(base), "gate": judged.to_dict() if judged else None})
     page = [f"# {md_text(title)}", "", *([provenance_line(run), ""] if run is not None else [])]
     page += [f"> **Warning:** {md_text(line)}\n" for line in warnings]
     page += [markdown_table(header, rows), ""]
     page += [f"- {md_text(line)}" for line in verdicts]
     analysed = [outcome for outcome in results if isinstance(outcome, StressResult)]
-    comparisons = tuple(line for other in analysed[1:] if (line := compared(analysed[0], other)) is not None)
+    comparisons = tuple(line for other in analysed[1:] if (line := compared(analysed[0], other, base)) is not None)
     if comparisons:
         page += ["", *(f"Compared: {md_text(line)}" for line in comparisons)]
     recorded = gate.record(crossings)
     if recorded is not None:
-        page += ["", gate_line(recorded)]
+        page += ["", recorded.markdown]
     page += ["", *sections]
     text = "\n".join(page)
-    return ReportPage(text, header, rows, verdicts, documents, failed, crossings, recorded, comparisons)
+    return ReportPage(text, header, rows, verdicts, documents, failed, crossings, recorded, comparisons, tuple(results))

@@ -13,7 +13,7 @@ import re
 import shlex
 import shutil
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from rich import box
@@ -279,7 +279,7 @@ def provenance(seed: int | None = None) -> dict[str, Any]:
     return {"version": __version__, "command": command_line(), "seed": seed}
 
 
-def provenance_line(run: dict[str, Any]) -> str:
+def provenance_line(run: Mapping[str, Any]) -> str:
     """The provenance as one Markdown line."""
     seed = "" if run.get("seed") is None else f", seed {run['seed']}"
     return f"geoanalyze {md_text(str(run['version']))}{seed}: {md_code(str(run['command']))}"

@@ -7,7 +7,8 @@ What a result says (its rows, verdict, legend) and its JSON and Markdown are the
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,10 @@ from ..geometry.null import ASPECTS, TESTED_ASPECTS
 from ..results import (
     LAYER_LEGEND,
     SCORE_COLUMNS,
+    Judgement,
     StressResult,
     category_code,
     display_path,
-    gate_rules,
     header_rows,
     interval_rows,
     layer_rows,
@@ -29,6 +30,7 @@ from ..results import (
     projection_legend,
     score_rows,
     shown_score,
+    summarize,
 )
 from .render import fmt
 
@@ -54,37 +56,32 @@ def short_name(name: str, width: int = TABLE_NAME_WIDTH) -> str:
     return text
 
 
-def print_tables(result: StressResult, show_legend: bool = True, gate: Mapping[str, Any] | None = None) -> None:
-    """The terminal report on stdout: header, warnings, scores, verdict, intervals, legend, layers, gate."""
-    from .render import emit
-
-    emit(*terminal_report(result, show_legend, gate))
-
-
-def terminal_report(
-    result: StressResult, show_legend: bool = True, gate: Mapping[str, Any] | None = None, width: int | None = None
-) -> list[Any]:
-    """What :func:`print_tables` prints, as renderables laid out in ``width`` (default: the output's)."""
+def terminal_report(result: StressResult, show_legend: bool, gate: Judgement | None, **layout: Any) -> list[Any]:
+    """The terminal report: header, warnings, scores, verdict, intervals, legend, layers, gate, as renderables
+    laid out in ``layout["width"]`` (default: the output's), paths shown from ``layout["base"]`` (default:
+    the working directory)."""
     from .render import key_value_table, output_width
 
-    width = width or output_width()
-    summary = result.summary
-    title = f"stress of {display_path(result.target)} on {result.dataset.name}"
-    parts: list[Any] = [key_value_table(title, header_rows(result))]
+    width, base = layout.get("width") or output_width(), layout.get("base")
+    summary = summarize(result, base)
+    title = f"stress of {display_path(result.target, base)} on {result.dataset.name}"
+    parts: list[Any] = [key_value_table(title, header_rows(result, base))]
     for line in summary.warnings:
         parts += labelled("warning:", line, "bold yellow", width)
     header, rows = score_rows(result)
     # A long target name (a hub id, a path) is in the title; its row says "target" so the table fits.
-    shown = display_path(result.target)
+    shown = display_path(result.target, base)
     alias = "target" if len(shown) > TABLE_NAME_WIDTH else shown
-    rows = [[alias if row[0] == result.target else short_name(display_path(str(row[0]))), *row[1:]] for row in rows]
+    rows = [
+        [alias if row[0] == result.target else short_name(display_path(str(row[0]), base)), *row[1:]] for row in rows
+    ]
     parts += fitted_tables("scores against D (lower is better except rel. sep.)", header, rows, width)
     parts += labelled("verdict:", summary.verdict, "bold", width)
     for line in summary.caveats:
         parts += labelled("about:", line, "bold", width)
     for line in summary.limits:
         parts += labelled("cannot decide:", line, "bold", width)
-    intervals = interval_rows(result)
+    intervals = interval_rows(result, base)
     if intervals:
         parts += fitted_tables(intervals[0], intervals[1], intervals[2], width)
     if show_legend:
@@ -113,11 +110,11 @@ def layer_report(result: StressResult, show_legend: bool, width: int) -> list[An
     return parts
 
 
-def gate_lines(gate: Mapping[str, Any], width: int) -> list[str]:
+def gate_lines(gate: Judgement, width: int) -> list[str]:
     """The --fail-above / --fail-if gate as the table format prints it: passed, or what it crossed."""
-    if gate["crossed"]:
-        return labelled("gate failed:", "; ".join(gate["crossed"]), "bold red", width)
-    return labelled("gate passed:", gate_rules(gate), "bold green", width)
+    if gate.crossed:
+        return labelled("gate failed:", "; ".join(gate.crossed), "bold red", width)
+    return labelled("gate passed:", gate.rules, "bold green", width)
 
 
 def labelled(label: str, text: str, style: str, width: int) -> list[str]:
@@ -134,22 +131,6 @@ def legend_lines(lines: Any, width: int) -> list[str]:
     from .render import wrapped
 
     return [escape(part) for line in lines for part in wrapped(line, indent=2, width=width)]
-
-
-def print_legend(console: Any, lines: Any) -> None:
-    """Legend lines, indented by two columns, folded to the output's width."""
-    from .render import emit
-
-    del console
-    emit(*legend_lines(lines, 0))
-
-
-def print_wide_table(console: Any, title: str, header: list[str], rows: list[list[Any]]) -> None:
-    """A score table laid out to fit the output (:func:`fitted_tables`)."""
-    from .render import emit, output_width
-
-    del console
-    emit(*fitted_tables(title, header, rows, output_width()))
 
 
 def layout_width(header: Sequence[Any], rows: Sequence[Sequence[Any]]) -> int:
@@ -212,11 +193,11 @@ def report_header() -> list[str]:
     return ["target", "d", "positions", *[c.label for c in SCORE_COLUMNS], "null"]
 
 
-def report_row(result: StressResult) -> list[Any]:
+def report_row(result: StressResult, base: Path | None = None) -> list[Any]:
     """One target's row of a report's summary table (its own scores; '-' where it has no position vectors)."""
-    mine = result.summary.row(result.target)
+    mine = summarize(result, base).row(result.target)
     return [
-        display_path(result.target),
+        display_path(result.target, base),
         "-" if mine is None else mine.dim,
         len(result.positions),
         *[("-" if mine is None else shown_score(mine.values[c.key])) for c in SCORE_COLUMNS],
@@ -224,8 +205,18 @@ def report_row(result: StressResult) -> list[Any]:
     ]
 
 
-def write_figures(result: StressResult, directory: str | os.PathLike[str], prefix: str = "") -> dict[str, str]:
-    """Heatmap, MDS map, Shepard diagram, scores against the null and per-layer stress as PNGs; {title: path}.
+@dataclass(frozen=True)
+class Figure:
+    """One PNG :func:`write_figures` drew: what it shows and where it is."""
+
+    title: str
+    path: Path
+
+
+def write_figures(
+    result: StressResult, directory: str | os.PathLike[str], prefix: str = "", base: Path | None = None
+) -> tuple[Figure, ...]:
+    """Heatmap, MDS map, Shepard diagram, scores against the null and per-layer stress as PNGs, in that order.
 
     Everything drawn is the result's: its geometry, the tables it scored, and (a synthetic corpus,
     or a sample file with its marginals) the exact distances it knows (``result.truth``).
@@ -237,26 +228,25 @@ def write_figures(result: StressResult, directory: str | os.PathLike[str], prefi
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     geometry, distances, truth = result.geometry, result.distances, result.truth
-    named = caption(display_path(result.target), result.dataset.name)
-    written: dict[str, str] = {}
+    named = caption(display_path(result.target, base), result.dataset.name)
     heatmap = folder / f"{prefix}hellinger.png"
     distance_heatmap(geometry, heatmap, subtitle=named, truth=truth)
-    written["Hellinger distances (naive, corrected) and noise floor"] = str(heatmap)
+    written = [Figure("Hellinger distances (naive, corrected) and noise floor", heatmap)]
     mds = classical_mds(distances)
     mds_path = folder / f"{prefix}mds.png"
     mds_figure(mds, stress_curve(mds.embedding_, distances), result.positions, mds_path, subtitle=named, truth=truth)
-    written["MDS: eigen-spectrum, stress against rank, 2-D map"] = str(mds_path)
+    written.append(Figure("MDS: eigen-spectrum, stress against rank, 2-D map", mds_path))
     # The vectors the analysis scored (the optimal MDS is left out: it lies on the diagonal).
     tables = {name: table for name, table in result.vectors.items() if name != "mds"}
     shepard = folder / f"{prefix}shepard.png"
     shepard_diagram(tables, distances, shepard, subtitle=f"{named} ({result.distance})", truth=truth)
-    written["Shepard diagram"] = str(shepard)
+    written.append(Figure("Shepard diagram", shepard))
     null_path = folder / f"{prefix}null.png"
     reasons = {a: e.reason or "" for a, e in result.discriminability.aspects.items() if e.discriminates is False}
-    shown = {short_name(display_path(name), 24): scores.to_dict() for name, scores in result.scores.items()}
+    shown = {short_name(display_path(name, base), 24): scores.to_dict() for name, scores in result.scores.items()}
     tested = {aspect: ASPECTS[aspect] for aspect in TESTED_ASPECTS}
     null_figure(shown, tested, null_path, subtitle=f"({named})", not_ranked=reasons)
-    written["every tested score and its category against position shuffles"] = str(null_path)
+    written.append(Figure("every tested score and its category against position shuffles", null_path))
     if result.layers:
         layers = folder / f"{prefix}layers.png"
         shape = result.discriminability.aspects.get("shape")
@@ -267,8 +257,8 @@ def write_figures(result: StressResult, directory: str | os.PathLike[str], prefi
             references=references(result),
             shape_not_ranked=shape.reason if shape is not None and shape.discriminates is False else None,
         )
-        written["stress per layer"] = str(layers)
-    return written
+        written.append(Figure("stress per layer", layers))
+    return tuple(written)
 
 
 def references(result: StressResult) -> dict[str, dict[str, float]]:

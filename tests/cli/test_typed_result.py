@@ -88,9 +88,9 @@ def test_the_figures_are_drawn_from_the_result(tmp_path: Path) -> None:
     finite = np.isfinite(truth)
     assert finite.any() and np.allclose(truth[finite], truth.T[finite])
     drawn = ga.write_figures(result, tmp_path / "figs", prefix="t-")
-    assert [Path(path).name for path in drawn.values()] == ["t-hellinger.png", "t-mds.png", "t-shepard.png", "t-null.png"]
-    for path in drawn.values():
-        assert Path(path).read_bytes()[:8] == PNG_SIGNATURE
+    assert [figure.path.name for figure in drawn] == ["t-hellinger.png", "t-mds.png", "t-shepard.png", "t-null.png"]
+    for figure in drawn:
+        assert figure.path.read_bytes()[:8] == PNG_SIGNATURE
 
 
 def test_write_report_writes_the_page_report_writes(spec_result: StressResult, tmp_path: Path) -> None:
