@@ -25,7 +25,7 @@ def test_every_encoding_has_it_with_its_null(result: StressResult) -> None:
     for name, scores in result.scores.items():
         expected = lag_violation(result.vectors[name], positions)
         assert scores.observed["lag_violation"] == pytest.approx(expected, abs=1e-12), name
-        assert set(scores.null["lag_violation"]) == {
+        assert set(scores.null["lag_violation"].to_dict()) == {
             *("statistic", "observed", "mean", "sd", "low", "high", "z", "beats"),
             *("rank", "p_better", "p_worse", "p", "p_adjusted", "effect", "draws", "category"),
         }
