@@ -17,7 +17,7 @@ queries and keys are captured", gives the rules model by model.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from .interface import CAPTURE_PREFIX, Attention, capture_attention  # noqa: F401  (capture's public names)
 from .quirks import KEY_NAMES, QUERY_NAMES, Call, ParameterProjection, Quirks, Rotation, Split, quirks
@@ -33,6 +33,7 @@ SHARED_NAMES = ("query_key",)
 #: scores on the input's positions
 PROJECTION_QUERY_NAMES = (*QUERY_NAMES, "project_q")
 PROJECTION_KEY_NAMES = (*KEY_NAMES, "project_k")
+T = TypeVar("T")
 
 
 class QueryKeySums:
@@ -216,11 +217,7 @@ class QueryKeySums:
                 f"({', '.join(names)}); {whose} query and key rows hold the queries and keys "
                 "of all of them side by side (every head of each), in the order they run"
             )
-        inside: dict[int, list[int]] = {}
-        for block, offset in sorted(self.inside.items()):
-            if block not in self.dropped and block in self.queries:
-                inside.setdefault(offset, []).append(block)
-        for offset, blocks in inside.items():
+        for offset, blocks in _grouped(self.inside, self.dropped, self.queries).items():
             one = len(blocks) == 1
             notes.append(
                 f"{_blocks(blocks)} {'pads its' if one else 'each pad their'} attention's input with {offset} "
@@ -308,11 +305,9 @@ def own_keys(module: Any, query: Any, key: Any) -> Any:
     return None
 
 
-def _grouped(
-    values: dict[int, tuple[str, str]], dropped: dict[int, str], measured: dict[int, Any]
-) -> dict[tuple[str, str], list[int]]:
+def _grouped(values: dict[int, T], dropped: dict[int, str], measured: dict[int, Any]) -> dict[T, list[int]]:
     """value -> the measured blocks that have it, in order."""
-    grouped: dict[tuple[str, str], list[int]] = {}
+    grouped: dict[T, list[int]] = {}
     for block, value in sorted(values.items()):
         if block not in dropped and block in measured:
             grouped.setdefault(value, []).append(block)

@@ -335,15 +335,16 @@ class _Run:
         self.own_states: bool | None = None  # the rows are the blocks' own (hooked), not hidden_states: first batch
         self.reported = 0  # how many hidden states the model itself reports
 
+    def call(self, ids: Any, mask: Any) -> Any:
+        """The model's own forward on one batch, with every hidden state."""
+        return self.model(
+            input_ids=ids.to(self.device), attention_mask=mask, output_hidden_states=True, **self.call_options
+        )
+
     def forward(self, ids: Any, mask: Any) -> Any:
         self.recorder.start(mask.to(self.device))
         try:
-            return self.model(
-                input_ids=ids.to(self.device),
-                attention_mask=self.recorder.mask,
-                output_hidden_states=True,
-                **self.call_options,
-            )
+            return self.call(ids, self.recorder.mask)
         except BaseException:
             self.recorder.discard()  # a forward that failed half-way adds nothing
             raise
@@ -360,12 +361,7 @@ class _Run:
             if "out of memory" in text or "can't allocate memory" in text:
                 raise  # memory, not the batch (CUDA's OutOfMemoryError, the CPU allocator's): never skipped
             try:  # the recorder is stopped: the hooks and the capturing attention only pass through
-                self.model(
-                    input_ids=ids.to(self.device),
-                    attention_mask=mask.to(self.device),
-                    output_hidden_states=True,
-                    **self.call_options,
-                )
+                self.call(ids, mask.to(self.device))
             except (RuntimeError, ValueError, IndexError):
                 from ..errors import first_line
 
@@ -739,14 +735,14 @@ def _query_key_notes(
             "attention interface does not reach; query/key rows are left out rather than measured before the rotation"
         ]
     notes = run.recorder.notes()  # two attention modules side by side, padding inside a block
-    for block, why in sorted(run.recorder.dropped.items()):
+    one_sided = sorted(set(queries).difference(run.recorder.dropped) ^ set(keys).difference(run.recorder.dropped))
+    for block, why in [
+        *sorted(run.recorder.dropped.items()),
+        *((block, "only one of its query and key projections was seen") for block in one_sided),
+    ]:
         queries.pop(block, None)
         keys.pop(block, None)
         notes.append(f"block {block} has no query/key rows: {why}")
-    for block in sorted(set(queries) ^ set(keys)):
-        queries.pop(block, None)
-        keys.pop(block, None)
-        notes.append(f"block {block} has no query/key rows: only one of its query and key projections was seen")
     if method != "none":
         for block in checkpoint.mechanism.attention_layers:
             if block not in queries and block not in run.recorder.dropped:
