@@ -30,6 +30,7 @@ from geoanalyze.checkpoints import load_checkpoint
 from geoanalyze.checkpoints.hidden import forward_pass
 
 from .test_capture_models import SEQ2SEQ, T5, build, capture_tokenizer, texts
+from .zoo import JAMBA
 
 __all__ = ["capture_tokenizer"]
 
@@ -161,11 +162,18 @@ def mla(split: bool) -> QK:
 
 
 @dataclass(frozen=True)
-class Family:
+class Recomputed:
+    """A model type whose queries and keys are recomputed from what enters its attention modules."""
+
     model_type: str
     config: dict[str, Any]
     blocks: Callable[[Any], Any]  # the model -> its blocks (or those with attention)
     attention: Callable[[Any], Any]  # a block -> the attention module whose input is hooked
+    qk: Callable[..., tuple[Any, Any]]  # (attention module, its input x (T, w) float64, ...) -> q, k
+
+
+@dataclass(frozen=True)
+class Family(Recomputed):
     qk: QK
     tolerance: float = 1e-5
     notes: dict[str, Any] = field(default_factory=dict)
@@ -221,16 +229,7 @@ FAMILIES: dict[str, Family] = {
     ),
     "none (Jamba's attention block)": Family(
         "jamba",
-        {
-            "num_key_value_heads": 2,
-            "num_experts": 2,
-            "attn_layer_period": 2,
-            "attn_layer_offset": 1,
-            "expert_layer_period": 2,
-            "mamba_d_state": 4,
-            "mamba_dt_rank": 4,
-            "use_mamba_kernels": False,
-        },
+        {**JAMBA, "use_mamba_kernels": False},
         lambda m: {2: m.layers[1]},
         lambda b: b.self_attn,
         separate("q_proj", "k_proj"),

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from .test_capture_independent import (
+    Recomputed,
     capture_and_recompute,
     compare_rows,
     heads,
@@ -84,16 +85,25 @@ def falcon(rotary: bool) -> QK:
 
 
 @dataclass(frozen=True)
-class Case:
-    model_type: str
-    config: dict[str, Any]
-    blocks: Callable[[Any], Any]  # the model -> its blocks
-    attention: Callable[[Any], Any]  # a block -> the attention module whose input is hooked
+class Case(Recomputed):
     qk: QK
     #: the recomputation's attention: eager, but for Falcon with ALiBi, whose eager path in transformers 5.24
     #: adds the ALiBi bias twice (FalconAttention: (scores + alibi) * scale + a mask FalconModel already added
     #: alibi / sqrt(d) into) where sdpa, the capture's default, adds it once: block 2's input differs by 3.5e-3
     implementation: str = "eager"
+
+
+def _falcon_case(**config: Any) -> Case:
+    """A Falcon case: rotated where the config gives it no ALiBi; with ALiBi, recomputed through sdpa."""
+    alibi = bool(config.get("alibi"))
+    return Case(
+        "falcon",
+        config,
+        lambda m: m.h,
+        lambda b: b.self_attention,
+        falcon(rotary=not alibi),
+        "sdpa" if alibi else "eager",
+    )
 
 
 CASES: dict[str, Case] = {
@@ -107,28 +117,11 @@ CASES: dict[str, Case] = {
         lambda b: b.attention,
         neox_japanese,
     ),
-    "Falcon (RoPE, new decoder architecture, 2 key heads)": Case(
-        "falcon",
-        {"new_decoder_architecture": True, "num_kv_heads": 2, "rope_theta": 10000.0},
-        lambda m: m.h,
-        lambda b: b.self_attention,
-        falcon(rotary=True),
+    "Falcon (RoPE, new decoder architecture, 2 key heads)": _falcon_case(
+        new_decoder_architecture=True, num_kv_heads=2, rope_theta=10000.0
     ),
-    "Falcon (RoPE, multi-query)": Case(
-        "falcon",
-        {"new_decoder_architecture": False, "multi_query": True, "rope_theta": 10000.0},
-        lambda m: m.h,
-        lambda b: b.self_attention,
-        falcon(rotary=True),
-    ),
-    "Falcon (ALiBi: no rotation)": Case(
-        "falcon",
-        {"alibi": True, "new_decoder_architecture": True, "num_kv_heads": 2},
-        lambda m: m.h,
-        lambda b: b.self_attention,
-        falcon(rotary=False),
-        implementation="sdpa",
-    ),
+    "Falcon (RoPE, multi-query)": _falcon_case(new_decoder_architecture=False, multi_query=True, rope_theta=10000.0),
+    "Falcon (ALiBi: no rotation)": _falcon_case(alibi=True, new_decoder_architecture=True, num_kv_heads=2),
 }
 
 
