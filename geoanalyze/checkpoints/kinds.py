@@ -93,17 +93,14 @@ class Mechanism:
 
     def to_record(self) -> dict[str, Any]:
         """Every field, JSON-ready, with the tag (the mechanism cache's record)."""
-        record: dict[str, Any] = {"kind": self.kind}
-        for item in fields(self):
-            record[item.name] = getattr(self, item.name)
-        return record
+        return {"kind": self.kind, **{item.name: getattr(self, item.name) for item in fields(self)}}
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Mechanism:
         """The mechanism of a :meth:`to_record` record (KeyError: an unknown kind or a missing field)."""
         variant = MECHANISMS[record["kind"]]
         values = {
-            item.name: _FROM_JSON.get(item.name, _same)(record[item.name])
+            item.name: _FROM_JSON[item.name](record[item.name]) if item.name in _FROM_JSON else record[item.name]
             for item in fields(variant)
             if item.name in record
         }
@@ -245,10 +242,6 @@ MECHANISMS: dict[str, type[Mechanism]] = {
     variant.kind: variant
     for variant in (LearnedTable, FixedTable, RopeMechanism, AlibiMechanism, RelativeMechanism, NoMechanism)
 }
-
-
-def _same(value: Any) -> Any:
-    return value
 
 
 def _rope_sets_from_json(value: Mapping[str, Any]) -> dict[str, RopeSet]:

@@ -239,10 +239,9 @@ def _rope_mechanism(
 def _hidden_size(config: Any, depth: int = 0) -> int:
     """The width of the hidden states: the config's own, else its text config's (``get_text_config()``),
     else its encoder's (T5Gemma keeps its sizes in encoder and decoder sub-configs)."""
-    for key in ("hidden_size", "d_model", "n_embd", "dim"):
-        value = config_attr(config, key, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
+    width = _config_int(config, ("hidden_size", "d_model", "n_embd", "dim"))
+    if width is not None:
+        return width
     if depth > 2:
         return 0
     text = config.get_text_config() if callable(config_attr(config, "get_text_config", None)) else None
