@@ -5,54 +5,19 @@ For block l, position i and the padding mask w(b, i) of the batch (1 where seque
     Q_l(i) = sum_b w(b, i) q_l(b, i),    K_l(i) = sum_b w(b, i) k_l(b, i)
 
 in float64 on the device, all heads side by side (H * d wide); the forward pass divides by the
-reach. q and k are taken after the model's own position transform (RoPE rotates them first),
-through transformers' documented attention-function interface: a function registered with
-``AttentionInterface.register`` under ``geoanalyze_capture_<original>`` adds the sums, then calls
-the attention the model would have called (``sdpa``, or its own ``eager_attention_forward``); the
-original's mask function is registered beside it (``AttentionMaskInterface.register``), and the
-model is switched to it with ``set_attn_implementation`` for the duration of the pass only, so the
-numbers are the original's.
-
-Models whose attention does not go through that interface (BLOOM, MPT, Falcon, DeBERTa, Longformer,
-...) keep their implementation; :func:`hook_projections` captures them at their query/key
-projections (forward hooks), separate or fused in the layout the model type documents. Those that
-rotate q and k in their own code (RoFormer, GPT-NeoX-Japanese, Falcon with RoPE: their :class:`~.quirks.Quirks` ``rotation``)
-have the projections' q and k rotated as their attention rotates them: a forward pre-hook on the
-attention module takes the rotary tables its call is handed (``sinusoidal_pos``, ``position_embeddings``),
-and the model's own rotary function applies them (:meth:`QueryKeySums.rotate`).
-
-Nothing assumes that a layer keeps the input's (batch, length): a model that pads the sequence to a
-multiple of its window or chunk (Longformer, LED, Reformer, PegasusX) has the padding, appended at
-the end, trimmed back to the batch's length; a projection that runs sequence-first (Longformer)
-is turned batch-first; a call on other tokens than the sequence's (PegasusX's global tokens) is not
-counted; a block that pads its attention's input at both ends inside (PegasusX's staggered local
-blocks) has its rows read from where the input's positions are; a block whose attention sees fewer
-positions than the input (pooled), or whose projections run twice in one pass, is left out with the
-reason (:attr:`QueryKeySums.dropped`). An attention that appends entries of its own after the positions'
-keys (DeepSeek-V4's compressor: more keys than queries) has its key row taken from the positions' own
-keys, with a note (:func:`own_keys`); any other call with more keys than queries is not counted.
-
-An attention with one shared query/key projection (Reformer's LSHSelfAttention: ``query_key``, no key
-of its own) has its query row from that projection, as the attention uses it, and its key row from
-what the attention compares the queries against: the same projection length-normalised per head
-(:func:`_shared_query_key`), with a note (:attr:`QueryKeySums.shared`).
-
-CPM-Ant's blocks see the model's prompt positions before the input's (its quirks' ``prefix``): its rows are
-read after them. XLNet's query and key maps are Parameters its attention multiplies in its own code, no
-module to hook: a forward pre-hook on the attention module takes its content stream and multiplies it as
-the attention does (its quirks' ``parameters``).
-
-A block that runs two attention modules of its own, each once (LongCat-Flash's self_attn[0] and
-self_attn[1]), keeps its number (the mechanism's block, the hidden rows' layer): its query and key
-rows hold both modules' queries and keys side by side, in the order they run, as one module's heads
-are side by side; :meth:`QueryKeySums.notes` says so. This is not a repeat: ALBERT's one module
-shared by every layer counts a block per call, DiffLlama's two softmaxes on the same q and k count once.
+reach. q and k are taken after the model's own position transform, through transformers'
+attention-function interface (:mod:`~geoanalyze.checkpoints.interface`); a model whose attention
+bypasses it is captured at its query/key projections (:func:`hook_projections`), rotated as its
+own code rotates them where it does (its :class:`~.quirks.Quirks` ``rotation``). What a layer
+does to the (batch, length) is undone where it can be and noted (:meth:`QueryKeySums.notes`), or
+the block is left out with the reason (:attr:`QueryKeySums.dropped`). docs/checkpoints.md, "How
+queries and keys are captured", gives the rules model by model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from .interface import CAPTURE_PREFIX, Attention, capture_attention  # noqa: F401  (capture's public names)
 from .quirks import KEY_NAMES, QUERY_NAMES, Call, ParameterProjection, Quirks, Rotation, Split, quirks
@@ -68,6 +33,7 @@ SHARED_NAMES = ("query_key",)
 #: scores on the input's positions
 PROJECTION_QUERY_NAMES = (*QUERY_NAMES, "project_q")
 PROJECTION_KEY_NAMES = (*KEY_NAMES, "project_k")
+T = TypeVar("T")
 
 
 class QueryKeySums:
@@ -251,11 +217,7 @@ class QueryKeySums:
                 f"({', '.join(names)}); {whose} query and key rows hold the queries and keys "
                 "of all of them side by side (every head of each), in the order they run"
             )
-        inside: dict[int, list[int]] = {}
-        for block, offset in sorted(self.inside.items()):
-            if block not in self.dropped and block in self.queries:
-                inside.setdefault(offset, []).append(block)
-        for offset, blocks in inside.items():
+        for offset, blocks in _grouped(self.inside, self.dropped, self.queries).items():
             one = len(blocks) == 1
             notes.append(
                 f"{_blocks(blocks)} {'pads its' if one else 'each pad their'} attention's input with {offset} "
@@ -343,11 +305,9 @@ def own_keys(module: Any, query: Any, key: Any) -> Any:
     return None
 
 
-def _grouped(
-    values: dict[int, tuple[str, str]], dropped: dict[int, str], measured: dict[int, Any]
-) -> dict[tuple[str, str], list[int]]:
+def _grouped(values: dict[int, T], dropped: dict[int, str], measured: dict[int, Any]) -> dict[T, list[int]]:
     """value -> the measured blocks that have it, in order."""
-    grouped: dict[tuple[str, str], list[int]] = {}
+    grouped: dict[T, list[int]] = {}
     for block, value in sorted(values.items()):
         if block not in dropped and block in measured:
             grouped.setdefault(value, []).append(block)

@@ -2,41 +2,18 @@
 
 c_l(i) = (1 / N'_i) sum_s h_l(s, i) over the N'_i sampled sequences s longer than i
 (GEOMETRY.md, hidden-state stress). One batched no_grad forward pass with
-``output_hidden_states``; sequences are sorted by length so batches carry little padding,
-sums are taken on the device and accumulated on the host in float64.
+``output_hidden_states`` (``use_cache=False`` wherever the forward takes it: it never generates);
+sequences are sorted by length so batches carry little padding, sums are taken on the device and
+accumulated on the host in float64. Queries and keys are captured as the attention sees them
+(:mod:`~geoanalyze.checkpoints.capture`): a probe batch finds whether the attention goes through
+transformers' attention interface, else the projections are hooked (:meth:`_Run.probe`).
 
-Queries and keys are captured as the attention sees them, after the model's own position
-transform (:mod:`~geoanalyze.checkpoints.capture`): a probe batch first finds whether the model's
-attention goes through transformers' attention interface; if not, the query/key projections
-are hooked instead where that is what attention sees: no rotation inside the module, or one the
-capture repeats with the call's own tables (``capture.ROTATIONS``); otherwise the rows are left out
-with a note.
-
-No layer is assumed to keep the input's (batch, length): a layer padded to a window or chunk is
-trimmed back, a pooled layer (Funnel) is placed at the input position each pooled position ends at
-(its own reach, ``ForwardResult.layer_reach``), Gemma3n's AltUp streams give the active stream's
-rows, and a layer that cannot be placed has no row and a note (``ForwardResult.hidden_notes``). A
-batch transformers itself cannot run is left out with a note; a checkpoint it cannot run on any
-batch is refused (FormatError) with transformers' reason. A model whose own ``hidden_states`` are
-not its blocks' (BLT records the layers of all four of its stacks) has its rows read from the blocks
-with hooks (:meth:`_Run.states`), with a note. The pass runs with ``use_cache=False`` wherever the
-forward takes it: it never generates.
-
-Several residual streams per position (hyper-connections: DeepSeek-V4's and HY-V4's hidden states
-are (B, T, n_streams, h) at every layer but the last, which their head collapses): the hidden row is
-the mean over the stream axes (:meth:`_Run.collapse_streams`). That mean is the residual state: at
-layer 0 every stream is the embedding, so the mean is the embedding output other models' layer 0
-gives; HY-V4 adds post_k f(x) to stream k, and DeepSeek-V4 mixes the streams by a doubly-stochastic
-matrix (Sinkhorn) before adding post_k f(x), so either way the stream mean takes the ordinary
-residual update mean + mean_k(post_k) f(x) of the block's output f(x) (exactly for HY-V4, up to
-Sinkhorn's tolerance for DeepSeek-V4). Any other model whose hidden states carry extra axes between
-(B, T) and the width is measured the same way, with a note.
-
-A row whose centroids are the same at every position (or equally far apart at every pair: every
-pairwise distance tied, as :func:`~geoanalyze.geometry.scores.tie_ranks` ties them) has no ranking of
-positions, so its monotonicity would be undefined (NaN): such a query, key or hidden row is left out
-with a note saying so (:func:`flat_row`). ZAYA's keys are one: its key scale ``qk_norm.temp`` is
-initialised to zero, so an untrained checkpoint's keys are 0 at every position.
+No layer is assumed to keep the input's (batch, length) (:meth:`_Run.place`), several residual
+streams per position are reduced to one row (:meth:`_Run.collapse_streams`), hidden states that
+are not the blocks' are read from the blocks (:meth:`_Run.states`), and a row that ranks no pair
+of positions is left out (:func:`flat_row`), each with a note; a batch transformers itself cannot
+run is left out with a note, a checkpoint it cannot run on any batch refused (FormatError).
+docs/checkpoints.md ("Several residual streams per position") gives the reasons model by model.
 """
 
 from __future__ import annotations
@@ -358,15 +335,16 @@ class _Run:
         self.own_states: bool | None = None  # the rows are the blocks' own (hooked), not hidden_states: first batch
         self.reported = 0  # how many hidden states the model itself reports
 
+    def call(self, ids: Any, mask: Any) -> Any:
+        """The model's own forward on one batch, with every hidden state."""
+        return self.model(
+            input_ids=ids.to(self.device), attention_mask=mask, output_hidden_states=True, **self.call_options
+        )
+
     def forward(self, ids: Any, mask: Any) -> Any:
         self.recorder.start(mask.to(self.device))
         try:
-            return self.model(
-                input_ids=ids.to(self.device),
-                attention_mask=self.recorder.mask,
-                output_hidden_states=True,
-                **self.call_options,
-            )
+            return self.call(ids, self.recorder.mask)
         except BaseException:
             self.recorder.discard()  # a forward that failed half-way adds nothing
             raise
@@ -383,12 +361,7 @@ class _Run:
             if "out of memory" in text or "can't allocate memory" in text:
                 raise  # memory, not the batch (CUDA's OutOfMemoryError, the CPU allocator's): never skipped
             try:  # the recorder is stopped: the hooks and the capturing attention only pass through
-                self.model(
-                    input_ids=ids.to(self.device),
-                    attention_mask=mask.to(self.device),
-                    output_hidden_states=True,
-                    **self.call_options,
-                )
+                self.call(ids, mask.to(self.device))
             except (RuntimeError, ValueError, IndexError):
                 from ..errors import first_line
 
@@ -464,8 +437,8 @@ class _Run:
     def collapse_streams(self, layer: int, hidden: Any, batch: int) -> Any:
         """One (B, T, h) state per position: Gemma3n's (streams, B, T, h) AltUp states give the active stream
         (``altup_active_idx``), the one its attention and MLP read; (B, T, *streams, h) states
-        (hyper-connections) the mean over the stream axes (the residual state: see the module's
-        docstring); any other shape as it is."""
+        (hyper-connections) the mean over the stream axes (the residual state the blocks update:
+        docs/checkpoints.md, "Several residual streams per position"); any other shape as it is."""
         active = getattr(self.config, "altup_active_idx", None)
         if hidden.dim() == 4 and hidden.shape[1] == batch and isinstance(active, int):
             self.streams = (int(hidden.shape[0]), active)
@@ -762,14 +735,14 @@ def _query_key_notes(
             "attention interface does not reach; query/key rows are left out rather than measured before the rotation"
         ]
     notes = run.recorder.notes()  # two attention modules side by side, padding inside a block
-    for block, why in sorted(run.recorder.dropped.items()):
+    one_sided = sorted(set(queries).difference(run.recorder.dropped) ^ set(keys).difference(run.recorder.dropped))
+    for block, why in [
+        *sorted(run.recorder.dropped.items()),
+        *((block, "only one of its query and key projections was seen") for block in one_sided),
+    ]:
         queries.pop(block, None)
         keys.pop(block, None)
         notes.append(f"block {block} has no query/key rows: {why}")
-    for block in sorted(set(queries) ^ set(keys)):
-        queries.pop(block, None)
-        keys.pop(block, None)
-        notes.append(f"block {block} has no query/key rows: only one of its query and key projections was seen")
     if method != "none":
         for block in checkpoint.mechanism.attention_layers:
             if block not in queries and block not in run.recorder.dropped:

@@ -93,17 +93,14 @@ class Mechanism:
 
     def to_record(self) -> dict[str, Any]:
         """Every field, JSON-ready, with the tag (the mechanism cache's record)."""
-        record: dict[str, Any] = {"kind": self.kind}
-        for item in fields(self):
-            record[item.name] = getattr(self, item.name)
-        return record
+        return {"kind": self.kind, **{item.name: getattr(self, item.name) for item in fields(self)}}
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Mechanism:
         """The mechanism of a :meth:`to_record` record (KeyError: an unknown kind or a missing field)."""
         variant = MECHANISMS[record["kind"]]
         values = {
-            item.name: _FROM_JSON.get(item.name, _same)(record[item.name])
+            item.name: _FROM_JSON[item.name](record[item.name]) if item.name in _FROM_JSON else record[item.name]
             for item in fields(variant)
             if item.name in record
         }
@@ -150,15 +147,19 @@ class FixedTable(TableMechanism):
     table_values: tuple[tuple[float, ...], ...]
 
     def implied_vectors(self, positions: np.ndarray) -> np.ndarray:
-        index = np.asarray(positions, dtype=np.int64).reshape(-1)
-        table = np.asarray(self.table_values, dtype=np.float64)
-        rows = index + self.offset
-        if rows.size and rows.max() >= table.shape[0]:
-            raise InputError(
-                f"the fixed table has {table.shape[0] - self.offset} positions but position {int(index.max())} "
-                "was asked for; lower --max-length"
-            )
-        return table[rows]
+        return table_rows(np.asarray(self.table_values, dtype=np.float64), positions, self.offset, "the fixed table")
+
+
+def table_rows(table: np.ndarray, positions: Any, offset: int, owner: str) -> np.ndarray:
+    """Rows ``positions + offset`` of ``table``; InputError naming ``owner`` for a position past its end."""
+    index = np.asarray(positions, dtype=np.int64).reshape(-1)
+    rows = index + offset
+    if rows.size and rows.max() >= table.shape[0]:
+        raise InputError(
+            f"{owner} has {table.shape[0] - offset} positions but position {int(index.max())} "
+            "was asked for; lower --max-length"
+        )
+    return table[rows]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -243,10 +244,6 @@ MECHANISMS: dict[str, type[Mechanism]] = {
 }
 
 
-def _same(value: Any) -> Any:
-    return value
-
-
 def _rope_sets_from_json(value: Mapping[str, Any]) -> dict[str, RopeSet]:
     return {
         name: RopeSet(tuple(rope["inv_freq"]), rope.get("scaling", 1.0), rope.get("rope_type", "default"))
@@ -274,15 +271,23 @@ def axial_table(factors: Sequence[np.ndarray]) -> np.ndarray:
     flattened row-major, as Reformer's AxialPositionEmbeddings.forward computes it (position i is
     (i // n_2, i % n_2) for two axes: the first factor's row i // n_2 beside the second's row i % n_2)."""
     arrays = [np.asarray(factor, dtype=np.float64) for factor in factors]
-    k = len(arrays)
-    if k < 2 or any(a.ndim != k + 1 for a in arrays):
-        raise ValueError(f"axial factors must be {k} arrays of {k + 1} dimensions, got {[a.shape for a in arrays]}")
+    error = axial_error([a.shape for a in arrays])
+    if error is not None:
+        raise ValueError(error)
     shape = tuple(int(a.shape[axis]) for axis, a in enumerate(arrays))
-    for axis, a in enumerate(arrays):
-        if any(size != 1 for other, size in enumerate(a.shape[:-1]) if other != axis):
-            raise ValueError(f"axial factor {axis} has shape {a.shape}: 1 expected on every axis but {axis}")
     parts = [np.broadcast_to(a, (*shape, a.shape[-1])) for a in arrays]
     return np.concatenate(parts, axis=-1).reshape(int(np.prod(shape)), -1)
+
+
+def axial_error(shapes: Sequence[tuple[int, ...]]) -> str | None:
+    """Why ``shapes`` are not those of k >= 2 axial factors (factor a: (1, .., n_a, .., 1, d_a)); None when they are."""
+    k = len(shapes)
+    if k < 2 or any(len(shape) != k + 1 for shape in shapes):
+        return f"axial factors must be {k} arrays of {k + 1} dimensions, got {list(shapes)}"
+    for axis, shape in enumerate(shapes):
+        if any(size != 1 for other, size in enumerate(shape[:-1]) if other != axis):
+            return f"axial factor {axis} has shape {shape}: 1 expected on every axis but {axis}"
+    return None
 
 
 def implied_base(inv_freq: Sequence[float]) -> float | None:

@@ -27,7 +27,7 @@ from ..errors import DataNotFoundError, FormatError, IncompatibleError, InputErr
 from ..hub import PACKAGED_MINILM_NAMES, hub_offline, packaged_minilm_path
 from ..notes import note
 from .adapters import find_tensor, query_key_maps
-from .kinds import FixedTable, LearnedTable, Mechanism, TableMechanism, axial_table
+from .kinds import FixedTable, LearnedTable, Mechanism, TableMechanism, axial_table, table_rows
 
 _WEIGHT_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]
 
@@ -504,18 +504,10 @@ class Checkpoint:
 
     def position_vectors(self, positions: Any) -> np.ndarray:
         """Position vectors for the given positions: table rows (offset applied) or implied vectors."""
-        index = np.asarray(positions, dtype=np.int64).reshape(-1)
         mechanism = self.mechanism
         if not isinstance(mechanism, TableMechanism):
-            return mechanism.implied_vectors(index)
-        table = self.position_table()
-        rows = index + mechanism.offset
-        if rows.size and rows.max() >= table.shape[0]:
-            raise InputError(
-                f"{self.name} has {table.shape[0] - mechanism.offset} positions but position {int(index.max())} "
-                "was asked for; lower --max-length"
-            )
-        return table[rows]
+            return mechanism.implied_vectors(np.asarray(positions, dtype=np.int64).reshape(-1))
+        return table_rows(self.position_table(), positions, mechanism.offset, self.name)
 
     def query_key_maps(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """[(W_Q, W_K)] per block, each (hidden, out) so that q = p @ W_Q (bias left out); [] when the

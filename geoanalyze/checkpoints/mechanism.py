@@ -3,28 +3,9 @@
 The model is built as a *skeleton*: its parameters on the meta device (no memory, no weights
 read) and its buffers real, so the rotary frequencies it computes at construction
 (``inv_freq``, after any llama3 / yarn / linear scaling and partial-rotary cut) are the
-model's own. From that skeleton, one of five kinds of mechanism, each a frozen dataclass
-holding only its own parameters beside the facts every kind has (blocks, sizes, query/key
-weight names, a relative scheme noted beside it):
-
-- **table** (:class:`LearnedTable`, :class:`FixedTable`): the module that embeds positions (an
-  ``nn.Embedding``, or a sinusoidal module, whose name says "pos"), with its offset: an
-  ``offset`` attribute (OPT, BART: 2) or a padding index p (RoBERTa, MPNet: positions start at
-  p + 1); position i is table row i + offset;
-- **rope** (:class:`RopeMechanism`): every rotary module's frequencies and attention scaling
-  (Gemma 3 and ModernBERT keep one set per layer type), which layers use which set
-  (``config.layer_types``), and the NoPE layers whose attention module says ``use_rope = False``
-  (SmolLM3, Llama 4); GPT-J and CodeGen keep a sin/cos table instead of frequencies, read the same
-  way; position i's vector is (s cos(i w_k), s sin(i w_k))_k;
-- **alibi** (:class:`AlibiMechanism`): slopes m_h computed by the model's own ``build_*alibi_tensor``
-  function (BLOOM, MPT, Falcon with ``alibi: true``); position i's vector is (i m_h)_h;
-- **relative** (:class:`RelativeMechanism`): a relative-bias module (T5 buckets, DeBERTa, MPNet)
-  and no absolute one; also noted beside a table (``relative`` is a field of every kind);
-- **none** (:class:`NoMechanism`): no position module at all (Mamba, Jamba's attention).
-
-``kind`` is the tag (learned | fixed | rope | alibi | relative | none); :meth:`Mechanism.summary`
-is the JSON record of ``position_mechanism``, and :meth:`Mechanism.to_record` /
-:meth:`Mechanism.from_record` the cache's, so that warm runs import neither torch nor transformers.
+model's own. :func:`detect` reads from it one of the kinds of :mod:`~geoanalyze.checkpoints.kinds`
+(ALiBi, rotary, an absolute table, relative only, none; docs/checkpoints.md, "How the mechanism
+is read", says how each is found).
 """
 
 from __future__ import annotations
@@ -35,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import kinds
-from .kinds import LearnedTable, Mechanism, RopeSet, TableMechanism, axial_table, check_rope_matches
+from .kinds import LearnedTable, Mechanism, RopeSet, TableMechanism, axial_error, axial_table, check_rope_matches
 from .observe import Observed, caller_rope, observe
 from .quirks import KEY_NAMES, QUERY_NAMES, quirks
 
@@ -154,15 +135,8 @@ def _embedding_stack_layers(model: Any) -> Any:
     states none: BLT keeps its four stacks' sizes in sub-configs, and its bytes enter the local encoder
     (``get_input_embeddings()`` is local_encoder.embed_tokens), whose layers are the ones at the input's
     positions (the global transformer's run over patches). None without such a sub-model."""
-    try:
-        embeddings = model.get_input_embeddings()
-    except Exception:  # no token embeddings, or a getter (remote code) that fails: no count from them
-        return None
-    path = next((name for name, module in model.named_modules() if module is embeddings), "")
-    parts = path.split(".")[:-1] if path else []
-    for count in range(len(parts), 0, -1):
-        owner = model.get_submodule(".".join(parts[:count]))
-        layers = getattr(getattr(owner, "config", None), "num_hidden_layers", None)
+    for owner in _embedding_owners(model):
+        layers = getattr(getattr(model.get_submodule(owner), "config", None), "num_hidden_layers", None)
         if isinstance(layers, int) and not isinstance(layers, bool):
             return layers
     return None
@@ -173,14 +147,20 @@ def _text_depth(model: Any) -> Callable[[str], int]:
     (``get_input_embeddings()``): the length of the longest of the embeddings' ancestors that contains it.
     A multimodal model's language_model.layers scores above its audio_tower.layers; in a model of one
     stack every name scores alike."""
+    ancestors = [owner + "." for owner in _embedding_owners(model)]
+    return lambda name: next((len(prefix) for prefix in ancestors if name.startswith(prefix)), 0)
+
+
+def _embedding_owners(model: Any) -> list[str]:
+    """The names of the modules holding the token embeddings (``get_input_embeddings()``), innermost first;
+    [] without token embeddings, or where the getter (remote code) fails."""
     try:
         embeddings = model.get_input_embeddings()
-    except Exception:  # no token embeddings, or a getter (remote code) that fails: no preference
-        return lambda name: 0
+    except Exception:  # no token embeddings, or a getter (remote code) that fails
+        return []
     path = next((name for name, module in model.named_modules() if module is embeddings), "")
     parts = path.split(".")[:-1] if path else []
-    ancestors = [".".join(parts[:count]) + "." for count in range(len(parts), 0, -1)]
-    return lambda name: next((len(prefix) for prefix in ancestors if name.startswith(prefix)), 0)
+    return [".".join(parts[:count]) for count in range(len(parts), 0, -1)]
 
 
 def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
@@ -259,10 +239,9 @@ def _rope_mechanism(
 def _hidden_size(config: Any, depth: int = 0) -> int:
     """The width of the hidden states: the config's own, else its text config's (``get_text_config()``),
     else its encoder's (T5Gemma keeps its sizes in encoder and decoder sub-configs)."""
-    for key in ("hidden_size", "d_model", "n_embd", "dim"):
-        value = config_attr(config, key, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
+    width = _config_int(config, ("hidden_size", "d_model", "n_embd", "dim"))
+    if width is not None:
+        return width
     if depth > 2:
         return 0
     text = config.get_text_config() if callable(config_attr(config, "get_text_config", None)) else None
@@ -532,13 +511,7 @@ def _axial_factors(module: Any) -> list[tuple[str, Any]]:
     tables, factor a of shape (1, .., n_a, .., 1, d_a)), in the order its forward concatenates them; [] for
     any other module. The table they make is :func:`axial_table`."""
     factors = list(module.named_parameters())
-    k = len(factors)
-    if k < 2 or any(factor.ndim != k + 1 for _, factor in factors):
-        return []
-    for axis, (_, factor) in enumerate(factors):
-        if any(size != 1 for other, size in enumerate(factor.shape[:-1]) if other != axis):
-            return []
-    return factors
+    return [] if axial_error([tuple(factor.shape) for _, factor in factors]) else factors
 
 
 def _config_int(config: Any, keys: Sequence[str]) -> int | None:

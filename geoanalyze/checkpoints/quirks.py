@@ -11,6 +11,7 @@ architecture: adding an architecture is one entry here plus a zoo config (docs/a
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -159,7 +160,7 @@ def _cos_sin(attention: Any, call: Call, heads: Any) -> Any:
     if tables is None or call.get("alibi") is not None:
         return heads
     cos, sin = tables
-    apply = _FILE_ROTARY[type(attention).__name__]()
+    apply = importlib.import_module(_FILE_ROTARY[type(attention).__name__]).apply_rotary_pos_emb
     dims = cos.shape[-1]
     rotated, _ = apply(heads[..., :dims], heads[..., :dims], cos, sin)
     return torch.cat((rotated, heads[..., dims:]), dim=-1) if dims < heads.shape[-1] else rotated
@@ -180,8 +181,6 @@ def _build_alibi(module: str) -> Callable[[int, Any], list[float]]:
     """BLOOM and Falcon: ``build_alibi_tensor(attention_mask, num_heads, dtype)`` of the model's file, (H, 1, 2)."""
 
     def slopes(heads: int, _: Any) -> list[float]:
-        import importlib
-
         import torch
 
         build = importlib.import_module(module).build_alibi_tensor
@@ -230,19 +229,10 @@ def _always(_: Any) -> bool:
     return True
 
 
-def _file_rotary(module: str) -> Callable[[], Any]:
-    def apply() -> Any:
-        import importlib
-
-        return importlib.import_module(module).apply_rotary_pos_emb
-
-    return apply
-
-
-#: attention class -> the ``apply_rotary_pos_emb`` of its model's file (the one its own forward calls)
-_FILE_ROTARY: dict[str, Callable[[], Any]] = {
-    "FalconAttention": _file_rotary("transformers.models.falcon.modeling_falcon"),
-    "GPTNeoXJapaneseAttention": _file_rotary("transformers.models.gpt_neox_japanese.modeling_gpt_neox_japanese"),
+#: attention class -> its model's file, whose ``apply_rotary_pos_emb`` its own forward calls
+_FILE_ROTARY = {
+    "FalconAttention": "transformers.models.falcon.modeling_falcon",
+    "GPTNeoXJapaneseAttention": "transformers.models.gpt_neox_japanese.modeling_gpt_neox_japanese",
 }
 
 #: model_type -> its quirks; every other type has none (``QUIRKS.get(model_type, NONE)``)

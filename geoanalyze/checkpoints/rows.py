@@ -70,9 +70,7 @@ def capture(
 ) -> CaptureResult:
     """Per-position query, key and hidden rows of ``layers`` (None: every layer, 0 the embeddings) of a
     checkpoint (a hub name, a folder, or a loaded :class:`~geoanalyze.checkpoints.Checkpoint`) on ``texts``,
-    each truncated to ``max_length`` tokens by the checkpoint's own tokenizer.
-
-    """
+    each truncated to ``max_length`` tokens by the checkpoint's own tokenizer."""
     checkpoint = model_or_name if isinstance(model_or_name, Checkpoint) else load_checkpoint(os.fspath(model_or_name))
     result = forward_pass(checkpoint, list(texts), max_length, batch_size, device=device, dtype=dtype)
     chosen = range(result.centroids.shape[0]) if layers is None else layers

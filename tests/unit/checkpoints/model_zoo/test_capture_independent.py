@@ -18,7 +18,7 @@ Cohere2, RoPE in its sliding layers only).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from geoanalyze.checkpoints import load_checkpoint
 from geoanalyze.checkpoints.hidden import forward_pass
 
 from .test_capture_models import SEQ2SEQ, T5, build, capture_tokenizer, texts
+from .zoo import JAMBA
 
 __all__ = ["capture_tokenizer"]
 
@@ -161,11 +162,18 @@ def mla(split: bool) -> QK:
 
 
 @dataclass(frozen=True)
-class Family:
+class Recomputed:
+    """A model type whose queries and keys are recomputed from what enters its attention modules."""
+
     model_type: str
     config: dict[str, Any]
     blocks: Callable[[Any], Any]  # the model -> its blocks (or those with attention)
     attention: Callable[[Any], Any]  # a block -> the attention module whose input is hooked
+    qk: Callable[..., tuple[Any, Any]]  # (attention module, its input x (T, w) float64, ...) -> q, k
+
+
+@dataclass(frozen=True)
+class Family(Recomputed):
     qk: QK
     tolerance: float = 1e-5
     notes: dict[str, Any] = field(default_factory=dict)
@@ -221,16 +229,7 @@ FAMILIES: dict[str, Family] = {
     ),
     "none (Jamba's attention block)": Family(
         "jamba",
-        {
-            "num_key_value_heads": 2,
-            "num_experts": 2,
-            "attn_layer_period": 2,
-            "attn_layer_offset": 1,
-            "expert_layer_period": 2,
-            "mamba_d_state": 4,
-            "mamba_dt_rank": 4,
-            "use_mamba_kernels": False,
-        },
+        {**JAMBA, "use_mamba_kernels": False},
         lambda m: {2: m.layers[1]},
         lambda b: b.self_attn,
         separate("q_proj", "k_proj"),
@@ -286,9 +285,71 @@ def hook_inputs(attention: dict[int, Any]) -> tuple[dict[int, Any], list[Any]]:
     return seen, [module.register_forward_pre_hook(hook(n), with_kwargs=True) for n, module in attention.items()]
 
 
+def qk_centroids(
+    sequences: list[str],
+    tokenizer: Any,
+    step: Callable[[Any], Iterator[tuple[int, tuple[Any, Any]]]],
+    handles: list[Any],
+) -> dict[int, tuple[Any, Any]]:
+    """Block -> (query, key) centroids (20, width) of ``sequences``, each run alone: ``step(ids)`` runs one
+    sequence's ids (1, T) and yields each block's (q, k), each (T, width) float64; then the hooks' ``handles``
+    are removed."""
+    import torch
+
+    sums: dict[int, list[Any]] = {}
+    counts = torch.zeros(20, dtype=torch.float64)
+    with torch.no_grad():
+        for text in sequences:
+            ids = torch.tensor([tokenizer(text)["input_ids"]])
+            length = ids.shape[1]
+            for number, (q, k) in step(ids):
+                total = sums.setdefault(number, [torch.zeros(20, t.shape[1], dtype=torch.float64) for t in (q, k)])
+                total[0][:length] += q
+                total[1][:length] += k
+            counts[:length] += 1
+    for handle in handles:
+        handle.remove()
+    return {number: (q / counts[:, None], k / counts[:, None]) for number, (q, k) in sums.items()}
+
+
+def capture_and_recompute(
+    folder: Path, tokenizer: Any, recompute: Callable[..., dict[int, tuple[Any, Any]]], case: Any, **options: Any
+) -> tuple[Any, Any, dict[int, tuple[Any, Any]]]:
+    """The checkpoint in ``folder``, its capture (``forward_pass``: batches of 4 on the cpu, ``options``) on
+    texts of :data:`LENGTHS`, and ``recompute(folder, case, texts, tokenizer)`` of the same texts."""
+    sequences = texts(LENGTHS, tokenizer)
+    checkpoint = load_checkpoint(str(folder))
+    result = forward_pass(checkpoint, sequences, max_length=20, batch_size=4, device="cpu", **options)
+    return checkpoint, result, recompute(folder, case, sequences, tokenizer)
+
+
+def compare_rows(
+    result: Any,
+    expected: dict[int, tuple[Any, Any]],
+    atol: float = 1e-5,
+    rtol: float = 1e-5,
+    shape: tuple[int, int] | None = None,
+    check: Callable[[int, Any, Any], None] | None = None,
+) -> tuple[float, float]:
+    """Assert that each block's captured query and key rows (their first 20 positions) have ``expected``'s
+    shape (and ``shape``, where given), pass ``check`` and equal them within ``atol`` and ``rtol``; the
+    largest absolute and relative differences."""
+    worst_abs = worst_rel = 0.0
+    for block, (q, k) in expected.items():
+        for captured, reference in ((result.queries[block], q.numpy()), (result.keys[block], k.numpy())):
+            got = captured[:20]
+            assert got.shape == reference.shape and shape in (None, got.shape), (block, got.shape, reference.shape)
+            if check is not None:
+                check(block, got, reference)
+            np.testing.assert_allclose(got, reference, atol=atol, rtol=rtol)
+            difference = np.abs(got - reference)
+            worst_abs = max(worst_abs, float(np.nanmax(difference)))
+            worst_rel = max(worst_rel, float(np.nanmax(difference / np.maximum(np.abs(reference), 1e-3))))
+    return worst_abs, worst_rel
+
+
 def _recompute(folder: Path, family: Family, sequences: list[str], tokenizer: Any) -> dict[int, tuple[Any, Any]]:
     """Block (1-based) -> (query, key) centroids (n, width), each sequence alone, eager, unpadded."""
-    import torch
     from transformers import AutoModel
 
     model: Any = AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
@@ -297,21 +358,13 @@ def _recompute(folder: Path, family: Family, sequences: list[str], tokenizer: An
     config = model.config
     attention = {number: family.attention(block) for number, block in family.blocks(model).items()}
     seen, hooks = hook_inputs(attention)
-    sums: dict[int, list[Any]] = {}
-    counts = torch.zeros(20, dtype=torch.float64)
-    with torch.no_grad():
-        for text in sequences:
-            ids = torch.tensor([tokenizer(text)["input_ids"]])
-            model(input_ids=ids)
-            for number, x in seen.items():
-                q, k = family.qk(attention[number], x.double(), number, config)
-                total = sums.setdefault(number, [torch.zeros(20, t.shape[1], dtype=torch.float64) for t in (q, k)])
-                total[0][: ids.shape[1]] += q
-                total[1][: ids.shape[1]] += k
-            counts[: ids.shape[1]] += 1
-    for handle in hooks:
-        handle.remove()
-    return {number: (q / counts[:, None], k / counts[:, None]) for number, (q, k) in sums.items()}
+
+    def step(ids: Any) -> Iterator[tuple[int, tuple[Any, Any]]]:
+        model(input_ids=ids)
+        for number, x in seen.items():
+            yield number, family.qk(attention[number], x.double(), number, config)
+
+    return qk_centroids(sequences, tokenizer, step, hooks)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in DEFAULT else pytest.mark.slow) for n in FAMILIES])
@@ -320,18 +373,7 @@ def test_captured_centroids_equal_an_independent_recomputation(
 ) -> None:
     family = FAMILIES[name]
     folder = build(tmp_path / "model", capture_tokenizer, family.model_type, family.config)
-    sequences = texts(LENGTHS, capture_tokenizer)
-    checkpoint = load_checkpoint(str(folder))
-    result = forward_pass(checkpoint, sequences, max_length=20, batch_size=4, device="cpu", dtype="float32")
-    expected = _recompute(folder, family, sequences, capture_tokenizer)
+    _, result, expected = capture_and_recompute(folder, capture_tokenizer, _recompute, family, dtype="float32")
     assert sorted(result.queries) == sorted(expected), (result.capture, result.notes)
-    worst_abs = worst_rel = 0.0
-    for block, (q, k) in expected.items():
-        for captured, reference in ((result.queries[block], q.numpy()), (result.keys[block], k.numpy())):
-            got = captured[:20]
-            assert got.shape == reference.shape, (block, got.shape, reference.shape)
-            np.testing.assert_allclose(got, reference, atol=family.tolerance, rtol=family.tolerance)
-            difference = np.abs(got - reference)
-            worst_abs = max(worst_abs, float(difference.max()))
-            worst_rel = max(worst_rel, float((difference / np.maximum(np.abs(reference), 1e-3)).max()))
+    worst_abs, worst_rel = compare_rows(result, expected, family.tolerance, family.tolerance)
     print(f"\n{name} [{result.capture}]: max |diff| {worst_abs:.2e}, max rel {worst_rel:.2e}")

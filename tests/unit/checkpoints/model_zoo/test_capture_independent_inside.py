@@ -20,19 +20,23 @@ recorder's rules on tensors made here (test_capture_rules.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
-from geoanalyze.checkpoints import load_checkpoint
-from geoanalyze.checkpoints.hidden import forward_pass
-
-from .test_capture_independent import HEADS, LENGTHS, heads, linear, rotate_pairs
-from .test_capture_models import SEQ2SEQ, build, capture_tokenizer, texts
+from .test_capture_independent import (
+    HEADS,
+    capture_and_recompute,
+    compare_rows,
+    heads,
+    linear,
+    qk_centroids,
+    rotate_pairs,
+)
+from .test_capture_models import SEQ2SEQ, build, capture_tokenizer
 
 __all__ = ["capture_tokenizer"]
 
@@ -123,7 +127,6 @@ CASES = {
 
 def _recompute(folder: Path, case: Case, sequences: list[str], tokenizer: Any) -> dict[int, tuple[Any, Any]]:
     """Block (1-based) -> (query, key) centroids (20, width), each sequence alone, eager, unpadded."""
-    import torch
     from transformers import AutoModel
 
     model: Any = AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
@@ -139,25 +142,17 @@ def _recompute(folder: Path, case: Case, sequences: list[str], tokenizer: Any) -
 
             hooks.append(module.register_forward_pre_hook(hook, with_kwargs=True))
     blocks = dict(enumerate(case.blocks(model), 1))
-    sums: dict[int, list[Any]] = {}
-    counts = torch.zeros(20, dtype=torch.float64)
-    with torch.no_grad():
-        for text in sequences:
-            ids = torch.tensor([tokenizer(text)["input_ids"]])
-            length = ids.shape[1]
-            seen.clear()
-            model(input_ids=ids)
-            for number, inputs in seen.items():
-                # the input's positions 0 .. length - 1 (PegasusX's layer input is padded at the end only)
-                xs = [inputs[order][:length].double() for order in sorted(inputs)]
-                q, k = case.qk(blocks[number], xs, model.config)
-                total = sums.setdefault(number, [torch.zeros(20, t.shape[1], dtype=torch.float64) for t in (q, k)])
-                total[0][:length] += q
-                total[1][:length] += k
-            counts[:length] += 1
-    for handle in hooks:
-        handle.remove()
-    return {number: (q / counts[:, None], k / counts[:, None]) for number, (q, k) in sums.items()}
+
+    def step(ids: Any) -> Iterator[tuple[int, tuple[Any, Any]]]:
+        length = ids.shape[1]
+        seen.clear()
+        model(input_ids=ids)
+        for number, inputs in seen.items():
+            # the input's positions 0 .. length - 1 (PegasusX's layer input is padded at the end only)
+            xs = [inputs[order][:length].double() for order in sorted(inputs)]
+            yield number, case.qk(blocks[number], xs, model.config)
+
+    return qk_centroids(sequences, tokenizer, step, hooks)
 
 
 @pytest.mark.slow
@@ -167,18 +162,9 @@ def test_captured_centroids_equal_an_independent_recomputation(
 ) -> None:
     case = CASES[name]
     folder = build(tmp_path / "model", capture_tokenizer, case.model_type, case.config)
-    sequences = texts(LENGTHS, capture_tokenizer)
-    checkpoint = load_checkpoint(str(folder))
-    result = forward_pass(checkpoint, sequences, max_length=20, batch_size=4, device="cpu", dtype="float32")
-    expected = _recompute(folder, case, sequences, capture_tokenizer)
+    checkpoint, result, expected = capture_and_recompute(folder, capture_tokenizer, _recompute, case, dtype="float32")
     assert sorted(expected) == list(range(1, checkpoint.mechanism.layers + 1))
     assert sorted(result.queries) == sorted(expected), (result.capture, result.notes)
     assert result.notes == [case.note]
-    worst = 0.0
-    for block, (q, k) in expected.items():
-        for captured, reference in ((result.queries[block], q.numpy()), (result.keys[block], k.numpy())):
-            got = captured[:20]
-            assert got.shape == reference.shape, (block, got.shape, reference.shape)
-            np.testing.assert_allclose(got, reference, atol=case.tolerance, rtol=case.tolerance)
-            worst = max(worst, float(np.abs(got - reference).max()))
+    worst, _ = compare_rows(result, expected, case.tolerance, case.tolerance)
     print(f"\n{name} [{result.capture}]: max |diff| {worst:.2e}")

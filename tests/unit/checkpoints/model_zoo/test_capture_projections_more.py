@@ -13,7 +13,7 @@ and this file's own arithmetic, then the mean over the sequences reaching each p
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,9 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from geoanalyze.checkpoints import load_checkpoint
-from geoanalyze.checkpoints.hidden import forward_pass
-
+from .test_capture_independent import capture_and_recompute, compare_rows, qk_centroids
 from .test_capture_models import WIDTH, build, capture_tokenizer, texts
 
 __all__ = ["capture_tokenizer"]
@@ -128,7 +126,6 @@ def thirds(attention: Any, x: Any) -> tuple[Any, Any]:
 
 def _recompute(folder: Path, case: Case, sequences: list[str], tokenizer: Any) -> dict[int, tuple[Any, Any]]:
     """Block (1-based) -> (query, key) centroids (20, width), each sequence alone, eager, unpadded."""
-    import torch
     from transformers import AutoModel
 
     model: Any = AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
@@ -143,23 +140,15 @@ def _recompute(folder: Path, case: Case, sequences: list[str], tokenizer: Any) -
         return record
 
     hooks = [module.register_forward_pre_hook(hook(number), with_kwargs=True) for number, module in attention.items()]
-    sums: dict[int, list[Any]] = {}
-    counts = torch.zeros(20, dtype=torch.float64)
-    with torch.no_grad():
-        for text in sequences:
-            ids = torch.tensor([tokenizer(text)["input_ids"]])
-            seen.clear()
-            model(input_ids=ids)
-            assert sorted(seen) == sorted(attention)
-            for number, x in seen.items():
-                q, k = case.qk(attention[number], x.double())
-                total = sums.setdefault(number, [torch.zeros(20, t.shape[1], dtype=torch.float64) for t in (q, k)])
-                total[0][: ids.shape[1]] += q
-                total[1][: ids.shape[1]] += k
-            counts[: ids.shape[1]] += 1
-    for handle in hooks:
-        handle.remove()
-    return {number: (q / counts[:, None], k / counts[:, None]) for number, (q, k) in sums.items()}
+
+    def step(ids: Any) -> Iterator[tuple[int, tuple[Any, Any]]]:
+        seen.clear()
+        model(input_ids=ids)
+        assert sorted(seen) == sorted(attention)
+        for number, x in seen.items():
+            yield number, case.qk(attention[number], x.double())
+
+    return qk_centroids(sequences, tokenizer, step, hooks)
 
 
 @pytest.mark.slow
@@ -169,23 +158,16 @@ def test_projection_captures_equal_an_independent_recomputation(
 ) -> None:
     case = CASES[name]
     folder = biased(build(tmp_path / "model", capture_tokenizer, case.model_type, case.config))
-    sequences = texts(LENGTHS, capture_tokenizer)
-    result = forward_pass(
-        load_checkpoint(str(folder)), sequences, max_length=20, batch_size=4, device="cpu", dtype="float32"
-    )
+    _, result, expected = capture_and_recompute(folder, capture_tokenizer, _recompute, case, dtype="float32")
     assert result.capture == "projections", (result.capture, result.notes)
-    expected = _recompute(folder, case, sequences, capture_tokenizer)
     assert sorted(result.queries) == sorted(expected) == sorted(result.keys), result.notes
-    worst = 0.0
-    for block, (q, k) in expected.items():
-        for captured, reference in ((result.queries[block], q.numpy()), (result.keys[block], k.numpy())):
-            got = captured[:20]
-            assert got.shape == reference.shape == (20, WIDTH), (block, got.shape, reference.shape)
-            np.testing.assert_allclose(got, reference, atol=1e-5, rtol=1e-5)
-            worst = max(worst, float(np.abs(got - reference).max()))
+    worst, _ = compare_rows(result, expected, shape=(20, WIDTH))
     print(f"\n{name}: max |diff| {worst:.2e}")
     if case.model_type == "deberta":  # the per-head layout matters: [Q | K | V] thirds are far off
         wrong = _recompute(
-            folder, Case(case.model_type, case.config, case.attention, thirds), sequences, capture_tokenizer
+            folder,
+            Case(case.model_type, case.config, case.attention, thirds),
+            texts(LENGTHS, capture_tokenizer),
+            capture_tokenizer,
         )
         assert max(float(np.abs(result.queries[b][:20] - wrong[b][0].numpy()).max()) for b in wrong) > 1e-2

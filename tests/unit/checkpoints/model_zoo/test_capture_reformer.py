@@ -21,6 +21,7 @@ they are padded to alone: 1.9e-7 too). Slow: two models, built once (~10 s in al
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from geoanalyze.checkpoints import load_checkpoint
 from geoanalyze.checkpoints.capture import QueryKeySums, hook_projections
 from geoanalyze.checkpoints.hidden import forward_pass
 
-from .test_capture_independent import LENGTHS, hook_inputs, linear
+from .test_capture_independent import LENGTHS, compare_rows, hook_inputs, linear, qk_centroids
 from .test_capture_models import build, capture_tokenizer, texts
 
 __all__ = ["capture_tokenizer"]
@@ -74,29 +75,19 @@ def query_key(attention: Any, x: Any) -> tuple[Any, Any]:
 
 def _recompute(folder: Path, sequences: list[str], tokenizer: Any) -> dict[int, tuple[Any, Any]]:
     """Block (1-based) -> (query, key) centroids (20, width), each sequence alone, eager, unpadded."""
-    import torch
     from transformers import AutoModel
 
     model: Any = AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
     attention = {number: layer.attention.self_attention for number, layer in enumerate(model.encoder.layers, 1)}
     seen, hooks = hook_inputs(attention)
-    sums: dict[int, list[Any]] = {}
-    counts = torch.zeros(20, dtype=torch.float64)
-    with torch.no_grad():
-        for text in sequences:
-            ids = torch.tensor([tokenizer(text)["input_ids"]])
-            length = ids.shape[1]
-            seen.clear()
-            model(input_ids=ids)
-            for number, x in seen.items():
-                q, k = query_key(attention[number], x[:length].double())
-                total = sums.setdefault(number, [torch.zeros(20, t.shape[1], dtype=torch.float64) for t in (q, k)])
-                total[0][:length] += q
-                total[1][:length] += k
-            counts[:length] += 1
-    for handle in hooks:
-        handle.remove()
-    return {number: (q / counts[:, None], k / counts[:, None]) for number, (q, k) in sums.items()}
+
+    def step(ids: Any) -> Iterator[tuple[int, tuple[Any, Any]]]:
+        seen.clear()
+        model(input_ids=ids)
+        for number, x in seen.items():
+            yield number, query_key(attention[number], x[: ids.shape[1]].double())
+
+    return qk_centroids(sequences, tokenizer, step, hooks)
 
 
 class Block(torch.nn.Module):
@@ -156,6 +147,8 @@ def test_a_shared_projection_of_an_unknown_model_type_is_dropped_with_the_reason
 
 
 LAYERS = {"local-lsh": ["local", "lsh"], "lsh-local": ["lsh", "local"]}
+
+
 #: a batch of mixed lengths would pad a sequence further than it is padded alone, and Reformer's attention
 #: is not blind to how far: LocalSelfAttention looks one chunk back circularly (_look_adjacent: chunk 0 sees
 #: the last chunk, padding in a batch, the sequence's own tail alone), LSHSelfAttention chunks the
@@ -180,13 +173,7 @@ def _compare(reformers: dict[str, Any], name: str, batch_size: int) -> None:
     assert result.capture == "projections"
     assert sorted(result.queries) == sorted(result.keys) == sorted(expected) == [1, 2], result.notes
     assert NOTE.format(block=LAYERS[name].index("lsh") + 1) in result.notes, result.notes
-    worst = 0.0
-    for block, (q, k) in expected.items():
-        for captured, reference in ((result.queries[block], q.numpy()), (result.keys[block], k.numpy())):
-            got = captured[:20]
-            assert got.shape == reference.shape, (block, got.shape, reference.shape)
-            worst = max(worst, float(np.abs(got - reference).max()))
-            np.testing.assert_allclose(got, reference, atol=1e-6, rtol=1e-5)
+    worst, _ = compare_rows(result, expected, atol=1e-6)
     print(f"\nreformer {name}, batches of {batch_size}: max |diff| {worst:.2e}")
 
 

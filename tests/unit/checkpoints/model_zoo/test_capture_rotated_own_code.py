@@ -16,19 +16,26 @@ model's default attention).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
-from geoanalyze.checkpoints import load_checkpoint
-from geoanalyze.checkpoints.hidden import forward_pass
-
-from .test_capture_independent import LENGTHS, heads, hook_inputs, linear, numbered, rotate_half, rotate_pairs
-from .test_capture_models import build, capture_tokenizer, texts
+from .test_capture_independent import (
+    Recomputed,
+    capture_and_recompute,
+    compare_rows,
+    heads,
+    hook_inputs,
+    linear,
+    numbered,
+    qk_centroids,
+    rotate_half,
+    rotate_pairs,
+)
+from .test_capture_models import build, capture_tokenizer
 
 __all__ = ["capture_tokenizer"]
 
@@ -78,16 +85,25 @@ def falcon(rotary: bool) -> QK:
 
 
 @dataclass(frozen=True)
-class Case:
-    model_type: str
-    config: dict[str, Any]
-    blocks: Callable[[Any], Any]  # the model -> its blocks
-    attention: Callable[[Any], Any]  # a block -> the attention module whose input is hooked
+class Case(Recomputed):
     qk: QK
     #: the recomputation's attention: eager, but for Falcon with ALiBi, whose eager path in transformers 5.24
     #: adds the ALiBi bias twice (FalconAttention: (scores + alibi) * scale + a mask FalconModel already added
     #: alibi / sqrt(d) into) where sdpa, the capture's default, adds it once: block 2's input differs by 3.5e-3
     implementation: str = "eager"
+
+
+def _falcon_case(**config: Any) -> Case:
+    """A Falcon case: rotated where the config gives it no ALiBi; with ALiBi, recomputed through sdpa."""
+    alibi = bool(config.get("alibi"))
+    return Case(
+        "falcon",
+        config,
+        lambda m: m.h,
+        lambda b: b.self_attention,
+        falcon(rotary=not alibi),
+        "sdpa" if alibi else "eager",
+    )
 
 
 CASES: dict[str, Case] = {
@@ -101,54 +117,28 @@ CASES: dict[str, Case] = {
         lambda b: b.attention,
         neox_japanese,
     ),
-    "Falcon (RoPE, new decoder architecture, 2 key heads)": Case(
-        "falcon",
-        {"new_decoder_architecture": True, "num_kv_heads": 2, "rope_theta": 10000.0},
-        lambda m: m.h,
-        lambda b: b.self_attention,
-        falcon(rotary=True),
+    "Falcon (RoPE, new decoder architecture, 2 key heads)": _falcon_case(
+        new_decoder_architecture=True, num_kv_heads=2, rope_theta=10000.0
     ),
-    "Falcon (RoPE, multi-query)": Case(
-        "falcon",
-        {"new_decoder_architecture": False, "multi_query": True, "rope_theta": 10000.0},
-        lambda m: m.h,
-        lambda b: b.self_attention,
-        falcon(rotary=True),
-    ),
-    "Falcon (ALiBi: no rotation)": Case(
-        "falcon",
-        {"alibi": True, "new_decoder_architecture": True, "num_kv_heads": 2},
-        lambda m: m.h,
-        lambda b: b.self_attention,
-        falcon(rotary=False),
-        implementation="sdpa",
-    ),
+    "Falcon (RoPE, multi-query)": _falcon_case(new_decoder_architecture=False, multi_query=True, rope_theta=10000.0),
+    "Falcon (ALiBi: no rotation)": _falcon_case(alibi=True, new_decoder_architecture=True, num_kv_heads=2),
 }
 
 
 def _recompute(folder: Path, case: Case, sequences: list[str], tokenizer: Any) -> dict[int, tuple[Any, Any]]:
     """Block (1-based) -> (query, key) centroids (n, width), each sequence alone, unpadded."""
-    import torch
     from transformers import AutoModel
 
     model: Any = AutoModel.from_pretrained(str(folder), attn_implementation=case.implementation).eval()
     attention = {number: case.attention(block) for number, block in numbered(case.blocks(model)).items()}
     seen, handles = hook_inputs(attention)
-    sums: dict[int, list[Any]] = {}
-    counts = torch.zeros(20, dtype=torch.float64)
-    with torch.no_grad():
-        for text in sequences:
-            ids = torch.tensor([tokenizer(text)["input_ids"]])
-            model(input_ids=ids)
-            for number, x in seen.items():
-                q, k = case.qk(attention[number], x.double(), model.config)
-                total = sums.setdefault(number, [torch.zeros(20, t.shape[1], dtype=torch.float64) for t in (q, k)])
-                total[0][: ids.shape[1]] += q
-                total[1][: ids.shape[1]] += k
-            counts[: ids.shape[1]] += 1
-    for handle in handles:
-        handle.remove()
-    return {number: (q / counts[:, None], k / counts[:, None]) for number, (q, k) in sums.items()}
+
+    def step(ids: Any) -> Iterator[tuple[int, tuple[Any, Any]]]:
+        model(input_ids=ids)
+        for number, x in seen.items():
+            yield number, case.qk(attention[number], x.double(), model.config)
+
+    return qk_centroids(sequences, tokenizer, step, handles)
 
 
 @pytest.mark.slow
@@ -158,17 +148,9 @@ def test_rotated_queries_and_keys_equal_an_independent_recomputation(
 ) -> None:
     case = CASES[name]
     folder = build(tmp_path / "model", capture_tokenizer, case.model_type, case.config)
-    sequences = texts(LENGTHS, capture_tokenizer)
-    result = forward_pass(load_checkpoint(str(folder)), sequences, max_length=20, batch_size=4, device="cpu")
-    expected = _recompute(folder, case, sequences, capture_tokenizer)
+    _, result, expected = capture_and_recompute(folder, capture_tokenizer, _recompute, case)
     assert result.capture == "projections", (result.capture, result.notes)
     assert sorted(result.queries) == sorted(result.keys) == sorted(expected) == [1, 2], result.notes
     assert not [note for note in result.notes if "rotates" in note], result.notes
-    worst = 0.0
-    for block, (q, k) in expected.items():
-        for captured, reference in ((result.queries[block], q.numpy()), (result.keys[block], k.numpy())):
-            got = captured[:20]
-            assert got.shape == reference.shape, (block, got.shape, reference.shape)
-            np.testing.assert_allclose(got, reference, atol=1e-5, rtol=1e-5)
-            worst = max(worst, float(np.abs(got - reference).max()))
+    worst, _ = compare_rows(result, expected)
     print(f"\n{name}: max |diff| {worst:.2e}")

@@ -11,15 +11,16 @@ sequences reaching each position must equal the captured centroids of the padded
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from geoanalyze.checkpoints import load_checkpoint
 from geoanalyze.checkpoints.hidden import forward_pass
 
+from .test_capture_independent import compare_rows, qk_centroids
 from .test_capture_models import capture_tokenizer, texts
 from .zoo import TYPE_KINDS, build_checkpoint, generic_entry
 
@@ -30,7 +31,6 @@ LENGTHS = [20, 7, 13, 16, 20, 11, 5, 18]
 
 def _backend_centroids(folder: Path, sequences: list[str], tokenizer: Any) -> dict[int, tuple[Any, Any]]:
     """Block -> mean (T, heads * d) query and key as each block's mLSTM backend receives them."""
-    import torch
     from transformers import AutoModel
 
     model: Any = AutoModel.from_pretrained(str(folder)).eval()
@@ -42,21 +42,14 @@ def _backend_centroids(folder: Path, sequences: list[str], tokenizer: Any) -> di
             seen[number] = (kwargs["query"], kwargs["key"])
 
         handles.append(block.mlstm_layer.mlstm_backend.register_forward_pre_hook(hook, with_kwargs=True))
-    sums: dict[int, list[Any]] = {}
-    counts = torch.zeros(20, dtype=torch.float64)
-    with torch.no_grad():
-        for text in sequences:
-            ids = torch.tensor([tokenizer(text)["input_ids"]])
-            model(input_ids=ids)
-            for number, pair in seen.items():
-                q, k = (state[0].transpose(0, 1).flatten(1).double() for state in pair)  # (T, heads * d)
-                total = sums.setdefault(number, [torch.zeros(20, q.shape[1], dtype=torch.float64) for _ in "qk"])
-                total[0][: ids.shape[1]] += q
-                total[1][: ids.shape[1]] += k
-            counts[: ids.shape[1]] += 1
-    for handle in handles:
-        handle.remove()
-    return {number: (q / counts[:, None], k / counts[:, None]) for number, (q, k) in sums.items()}
+
+    def step(ids: Any) -> Iterator[tuple[int, tuple[Any, Any]]]:
+        model(input_ids=ids)
+        for number, pair in seen.items():
+            q, k = (state[0].transpose(0, 1).flatten(1).double() for state in pair)  # (T, heads * d)
+            yield number, (q, k)
+
+    return qk_centroids(sequences, tokenizer, step, handles)
 
 
 @pytest.mark.slow  # a forward pass and twelve more: seconds on two cores
@@ -71,10 +64,5 @@ def test_mlstm_queries_and_keys_are_the_cells_own(capture_tokenizer: Any, tmp_pa
     assert not result.notes
     expected = _backend_centroids(folder, sequences, capture_tokenizer)
     assert sorted(result.queries) == sorted(result.keys) == sorted(expected) == [1, 2]
-    worst = 0.0
-    for block, (q, k) in expected.items():
-        for captured, reference in ((result.queries[block], q.numpy()), (result.keys[block], k.numpy())):
-            assert captured[:20].shape == reference.shape
-            np.testing.assert_allclose(captured[:20], reference, atol=1e-5, rtol=1e-5)
-            worst = max(worst, float(np.abs(captured[:20] - reference).max()))
+    worst, _ = compare_rows(result, expected)
     print(f"\nxlstm [{result.capture}]: max |diff| {worst:.2e}")

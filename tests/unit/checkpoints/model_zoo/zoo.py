@@ -33,6 +33,18 @@ LLAMA3 = {
 }
 
 
+#: a tiny Jamba: attention in its second layer only, beside Mamba layers and experts
+JAMBA = {
+    "num_key_value_heads": 2,
+    "num_experts": 2,
+    "attn_layer_period": 2,
+    "attn_layer_offset": 1,
+    "expert_layer_period": 2,
+    "mamba_d_state": 4,
+    "mamba_dt_rank": 4,
+}
+
+
 @dataclass(frozen=True)
 class Entry:
     """One architecture of the zoo.
@@ -288,15 +300,7 @@ ZOO: list[Entry] = [
         "jamba",
         "hybrid",
         "none",
-        {
-            "num_key_value_heads": 2,
-            "num_experts": 2,
-            "attn_layer_period": 2,
-            "attn_layer_offset": 1,
-            "expert_layer_period": 2,
-            "mamba_d_state": 4,
-            "mamba_dt_rank": 4,
-        },
+        JAMBA,
     ),
 ]
 
