@@ -1,35 +1,15 @@
 r"""Distances between positions: Hellinger and Fisher-Rao, naive and bias-corrected.
 
-Definitions (docs/definitions.md, from GEOMETRY.md)
---------------------------------------------------
 Bhattacharyya coefficient   BC(p, q) = \sum_t \sqrt{p_t q_t}
 Hellinger distance          d_H(p, q) = \sqrt{1 - BC(p, q)}  in [0, 1]
-                            (= ||\sqrt p - \sqrt q||_2 / \sqrt 2, a chord of the unit sphere)
 Fisher-Rao distance         d_FR(p, q) = \arccos BC(p, q)  in [0, \pi/2]
-                            (the great-circle angle between \sqrt p and \sqrt q; some authors
-                            use twice this, the geodesic on the sphere of radius 2)
 
 Every BC matrix is one product of square-root matrices, S_a S_b^T, computed sparse or dense
 BLAS depending on the density (:func:`bc_matrix`); nothing is looped over in Python.
-
-Sampling noise and its correction
----------------------------------
-Empirical marginals over a large vocabulary miss most rare tokens, and \sqrt is concave, so
-the naive BC is biased low and d_H high: on IMDB most of the naive distance is noise
-(GEOMETRY.md). With the sequences split at random into halves A and B:
-
-noise floor of position i   f_i = d(\hat\mu_i^A, \hat\mu_i^B), the distance between two
-                            disjoint halves of the same position (true value 0);
-corrected BC                \tilde{BC}_{ij} = \frac{(BC(A_i, B_j) + BC(B_i, A_j)) / 2}
-                                                   {\sqrt{BC(A_i, B_i) BC(A_j, B_j)}}, clipped to [0, 1].
-
-The correction is Spearman's correction for attenuation: sampling shrinks every
-\hat{\sqrt{\mu_i}} towards zero by a position-specific factor, which the cross-half BC suffers
-once per side and the self-half BC measures. Cross-half products pair independent samples,
-so no position is compared with itself. It is validated on synthetic corpora with known
-marginals (tests/unit/geometry/test_distances_correction.py): at N_i = 1000 and V = 5000 its mean
-absolute error is a third or less of the naive one. The corrected matrix is symmetric with
-zero diagonal but, unlike the naive one, need not be exactly Euclidean.
+The noise floor (split halves A and B) and the bias-corrected BC (Spearman's correction for
+attenuation of the cross-half matrix) are defined, with their rationale and validation, in
+docs/definitions.md, sections 3 to 6. The corrected matrix is symmetric with zero diagonal but,
+unlike the naive one, need not be exactly Euclidean.
 """
 
 from __future__ import annotations
