@@ -15,7 +15,7 @@ unlike the naive one, need not be exactly Euclidean.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
@@ -259,20 +259,15 @@ class PositionGeometry:
                 f"{int(keep.sum())} position(s) of the distances file have N_i >= --min-count {min_count}; "
                 + ("recompute the distances from a larger corpus" if min_count == 1 else "lower --min-count")
             )
-        dropped = self.positions[~keep]
-        left_out = dict(self.left_out)
-        left_out["also_dropped"] = dropped.tolist()
-        left_out["min_count"] = min_count
-        return PositionGeometry(
+        left_out = {**self.left_out, "also_dropped": self.positions[~keep].tolist(), "min_count": min_count}
+        return replace(
+            self,
             positions=self.positions[keep],
             totals=self.totals[keep],
-            metric=self.metric,
             naive=self.naive[np.ix_(keep, keep)],
             corrected=self.corrected[np.ix_(keep, keep)],
             noise_floor=self.noise_floor[keep],
             left_out=left_out,
-            summary=self.summary,
-            metadata=self.metadata,
         )
 
     def matrix(self, which: str = "naive") -> np.ndarray:
