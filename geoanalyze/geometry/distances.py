@@ -470,15 +470,8 @@ class NoiseSummary(TypedDict, total=False):
 def noise_summary(
     bc: np.ndarray, corrected: np.ndarray, naive: np.ndarray, corrected_distances: np.ndarray, floor: np.ndarray
 ) -> NoiseSummary:
-    """Signal-to-noise figures of a distance matrix (pairs i < j).
+    """Signal-to-noise figures of a distance matrix (pairs i < j), each defined in docs/definitions.md, section 6.
 
-    - ``noise_fraction``: share of the naive squared Hellinger distance that is sampling
-      noise, mean(max(BC~ - BC, 0)) / mean(1 - BC). Near 1: the naive matrix is mostly noise.
-    - ``snr``: mean(1 - BC~) / mean(max(BC~ - BC, 0)), signal power over noise power.
-    - ``pairs_above_floor``: fraction of pairs whose naive distance exceeds both positions'
-      noise floors (the floors are at half the sample size, so this is conservative).
-    - ``median_noise_floor``, ``max_noise_floor``, ``median_naive``, ``median_corrected``.
-    - ``undefined_pairs``: pairs whose correction is undefined (a half with no shared token).
     Means run over the pairs whose correction is defined; with none, the figures are NaN.
     """
     upper = np.triu_indices(bc.shape[0], k=1)
