@@ -284,10 +284,6 @@ def sst2_geometry(options: ExperimentOptions) -> PositionGeometry:
     return position_geometry(counts, min_count=100)
 
 
-def _bases(count: int) -> np.ndarray:
-    return np.logspace(0.1, 5.0, count)
-
-
 S = TypeVar("S", bound=Settings)
 
 
@@ -315,7 +311,7 @@ def sinusoidal_optimality(options: ExperimentOptions) -> ExperimentResult:
     watch = Stopwatch()
     settings = _settings(options, "sinusoidal-optimality", SinusoidalSettings)
     n, vocab, seed = settings.positions, settings.vocab, options.seed
-    bases = _bases(settings.bases)
+    bases = np.logspace(0.1, 5.0, settings.bases)
     draws = settings.null_draws
     roughness = np.linspace(0.0, 1.0, settings.steps)
     family: list[CorpusFit] = []
