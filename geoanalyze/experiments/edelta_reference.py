@@ -1,22 +1,10 @@
 r"""The reference protocol of EΔ-MHC-Geo (code arash-shahmansoori/edelta, commit f51372f): its tasks, metric and negation loop.
 
 ``verify edelta-benchmarks --set protocol=reference`` trains on these; ``protocol=causal`` on
-:mod:`geoanalyze.train.geometric`'s (our design). What differs from ours, and is reproduced here:
-
-gyroscope      d = 16, T = 256, 9000 / 1000; per sequence a rotation by theta ~ U[0.1, 2.5] in an
-               *axis-aligned* plane (i ~ U{0..d-2}, j ~ U{i+1..d-1}), x_0 a random unit vector.
-stability      d = 64, T = 128, 900 / 100; a random unit key plus N(0, 0.001^2) noise per step.
-near-pi        d = 64, T = 128, 1000 / 500; *one* rotation for the whole dataset: plane (0, 1) by
-               3.10 rad; near-pi-multi: every pair (2p, 2p + 1) by 3.14 rad.
-data seed      42 for every training seed (the reference writes the data files once), drawn with
-               numpy's legacy ``RandomState`` in the reference's order, so the sequences are the
-               reference's own (near-pi validation: seed 42 + 1000).
-norm deviation unit vectors through the *whole* trained stability model (input projection to
-               output projection): mean over positions of | mean over sequences of ||pred|| - 1 |.
-negation       x ~ N(0, I_64) from ``torch.manual_seed(seed)``, validation from seed 999 (500);
-               AdamW with PyTorch's defaults (0.9, 0.999, weight decay 0.01 on every parameter),
-               constant lr 1e-3, batch min(32, n), no clipping (:func:`geoanalyze.train.core.fit`
-               with these settings); gamma and beta read on 100 validation samples; metric cosine(G(x), -x).
+:mod:`geoanalyze.train.geometric`'s (our design). What differs from ours, task by task (gyroscope,
+stability, near-pi, the data seed, the norm deviation and the negation loop), is tabled in
+docs/edelta.md; the reference's data are drawn with numpy's legacy ``RandomState`` in its own
+order, so the sequences are the reference's own.
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
 
 from ..errors import InputError
 from .settings import Settings, choose
@@ -118,11 +117,6 @@ SETTINGS: dict[str, BenchmarkSettings] = {
 def benchmark_settings(preset: str, overrides: list[str] | tuple[str, ...]) -> BenchmarkSettings:
     """The preset's settings with ``key=value`` overrides (typed by the fields); InputError on unknown keys or names."""
     return SETTINGS[preset].override(overrides, "edelta-benchmarks").validate()
-
-
-def resolve_settings(preset: str, overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
-    """The preset's settings with overrides as the record echoes them (lists as comma-separated text)."""
-    return benchmark_settings(preset, overrides).to_dict()
 
 
 @dataclass(frozen=True)

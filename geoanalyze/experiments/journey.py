@@ -1,16 +1,8 @@
 """``geoanalyze verify journey``: JoFormer's algebra, each law measured on random data with a numeric verdict.
 
-Checks (all in float64; tolerances are round-off bounds, not fitted):
-
-associativity          (x o_k y) o_k z = x o_k (y o_k z), toral and dense generators, 1-D and each axis of 2-D
-path-independence      commuting (toral) axis generators: every lattice path from (0, 0) to (r, c) gives one P
-path-dependence        dense (non-commuting) generators: the two L-shaped paths differ; the size is reported
-flat-regime            equal toral steps R: P_{j->k} = R^{k-j} and = F_k F_j^{-1}
-equivariance           value transport with RoPE scores: shifting every position by s leaves the output unchanged
-curved-not-equivariant dense 2-D frames exp(r S_1 + c S_2): the same shift changes the output (size reported)
-dft                    value transport with uniform weights and frequencies 2 pi m / N reproduces numpy's FFT
-norms                  rotations preserve norms; composed generators stay orthogonal
-factored=materialized  rotate-attend-rotate equals the explicit sum over P_{j->k} v_j
+Checks (all in float64; tolerances are round-off bounds, not fitted), one function each, whose docstring
+states its law: associativity, path-independence and path-dependence, flat-regime, equivariance,
+curved-not-equivariant, dft, norms and factored=materialized.
 """
 
 from __future__ import annotations
@@ -123,9 +115,7 @@ def associativity_check(draws: Draws) -> Check:
                 left = jr.compose(jr.compose(x, y, axis), z, axis)
                 right = jr.compose(x, jr.compose(y, z, axis), axis)
                 worst = max(worst, _datum_gap(left, right))
-    return tolerance_check(
-        "associativity", f"max abs((x o_k y) o_k z - x o_k (y o_k z)) <= {TOLERANCE:g}", worst, worst <= TOLERANCE
-    )
+    return _within("associativity", f"max abs((x o_k y) o_k z - x o_k (y o_k z)) <= {TOLERANCE:g}", worst)
 
 
 def path_dependence_checks(draws: Draws) -> tuple[list[Check], list[float]]:
@@ -148,11 +138,10 @@ def path_dependence_checks(draws: Draws) -> tuple[list[Check], list[float]]:
     flat = max(flat, random_paths)
     curved = float(min(curved_values))
     return [
-        tolerance_check(
+        _within(
             "path-independence",
             f"commuting axis generators: max abs(P_path1 - P_path2) over lattice paths <= {TOLERANCE:g}",
             flat,
-            flat <= TOLERANCE,
         ),
         tolerance_check(
             "path-dependence",
@@ -177,12 +166,7 @@ def flat_regime_check(draws: Draws) -> Check:
         P = jr.journey_operator_1d(steps, start, end).matrix()
         gap = max(gap, float(np.abs(P - R.power(end - start).matrix()).max()))
         gap = max(gap, float(np.abs(P - frames[end].then(frames[start].inverse()).matrix()).max()))
-    return tolerance_check(
-        "flat-regime",
-        f"max abs(P_(j->k) - R^(k-j)) and abs(P_(j->k) - F_k F_j^-1) <= {TOLERANCE:g}",
-        gap,
-        gap <= TOLERANCE,
-    )
+    return _within("flat-regime", f"max abs(P_(j->k) - R^(k-j)) and abs(P_(j->k) - F_k F_j^-1) <= {TOLERANCE:g}", gap)
 
 
 def equivariance_check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, shift: int) -> Check:
@@ -198,11 +182,10 @@ def equivariance_check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, shift:
         base = journey_attention(q, k, v, torch.arange(n, dtype=torch.float64)[:, None] @ W, causal=causal)
         moved = journey_attention(q, k, v, (torch.arange(n, dtype=torch.float64)[:, None] + shift) @ W, causal=causal)
         equivariance = max(equivariance, float((base - moved).abs().max()))
-    return tolerance_check(
+    return _within(
         "equivariance",
         f"flat regime: max abs(c(positions + s) - c(positions)) <= {TOLERANCE:g}",
         equivariance,
-        equivariance <= TOLERANCE,
         detail=f"shift s = {shift}, causal and bidirectional",
     )
 
@@ -240,12 +223,7 @@ def dft_check(draws: Draws) -> Check:
     for N in (8, 31, 64):
         signal = draws.rng.standard_normal(N)
         dft_gap = max(dft_gap, float(np.abs(jr.dft_by_transport(signal) - np.fft.fft(signal)).max()))
-    return tolerance_check(
-        "dft",
-        f"max abs(transport DFT - numpy.fft.fft) <= {TOLERANCE:g} (N = 8, 31, 64)",
-        dft_gap,
-        dft_gap <= TOLERANCE,
-    )
+    return _within("dft", f"max abs(transport DFT - numpy.fft.fft) <= {TOLERANCE:g} (N = 8, 31, 64)", dft_gap)
 
 
 def norms_check(draws: Draws, n: int) -> Check:
@@ -261,11 +239,10 @@ def norms_check(draws: Draws, n: int) -> Check:
         composed = jr.compose(composed, draws.datum(2, True), int(draws.rng.integers(2)))
     orthogonality = max(float(np.abs(g.matrix().T @ g.matrix() - np.eye(hs)).max()) for g in composed.generators)
     norm_value = max(norm_gap, orthogonality)
-    return tolerance_check(
+    return _within(
         "norms",
         f"max abs(norm(R x) - norm(x)) and max abs(G^T G - I) after 10 compositions <= {TOLERANCE:g}",
         norm_value,
-        norm_value <= TOLERANCE,
     )
 
 
@@ -280,12 +257,16 @@ def factored_check(draws: Draws, q: torch.Tensor, k: torch.Tensor, v: torch.Tens
         fast = journey_attention(q, k, v, phi, causal=causal)
         slow = materialized_journey_attention(q, k, v, phi, causal=causal)
         factored_gap = max(factored_gap, float((fast - slow).abs().max()))
-    return tolerance_check(
+    return _within(
         "factored=materialized",
         f"max abs(rotate-attend-rotate - sum_j alpha_kj P_(j->k) v_j) <= {TOLERANCE:g}",
         factored_gap,
-        factored_gap <= TOLERANCE,
     )
+
+
+def _within(name: str, statement: str, gap: float, detail: str = "") -> Check:
+    """The tolerance check that ``gap`` (a round-off error) is at most :data:`TOLERANCE`."""
+    return tolerance_check(name, statement, gap, gap <= TOLERANCE, detail=detail)
 
 
 def _datum_gap(left: Any, right: Any) -> float:

@@ -7,23 +7,11 @@ alibi-rank1            "ALiBi is a near-optimal rank-1 parametrisation for near 
 mds-parameters         "Up to 88% fewer parameters": r (n + d) against n d at the smallest rank r
                        whose MDS keeps scaled stress <= 0.01 against D (absolute), naive and corrected apart.
 
-The corpora are the synthetic kinds with their *true* Hellinger distances (no sampling noise):
-the ``rough`` family from smooth (roughness 0) to independent positions (roughness 1), ``drift``,
-``shift`` at growing lengths, and ``stationary``, whose true distances are all 0, so it enters
-through a sample of it (its naive distances are pure sampling noise). SST-2 (naive and bias-
-corrected Hellinger, bert-base-uncased tokens, positions with N_i >= 100) is the real data point.
-
-The optimum of every corpus is its exact classical MDS (scaled stress 0 on a Euclidean matrix).
-Each encoding is scored by scaled stress (the best global scale fitted, so sinusoidal's norm does
-not count) and by the lag violation; beside it, ``relative``: scaled stress divided by the mean
-scaled stress of i.i.d. Gaussian tables of width 768 (1 = no better than random vectors), since
-scaled stress alone is small for *every* encoding when the distances are nearly constant.
-
-- best sinusoidal: min over frequency bases b (log grid from 1.26 to 10^5) and widths d of
-  PE(i, 2k) = sin(i b^{-2k/d}), PE(i, 2k+1) = cos(i b^{-2k/d}).
-- rank 1: ALiBi's line p_i = i (any slope: the scale is fitted) and the rank-1 MDS.
-- shift-equivariance of a corpus: 1 - sum (D_ij - mean_{|k-l| = |i-j|} D_kl)^2 / sum (D_ij - mean D)^2,
-  the share of the distances' variance that the lag |i - j| explains (1: D is a function of the lag).
+The corpora (the synthetic kinds with their *true* Hellinger distances, and SST-2), the optimum
+(each corpus's exact classical MDS) and the scoring (scaled stress, ``relative`` to i.i.d.
+Gaussian tables of width 768, and the lag violation) are described in docs/results.md.
+Best sinusoidal: min over frequency bases b (log grid from 1.26 to 10^5) and the widths in
+:data:`WIDTHS`; rank 1: ALiBi's line p_i = i (any slope: the scale is fitted) and the rank-1 MDS.
 """
 
 from __future__ import annotations
@@ -296,10 +284,6 @@ def sst2_geometry(options: ExperimentOptions) -> PositionGeometry:
     return position_geometry(counts, min_count=100)
 
 
-def _bases(count: int) -> np.ndarray:
-    return np.logspace(0.1, 5.0, count)
-
-
 S = TypeVar("S", bound=Settings)
 
 
@@ -327,7 +311,7 @@ def sinusoidal_optimality(options: ExperimentOptions) -> ExperimentResult:
     watch = Stopwatch()
     settings = _settings(options, "sinusoidal-optimality", SinusoidalSettings)
     n, vocab, seed = settings.positions, settings.vocab, options.seed
-    bases = _bases(settings.bases)
+    bases = np.logspace(0.1, 5.0, settings.bases)
     draws = settings.null_draws
     roughness = np.linspace(0.0, 1.0, settings.steps)
     family: list[CorpusFit] = []

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,12 @@ from .record import Check, Statistics
 LEVEL = 0.95  #: the one-sided confidence of every bound (a 5% test)
 MINIMUM_SEQUENCES = 30  #: the fewest held-out sequences :func:`proportion` decides on (the normal approximation)
 KINDS = ("superiority", "non-inferiority", "equivalence", "tolerance")
+#: whether the bounds (lower, upper) of a test over replicates pass, per kind, at its margin delta
+PASSES: dict[str, Callable[[float, float, float], bool]] = {
+    "superiority": lambda lower, upper, margin: lower > 0,
+    "non-inferiority": lambda lower, upper, margin: lower > -margin,
+    "equivalence": lambda lower, upper, margin: lower > -margin and upper < margin,
+}
 
 
 @dataclass(frozen=True)
@@ -222,12 +228,7 @@ def compare(
     mean, sd, lower, upper = t_bounds(differences)
     n = len(differences)
     decided = n >= 2 and math.isfinite(lower)
-    if kind == "superiority":
-        passed = decided and lower > 0
-    elif kind == "non-inferiority":
-        passed = decided and lower > -margin
-    else:
-        passed = decided and lower > -margin and upper < margin
+    passed = decided and PASSES[kind](lower, upper, margin)
     method = f"{'paired' if paired else 'one-sample'} t, {n - 1} dof" if n >= 2 else ""
     return TestResult(
         kind,
@@ -292,14 +293,9 @@ def proportion(
     half = float(norm.ppf(LEVEL)) * sd
     lower, upper = mean - half, mean + half
     decided = n >= MINIMUM_SEQUENCES and math.isfinite(mean)
-    if kind == "superiority":
-        passed = lower > 0
-    elif kind == "non-inferiority":
-        passed = lower > -margin
-    elif kind == "equivalence":
-        passed = lower > -margin and upper < margin
-    else:
+    if kind not in PASSES:
         raise ValueError(f"unknown test kind {kind!r}")
+    passed = PASSES[kind](lower, upper, margin)
     return TestResult(
         kind,
         float(margin),

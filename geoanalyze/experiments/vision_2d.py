@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -229,17 +230,11 @@ def vision_checks(
     """
     from . import stat_tests as st
 
+    better = partial(st.superiority, seeds=seeds, unit="points")  # every comparison: paired, in points
     acc = {name: [100 * a for a in values] for name, values in accuracy.items()}  # points
     note = " (smoke: 20 steps, the floor loosened to 0.08)" if smoke else ""
-    learns = [
-        st.superiority(acc[name], 100 * floor, seeds=seeds, unit="points", statement=f"{name} > {100 * floor:g}%")
-        for name in JOURNEYS
-    ]
-    blind = [
-        st.superiority(acc[name], acc["none"], seeds=seeds, unit="points", statement=f"{name} > none")
-        for name in VISION_ROTATIONS
-        if name != "none"
-    ]
+    learns = [better(acc[name], 100 * floor, statement=f"{name} > {100 * floor:g}%") for name in JOURNEYS]
+    blind = [better(acc[name], acc["none"], statement=f"{name} > none") for name in VISION_ROTATIONS if name != "none"]
     interaction = [
         jl - rl - jf + r
         for jl, rl, jf, r in zip(
@@ -260,27 +255,21 @@ def vision_checks(
             f"every rotated ViT is more accurate than the position-blind one (no rotation, mean pooling), "
             f"paired over {n} seeds",
         ),
-        st.superiority(
+        better(
             acc["joformer-learned"],
             acc["rope2d"],
-            seeds=seeds,
-            unit="points",
             statement=f"JoFormer axial (learned frequencies + value transport) is more accurate than 2D-RoPE, "
             f"paired over {n} seeds",
         ).check("v-rotation-vs-2d-rope", paper="+1.88 (CIFAR-100: 63.27 vs 61.39)"),
-        st.superiority(
+        better(
             interaction,
             0.0,
-            seeds=seeds,
-            unit="points",
             statement="the gain of both (learned axial frequencies + value rotation) over 2D-RoPE exceeds the sum "
             f"of the gains of each alone (interaction > 0), per seed over {n} seeds",
         ).check("synergy", paper="synergy of V rotation and learnable frequencies"),
-        st.superiority(
+        better(
             acc["joformer-learned"],
             acc["dense"],
-            seeds=seeds,
-            unit="points",
             statement=f"dense (curved) frames are less accurate than JoFormer axial (learned frequencies), "
             f"paired over {n} seeds",
         ).check(

@@ -1,41 +1,21 @@
 r"""Distances between positions: Hellinger and Fisher-Rao, naive and bias-corrected.
 
-Definitions (docs/definitions.md, from GEOMETRY.md)
---------------------------------------------------
 Bhattacharyya coefficient   BC(p, q) = \sum_t \sqrt{p_t q_t}
 Hellinger distance          d_H(p, q) = \sqrt{1 - BC(p, q)}  in [0, 1]
-                            (= ||\sqrt p - \sqrt q||_2 / \sqrt 2, a chord of the unit sphere)
 Fisher-Rao distance         d_FR(p, q) = \arccos BC(p, q)  in [0, \pi/2]
-                            (the great-circle angle between \sqrt p and \sqrt q; some authors
-                            use twice this, the geodesic on the sphere of radius 2)
 
 Every BC matrix is one product of square-root matrices, S_a S_b^T, computed sparse or dense
 BLAS depending on the density (:func:`bc_matrix`); nothing is looped over in Python.
-
-Sampling noise and its correction
----------------------------------
-Empirical marginals over a large vocabulary miss most rare tokens, and \sqrt is concave, so
-the naive BC is biased low and d_H high: on IMDB most of the naive distance is noise
-(GEOMETRY.md). With the sequences split at random into halves A and B:
-
-noise floor of position i   f_i = d(\hat\mu_i^A, \hat\mu_i^B), the distance between two
-                            disjoint halves of the same position (true value 0);
-corrected BC                \tilde{BC}_{ij} = \frac{(BC(A_i, B_j) + BC(B_i, A_j)) / 2}
-                                                   {\sqrt{BC(A_i, B_i) BC(A_j, B_j)}}, clipped to [0, 1].
-
-The correction is Spearman's correction for attenuation: sampling shrinks every
-\hat{\sqrt{\mu_i}} towards zero by a position-specific factor, which the cross-half BC suffers
-once per side and the self-half BC measures. Cross-half products pair independent samples,
-so no position is compared with itself. It is validated on synthetic corpora with known
-marginals (tests/unit/geometry/test_distances_correction.py): at N_i = 1000 and V = 5000 its mean
-absolute error is a third or less of the naive one. The corrected matrix is symmetric with
-zero diagonal but, unlike the naive one, need not be exactly Euclidean.
+The noise floor (split halves A and B) and the bias-corrected BC (Spearman's correction for
+attenuation of the cross-half matrix) are defined, with their rationale and validation, in
+docs/definitions.md, sections 3 to 6. The corrected matrix is symmetric with zero diagonal but,
+unlike the naive one, need not be exactly Euclidean.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
@@ -279,20 +259,15 @@ class PositionGeometry:
                 f"{int(keep.sum())} position(s) of the distances file have N_i >= --min-count {min_count}; "
                 + ("recompute the distances from a larger corpus" if min_count == 1 else "lower --min-count")
             )
-        dropped = self.positions[~keep]
-        left_out = dict(self.left_out)
-        left_out["also_dropped"] = dropped.tolist()
-        left_out["min_count"] = min_count
-        return PositionGeometry(
+        left_out = {**self.left_out, "also_dropped": self.positions[~keep].tolist(), "min_count": min_count}
+        return replace(
+            self,
             positions=self.positions[keep],
             totals=self.totals[keep],
-            metric=self.metric,
             naive=self.naive[np.ix_(keep, keep)],
             corrected=self.corrected[np.ix_(keep, keep)],
             noise_floor=self.noise_floor[keep],
             left_out=left_out,
-            summary=self.summary,
-            metadata=self.metadata,
         )
 
     def matrix(self, which: str = "naive") -> np.ndarray:
@@ -495,15 +470,8 @@ class NoiseSummary(TypedDict, total=False):
 def noise_summary(
     bc: np.ndarray, corrected: np.ndarray, naive: np.ndarray, corrected_distances: np.ndarray, floor: np.ndarray
 ) -> NoiseSummary:
-    """Signal-to-noise figures of a distance matrix (pairs i < j).
+    """Signal-to-noise figures of a distance matrix (pairs i < j), each defined in docs/definitions.md, section 6.
 
-    - ``noise_fraction``: share of the naive squared Hellinger distance that is sampling
-      noise, mean(max(BC~ - BC, 0)) / mean(1 - BC). Near 1: the naive matrix is mostly noise.
-    - ``snr``: mean(1 - BC~) / mean(max(BC~ - BC, 0)), signal power over noise power.
-    - ``pairs_above_floor``: fraction of pairs whose naive distance exceeds both positions'
-      noise floors (the floors are at half the sample size, so this is conservative).
-    - ``median_noise_floor``, ``max_noise_floor``, ``median_naive``, ``median_corrected``.
-    - ``undefined_pairs``: pairs whose correction is undefined (a half with no shared token).
     Means run over the pairs whose correction is defined; with none, the figures are NaN.
     """
     upper = np.triu_indices(bc.shape[0], k=1)

@@ -1,27 +1,10 @@
 r"""Classical MDS of a distance matrix, and its low-rank positional encoding P = A W.
 
-Classical MDS (Torgerson; principal coordinates)
-------------------------------------------------
-B = -\frac12 J D^{\circ 2} J with J = I - \frac1n 1 1^T. If B = U \Lambda U^T
-(eigenvalues descending), the embedding is X = U_r \Lambda_r^{1/2} over the r positive
-eigenvalues. D is Euclidean iff B is positive semi-definite, and then ||x_i - x_j|| = D_ij
-exactly; the Hellinger matrix always is (a chord distance), so its full-rank MDS has stress 0.
-
-- Eigenvector signs are fixed as scikit-learn's ``svd_flip`` does: the entry of largest
-  absolute value of each eigenvector is positive, so results are reproducible.
-- Effective rank: the number of eigenvalues above ``tol = rtol * max(lambda_max, max D_ij^2)``
-  with ``rtol = 4 n eps(float64)`` by default (numpy's ``matrix_rank`` convention, on the scale
-  of B's rounding: B is computed from D^2, each entry off by up to ~2.5 eps max D_ij^2, so its
-  eigenvalues by up to n times that; for small n, max D_ij^2 exceeds lambda_max).
-- Negative mass: sum |lambda_-| / sum |lambda|, 0 for a Euclidean matrix; how far a
-  (corrected, say) matrix is from being embeddable.
-- For n >= 2048 and a requested number of components, only the top eigenpairs are computed
-  (Lanczos, ``scipy.sparse.linalg.eigsh``): O(n^2) per iteration instead of O(n^3).
-
-Low-rank encoding for a model of width d
-----------------------------------------
-P = A W with A = X_r (n x r) and W (r x d) with orthonormal rows (W W^T = I_r), so
-||p_i - p_j|| = ||a_i - a_j||: distances are kept exactly. Parameters: r (n + d) instead of n d.
+Classical MDS (Torgerson): B = -1/2 J D^2 J, X = U_r Lambda_r^{1/2} over the positive eigenvalues,
+eigenvector signs fixed as scikit-learn's ``svd_flip``; the effective rank, negative mass and the
+partial (Lanczos) solver for n >= 2048 are defined in docs/definitions.md, section 7.
+Low-rank encoding: P = A W with A = X_r (n x r) and W (r x d) with orthonormal rows, so distances
+are kept exactly at r (n + d) parameters instead of n d (docs/definitions.md, section 9).
 """
 
 from __future__ import annotations

@@ -63,13 +63,7 @@ TESTED_ASPECTS = ("shape", "order", "local_order", "lag")
 #: the aspects whose score compares the vectors with D (the others are properties of the vectors alone)
 D_ASPECTS = ("shape", "order", "local_order")
 #: how an aspect is written in sentences
-ASPECT_WORDS = {
-    "shape": "shape",
-    "order": "order",
-    "local_order": "local order",
-    "lag": "lag",
-    "separation": "separation",
-}
+ASPECT_WORDS = {aspect: aspect.replace("_", " ") for aspect in ASPECTS}
 #: the category when the draws are too few for any other (see MIN_DRAWS)
 UNDECIDED = "undecided"
 #: the level of the two-sided rank test
@@ -248,8 +242,6 @@ def null_calibration(
     :func:`~geoanalyze.geometry.scores.all_scores`.
     """
     p, d = check_inputs(positions, distances)
-    if draws < 2:
-        raise InputError(f"null calibration needs at least 2 draws, got {draws}")
     observed = scores if scores is not None else all_scores(p, d, anchored=anchored, index=index)
     return calibrate(observed, null_sample(p.shape, d, draws, seed=seed, anchored=anchored, index=index), alpha)
 

@@ -1,33 +1,14 @@
-r"""How faithfully position vectors reproduce a target geometry (GEOMETRY.md, "Stress and friends").
+r"""How faithfully position vectors reproduce a target geometry (docs/scores.md, sections 2 to 4).
 
 P is an n x k array of position vectors, D the n x n target distances; every sum runs over
 the m = n(n-1)/2 pairs i < j, and E_ij = ||p_i - p_j|| (computed by ``pdist``: O(n^2 k)
-work, never an n x n x k tensor).
+work, never an n x n x k tensor). The scores: stress, scaled stress, the monotonicity
+violation (global and anchored), the lag violation and separation. (The null calibration
+against K i.i.d. Gaussian encodings of the same shape is :mod:`.null`'s.)
 
-stress                 \sum (E - D)^2 / \sum D^2  (the paper's; not scale-invariant)
-scaled stress          the same after the best global scale a* = \sum E D / \sum E^2:
-                       1 - (\sum E D)^2 / (\sum E^2 \sum D^2)  (scale-free)
-monotonicity violation over pairs of pairs ((i,j),(k,l)) not tied in D nor in E (values within
-                       1e-9 of the largest count as tied: see tie_ranks), the share
-                       ordered differently by E and D: discordant / (concordant + discordant)
-                       = (1 - tau)/2 with tau Kendall's tau over untied pairs. 0: monotone,
-                       0.5: random. O(m log m) through scipy's Kendall tau-b and tie counts.
-anchored variant       the same over pairs (i,j), (i,l) sharing an anchor i; mean over anchors.
-lag violation          monotonicity in position distance, D not needed: for each anchor i, over
-                       ordered pairs (j, l) of other kept positions with |t_i - t_j| < |t_i - t_l|
-                       (t: the positions' indices, which may have gaps), the share with
-                       E_ij > E_il, ties in E counted one half; the mean over anchors. 0: vectors
-                       drift away monotonically with lag, 0.5: random. O(n^2 log n), vectorised
-                       over anchors (a batched merge count of inversions).
-separation             min_{i != j} E_ij; relative separation = that / median E_ij.
-(The null calibration against K i.i.d. Gaussian encodings of the same shape is :mod:`.null`'s.)
-
-Scale. Every score is computed on P / s with s = max |P| (and D / max |D|), so no square of an
-entry over- or underflows: the scale-free scores (scaled stress, the violations, the relative
-separation) of c P are those of P for every c in [1e-300, 1e300], not NaN or 0. The raw
-quantities (stress, separation) are put back at the true scale at the end; one whose true value
-exceeds the largest float64 (raw stress of a table scaled by 1e300) is ``inf`` (``null`` in
-JSON, with a note), never a finite or perfect-looking value.
+Every score is computed on P / s with s = max |P| (and D / max |D|), so the scale-free scores of
+c P are those of P for every c in [1e-300, 1e300]; the raw quantities (stress, separation) are
+put back at the true scale at the end, ``inf`` when beyond float64, never a finite-looking value.
 """
 
 from __future__ import annotations

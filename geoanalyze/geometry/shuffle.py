@@ -1,51 +1,14 @@
 r"""The position-shuffle null: do these vectors carry information about which position they belong to?
 
 H0 of a table P (n x k) scored against the target distances D: *the rows of P are exchangeable
-over the positions*, i.e. the vectors carry no information about which position each belongs
-to. Under H0 every relabelling p_{pi(1)}, ..., p_{pi(n)} of the rows is as likely as the
-observed one, so the observed statistic is one draw from its permutation distribution (the
-test of Mantel 1967 for two distance matrices, and its rank versions). The null keeps the
-table's own vectors, so it is free of their width, norm and isotropy: categories compare
-across rows of any width.
-
-A shuffle permutes the rows and columns of the table's own distance matrix E; the vectors are
-never measured again. Every statistic is a *quadratic-assignment* statistic
-S(pi) = sum_{i,j} A[pi_i, pi_j] B[i, j] with A from E and B from D (or the lags), so K shuffles
-of many tables are one gather of B per block of shuffles and one matrix product
-(K x n^2) @ (n^2 x tables):
-
-==========  =========================================  ====================================
-aspect      statistic (A against B)                    relation to the reported score
-==========  =========================================  ====================================
-shape       cos(E, D) over pairs (Mantel's r, uncentred)  scaled stress = 1 - cos^2: the score itself
-order       Spearman's rho of the pair ranks of E, D    the rank reading of the violation
-local order mean over anchors of Spearman's rho of the  the rank reading of the anchored
-            anchor's row of E against its row of D       violation
-lag         mean over anchors of Spearman's rho of the  the rank reading of the lag violation
-            anchor's row of E against its lags |t_i - t_j|
-==========  =========================================  ====================================
-
-A rank statistic is reported on the violations' scale as the *rank discordance* (1 - rho) / 2
-(0: same order, 0.5: chance). Kendall's tau (the violations) needs a sort per shuffle; Spearman's
-rho of the same ranks is linear in the shuffle, which is what makes thousands of shuffles of
-every row cheap. Both test the same hypothesis exactly: a permutation test is exact for any
-statistic.
-
-For K shuffles and an observed statistic s (oriented so that larger is better):
-
-    p_better = (1 + #{k: s_k >= s}) / (K + 1),  p_worse = (1 + #{k: s_k <= s}) / (K + 1)
-    p = min(1, 2 min(p_better, p_worse))                      (two-sided)
-
-exact under H0 (ties counted against the claim, within a tolerance of float rounding). The
-p-values of one run (every aspect of every row) are adjusted together by Holm's step-down
-method, which holds the family-wise error rate at alpha whatever their dependence; a test is
-``better`` or ``worse`` (by its smaller one-sided p) when its adjusted p <= alpha, else
-``indistinguishable``. The smallest p K shuffles give is 2 / (K + 1), so a family of m tests
-can reject anything only when 2 / (K + 1) <= alpha / m: with fewer draws every category is
-``undecided``; :func:`draws_for` gives the fewest draws that can decide (at least
-:data:`MIN_SHUFFLES`).
-
-Separation gets no category: relabelling the rows never changes the closest pair.
+over the positions*. Each aspect's statistic (shape: cos(E, D); order, local order and lag: a
+Spearman rho, reported as the rank discordance (1 - rho) / 2) is held against the same statistic
+of the table's own distance matrix E with its rows and columns shuffled: a quadratic-assignment
+statistic, so K shuffles of many tables are one gather and one matrix product. The two-sided
+Monte Carlo p-values of one run are adjusted together by Holm's step-down method; with too few
+shuffles every category is ``undecided`` (:func:`draws_for`, at least :data:`MIN_SHUFFLES`).
+Statistics, p-values and categories: docs/scores.md, section 5. Separation gets no category:
+relabelling the rows never changes the closest pair.
 """
 
 from __future__ import annotations

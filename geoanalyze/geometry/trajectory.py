@@ -4,12 +4,11 @@ The pure scoring part of geometry over training (docs/tracking.md), below every 
 
 ::
 
-    NullCache          the random Gaussian tables drawn ONCE per shape (and subset of positions): every
-                       table of that shape is held against the same draws, so a change of category along
-                       the series is the tables', not the draws'
-    calibrated_scores  one table: every score against D, each rank-tested against its shape's null
+    NullCache          the random Gaussian tables drawn ONCE per shape: every table of that shape is
+                       held against the same draws, so a change of category along the series is the
+                       tables', not the draws'
     trajectory         (step, table) pairs -> one :class:`TrajectoryPoint` per step: each tracked score
-                       with its null's mean, sd, range and the category
+                       against D with its null's mean, sd, range and the category
 
 ``geoanalyze track`` (through analysis.score_table) and the experiments ``separation`` and
 ``monotonicity`` use it, so their trajectories are computed the same way.
@@ -37,32 +36,16 @@ class NullCache:
 
     def __init__(self, distances: np.ndarray, positions: np.ndarray, draws: int, seed: int) -> None:
         self.distances, self.positions, self.draws, self.seed = distances, positions, draws, seed
-        self._samples: dict[tuple[Any, ...], dict[str, np.ndarray]] = {}
+        self._samples: dict[int, dict[str, np.ndarray]] = {}
 
-    def sample(self, width: int, subset: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        """The null scores of tables of ``width`` columns on the kept positions (or the rows ``subset`` of them)."""
-        key = (width, None if subset is None else tuple(int(i) for i in subset))
-        if key not in self._samples:
-            distances = self.distances if subset is None else self.distances[np.ix_(subset, subset)]
-            index = self.positions if subset is None else self.positions[subset]
-            self._samples[key] = null_sample(
-                (index.size, width), distances, self.draws, seed=self.seed, anchored=True, index=index
+    def sample(self, width: int) -> dict[str, np.ndarray]:
+        """The null scores of tables of ``width`` columns on the kept positions."""
+        if width not in self._samples:
+            shape = (self.positions.size, width)
+            self._samples[width] = null_sample(
+                shape, self.distances, self.draws, seed=self.seed, anchored=True, index=self.positions
             )
-        return self._samples[key]
-
-
-def calibrated_scores(
-    table: np.ndarray,
-    distances: np.ndarray,
-    positions: np.ndarray,
-    nulls: NullCache,
-    scale: float = 1.0,
-    subset: np.ndarray | None = None,
-) -> tuple[dict[str, float], dict[str, RankTest]]:
-    """(every score of ``table`` against ``distances`` on ``positions``, each score's rank test against the
-    null of its shape on the kept positions, or on the rows ``subset`` of them)."""
-    observed = all_scores(table, distances, index=positions, scale=scale)
-    return observed, calibrate(observed, nulls.sample(int(table.shape[1]), subset))
+        return self._samples[width]
 
 
 class TrajectoryEntry(TypedDict):
@@ -101,21 +84,17 @@ def _entry(value: float, test: RankTest) -> TrajectoryEntry:
     }
 
 
-def trajectory_point(
-    step: int, table: np.ndarray, nulls: NullCache, scores: Sequence[str] = TRACKED
-) -> TrajectoryPoint:
-    """``table`` (rows: the null's kept positions) at ``step``, every score in ``scores`` with its null."""
-    observed, calibrated = calibrated_scores(table, nulls.distances, nulls.positions, nulls)
-    return TrajectoryPoint(
-        int(step), {score: _entry(observed.get(score, math.nan), calibrated[score]) for score in scores}
-    )
-
-
 def trajectory(
     tables: Iterable[tuple[int, np.ndarray]], nulls: NullCache, scores: Sequence[str] = TRACKED
 ) -> list[TrajectoryPoint]:
-    """Each (step, table) scored against one geometry with one null, in step order."""
-    return [trajectory_point(step, table, nulls, scores) for step, table in sorted(tables, key=lambda pair: pair[0])]
+    """Each (step, table) scored against one geometry with one null, in step order: every score in ``scores``
+    of the table (rows: the null's kept positions) with its rank test against the null of its width."""
+    points = []
+    for step, table in sorted(tables, key=lambda pair: pair[0]):
+        observed = all_scores(table, nulls.distances, index=nulls.positions)
+        calibrated = calibrate(observed, nulls.sample(int(table.shape[1])))
+        points.append(TrajectoryPoint(int(step), {s: _entry(observed.get(s, math.nan), calibrated[s]) for s in scores}))
+    return points
 
 
 def shape_null(shape: tuple[int, int], score: Any, draws: int, seed: int = 0) -> np.ndarray:

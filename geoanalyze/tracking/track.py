@@ -287,23 +287,18 @@ def hf_identity(checkpoint: Any) -> dict[str, Any]:
     }
 
 
-def run_identity(folder: Path) -> dict[str, Any]:
-    """A ``geoanalyze train`` model's identity: its model config (every size and the encoding)."""
-    from ..checkpoints.load import check_trained_config
-
-    return dict(check_trained_config(folder))
-
-
 def load_member(member: Member, trust_remote_code: bool = False) -> Loaded:
-    """Read one member's config (and a HF checkpoint's tensor index); an unreadable one is its error."""
+    """Read one member's config (and a HF checkpoint's tensor index); an unreadable one is its error. A
+    ``geoanalyze train`` run's identity is its model config (every size and the encoding)."""
     from ..checkpoints import load_checkpoint
+    from ..checkpoints.load import check_trained_config
 
     folder = Path(member.location)
     if member.revision is None and folder.is_dir() and not (folder / "config.json").is_file():
         return Loaded(member, error=f"{member.name} holds no config.json (a save cut short?); save the checkpoint again")
     try:
         if member.kind == "run":
-            return Loaded(member, identity=run_identity(folder))
+            return Loaded(member, identity=dict(check_trained_config(folder)))
         location = member.location
         if member.revision is not None:
             location = str(revision_folder(member.location, member.revision))
@@ -353,16 +348,16 @@ def reread_member(entry: Loaded, first: Loaded, trust_remote_code: bool = False)
     saying why, never scored as a normal step."""
     if entry.error is not None:
         return entry
+    why: str | None
     try:
         now = load_member(entry.member, trust_remote_code)
     except DataNotFoundError as exc:  # gone since it was checked
-        return Loaded(entry.member, error=f"changed while the series was scored: {first_line(exc, 300)}")
-    if now.error is not None:
-        return Loaded(entry.member, error=f"changed while the series was scored: {now.error}")
-    difference = model_difference(now, first)
-    if difference is not None:
-        return Loaded(entry.member, error=f"changed while the series was scored: {difference}")
-    return now
+        why = first_line(exc, 300)
+    else:
+        why = now.error if now.error is not None else model_difference(now, first)
+        if why is None:
+            return now
+    return Loaded(entry.member, error=f"changed while the series was scored: {why}")
 
 
 def _kind_word(kind: str) -> str:

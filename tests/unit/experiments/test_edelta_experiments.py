@@ -9,7 +9,7 @@ from helpers import REPO_ROOT, invoke, run_process
 
 from geoanalyze.errors import InputError
 from geoanalyze.experiments import ExperimentOptions, run_experiment, write_result
-from geoanalyze.experiments.edelta_settings import resolve_settings
+from geoanalyze.experiments.edelta_settings import benchmark_settings
 
 DOC = REPO_ROOT / "docs" / "edelta.md"
 
@@ -80,7 +80,7 @@ def test_causal_protocol_uses_our_models_and_the_entropy_gate_is_opt_in(tmp_path
     assert "hybrid" in causal.sections[1] and "ddl-ref" not in causal.sections[1]
     entropy = run_experiment("edelta-benchmarks", _options(tmp_path / "b", [*SMALL, "gate=entropy"], "smoke"))
     assert entropy.data["settings"]["gate"] == "entropy"
-    assert resolve_settings("ci", [])["gate"] == "plain"  # the paper's gate unless asked
+    assert benchmark_settings("ci", []).to_dict()["gate"] == "plain"  # the paper's gate unless asked
 
 
 @pytest.mark.slow
@@ -122,7 +122,7 @@ def test_guarantees_take_no_overrides_and_paper_preset_asks_for_cuda(tmp_path: P
     # every experiment has a smoke preset now (issue 12); an unknown one is refused with the choices
     with pytest.raises(InputError, match="unknown preset 'quick'; choose one of smoke, ci, paper"):
         run_experiment("edelta", _options(tmp_path, [], preset="quick"))
-    paper = resolve_settings("paper", [])
+    paper = benchmark_settings("paper", []).to_dict()
     assert paper["steps"] == 2000 and paper["seeds"] == "42,123,456" and paper["protocol"] == "reference"
     import torch
 
