@@ -235,15 +235,18 @@ def decode(data: bytes, path: Path, gunzipped: bool = False) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise FormatError(
-            f"{path}, line {line}: not valid UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start}); "
-            "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
-        ) from exc
+        raise _not_utf8(path, data[: exc.start].count(b"\n") + 1, data[exc.start], exc.start) from exc
     nul = text.find("\x00")
     if nul >= 0:
         raise FormatError(_nul_message(path, text[:nul].count("\n") + 1, len(text[:nul].encode())))
     return _without_boms(text)
+
+
+def _not_utf8(path: Path, line: int, byte: int, offset: int) -> FormatError:
+    return FormatError(
+        f"{path}, line {line}: not valid UTF-8 (byte {byte:#04x} at offset {offset}); "
+        "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+    )
 
 
 def _nul_message(path: Path, line: int, offset: int) -> str:
@@ -329,10 +332,8 @@ def pick_column(columns: Iterable[str], text_column: str | None, path: Path) -> 
 def _read_table(text: str, path: Path, text_column: str | None, delimiter: str) -> list[str]:
     # GLUE-style TSV files are unquoted: a quote character is part of the text.
     # newline="": quoted CSV fields may hold line breaks, and only \n / \r end a row.
-    if delimiter == "\t":
-        rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=csv.QUOTE_NONE)
-    else:
-        rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+    rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting)
     try:
         header = next(rows, None)
         if header is None:
@@ -418,10 +419,7 @@ def _iter_lines(path: Path) -> Iterator[str]:
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise FormatError(
-                        f"{path}, line {number}: not valid UTF-8 (byte {raw[exc.start]:#04x} at offset "
-                        f"{offset + exc.start}); convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
-                    ) from exc
+                    raise _not_utf8(path, number, raw[exc.start], offset + exc.start) from exc
                 nul = raw.find(b"\x00")
                 if nul >= 0:
                     raise FormatError(_nul_message(path, number, offset + nul))

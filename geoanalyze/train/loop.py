@@ -770,15 +770,12 @@ def _check_metrics_log(path: Path) -> None:
         raise InputError(f"cannot read {path}: {exc.strerror}; check the file") from exc
     for number, line in enumerate(data.split(b"\n"), start=1):
         try:
-            line.decode("utf-8")
+            what = "a NUL byte" if "\x00" in line.decode("utf-8") else None
         except UnicodeDecodeError:
+            what = "not UTF-8 text"
+        if what is not None:
             raise FormatError(
-                f"{path}, line {number}: not UTF-8 text; the metrics log is corrupt: remove the line "
-                "(or the file, losing the logged metrics) and resume again"
-            ) from None
-        if b"\x00" in line:
-            raise FormatError(
-                f"{path}, line {number}: a NUL byte; the metrics log is corrupt: remove the line "
+                f"{path}, line {number}: {what}; the metrics log is corrupt: remove the line "
                 "(or the file, losing the logged metrics) and resume again"
             )
 
