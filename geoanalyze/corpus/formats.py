@@ -332,8 +332,10 @@ def pick_column(columns: Iterable[str], text_column: str | None, path: Path) -> 
 def _read_table(text: str, path: Path, text_column: str | None, delimiter: str) -> list[str]:
     # GLUE-style TSV files are unquoted: a quote character is part of the text.
     # newline="": quoted CSV fields may hold line breaks, and only \n / \r end a row.
-    quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
-    rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting)
+    if delimiter == "\t":
+        rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=csv.QUOTE_NONE)
+    else:
+        rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
         header = next(rows, None)
         if header is None:
