@@ -235,15 +235,18 @@ def decode(data: bytes, path: Path, gunzipped: bool = False) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise FormatError(
-            f"{path}, line {line}: not valid UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start}); "
-            "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
-        ) from exc
+        raise _not_utf8(path, data[: exc.start].count(b"\n") + 1, data[exc.start], exc.start) from exc
     nul = text.find("\x00")
     if nul >= 0:
         raise FormatError(_nul_message(path, text[:nul].count("\n") + 1, len(text[:nul].encode())))
     return _without_boms(text)
+
+
+def _not_utf8(path: Path, line: int, byte: int, offset: int) -> FormatError:
+    return FormatError(
+        f"{path}, line {line}: not valid UTF-8 (byte {byte:#04x} at offset {offset}); "
+        "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+    )
 
 
 def _nul_message(path: Path, line: int, offset: int) -> str:
@@ -418,10 +421,7 @@ def _iter_lines(path: Path) -> Iterator[str]:
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise FormatError(
-                        f"{path}, line {number}: not valid UTF-8 (byte {raw[exc.start]:#04x} at offset "
-                        f"{offset + exc.start}); convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
-                    ) from exc
+                    raise _not_utf8(path, number, raw[exc.start], offset + exc.start) from exc
                 nul = raw.find(b"\x00")
                 if nul >= 0:
                     raise FormatError(_nul_message(path, number, offset + nul))

@@ -34,6 +34,7 @@ from .tokenize import Tokenizer
 
 DEFAULT_MIN_COUNT = 100
 _BATCH = 4096
+_FIX = "regenerate it with `geoanalyze marginals`"
 
 
 @dataclass
@@ -176,13 +177,12 @@ class PositionalCounts:
             {f"{name}.{part}": (INTEGER, 1) for name in ("counts", "half") for part in ("indptr", "indices", "data")},
             kind="counts",
         )
-        fix = "regenerate it with `geoanalyze marginals`"
         shape_field = header_field(path, document, "shape", list, "counts")
         if len(shape_field) != 2 or not all(
             isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in shape_field
         ):
             raise FormatError(
-                f"{path}: header shape {str(shape_field)[:60]} is not [n, V] of non-negative integers; {fix}"
+                f"{path}: header shape {str(shape_field)[:60]} is not [n, V] of non-negative integers; {_FIX}"
             )
         shape = (int(shape_field[0]), int(shape_field[1]))
         vocab = header_field(path, document, "vocab", (list, type(None)), "counts", default=None)
@@ -195,21 +195,21 @@ class PositionalCounts:
             header_field(path, document, key, (int, type(None)), "counts", default=None)
         corpus = header_field(path, document, "corpus", (list, type(None)), "counts", default=None)
         if corpus is not None and not all(isinstance(item, dict) for item in corpus):
-            raise FormatError(f"{path}: header field 'corpus' must be a list of objects; {fix}")
+            raise FormatError(f"{path}: header field 'corpus' must be a list of objects; {_FIX}")
         if not isinstance(tokenizer.get("kind", ""), str) or not isinstance(tokenizer.get("name", ""), str):
-            raise FormatError(f"{path}: header field 'tokenizer' has a kind or name that is not a string; {fix}")
+            raise FormatError(f"{path}: header field 'tokenizer' has a kind or name that is not a string; {_FIX}")
         matrices = [_checked_csr(path, arrays, name, shape) for name in ("counts", "half")]
         if tokenizer.get("vocab") == "built" or vocab is not None:
             if vocab is None or len(vocab) != shape[1]:
                 held = "no vocabulary" if vocab is None else f"a vocabulary of {len(vocab)} tokens"
-                raise FormatError(f"{path}: {shape[1]} token columns but {held}; {fix}")
+                raise FormatError(f"{path}: {shape[1]} token columns but {held}; {_FIX}")
             if not all(isinstance(token, str) for token in vocab):
-                raise FormatError(f"{path}: the vocabulary holds a token that is not a string; {fix}")
+                raise FormatError(f"{path}: the vocabulary holds a token that is not a string; {_FIX}")
             if len(set(vocab)) != len(vocab):
-                raise FormatError(f"{path}: the vocabulary repeats a token; {fix}")
+                raise FormatError(f"{path}: the vocabulary repeats a token; {_FIX}")
         excess = matrices[0] - matrices[1]
         if excess.nnz and excess.data.min() < 0:
-            raise FormatError(f"{path}: a half-A count exceeds the full count of the same cell; {fix}")
+            raise FormatError(f"{path}: a half-A count exceeds the full count of the same cell; {_FIX}")
         _check_sequences(path, document, np.asarray(matrices[0].sum(axis=1)).ravel())
         for key in ("shape", "vocab", "kind", "format_version"):
             document.pop(key, None)
@@ -221,7 +221,6 @@ def _check_sequences(path: str | os.PathLike[str], document: dict[str, Any], tot
     sequences, and where every sequence of a token has one at position 0 (a built vocabulary; special
     tokens added and counted: [CLS]) N_0 is exactly ``n_sequences`` less ``n_empty``, the sequences of
     no token (blank texts given to :func:`count_positions`; a header without it is not checked so)."""
-    fix = "regenerate it with `geoanalyze marginals`"
     n_sequences, n_empty = document.get("n_sequences"), document.get("n_empty")
     if not isinstance(n_sequences, int) or not totals.any():
         return  # no token at all: degenerate, and what reads it says what to do
@@ -229,7 +228,7 @@ def _check_sequences(path: str | os.PathLike[str], document: dict[str, Any], tot
         row = int(np.argmax(totals))
         raise FormatError(
             f"{path}: position {row} counts {int(totals[row])} tokens but the header says "
-            f"{n_sequences} sequences (at most one token per sequence and position); {fix}"
+            f"{n_sequences} sequences (at most one token per sequence and position); {_FIX}"
         )
     tokenizer = document.get("tokenizer") or {}
     built = tokenizer.get("vocab") == "built"
@@ -240,7 +239,7 @@ def _check_sequences(path: str | os.PathLike[str], document: dict[str, Any], tot
         why = "a non-blank text has a first word" if built else "each begins with a special token"
         raise FormatError(
             f"{path}: the header says {n_sequences} sequences ({n_empty} of them empty) but position 0 counts "
-            f"{int(totals[0])} tokens, and every sequence that is not empty has one there ({why}); {fix}"
+            f"{int(totals[0])} tokens, and every sequence that is not empty has one there ({why}); {_FIX}"
         )
 
 
@@ -248,31 +247,30 @@ def _checked_csr(
     path: str | os.PathLike[str], arrays: dict[str, np.ndarray], name: str, shape: tuple[int, int]
 ) -> sp.csr_array:
     """One CSR matrix of a counts file, its internal consistency checked before scipy sees it."""
-    fix = "regenerate it with `geoanalyze marginals`"
     indptr, indices, data = (arrays[f"{name}.{part}"].astype(np.int64) for part in ("indptr", "indices", "data"))
     n, vocab_size = shape
     if indptr.shape != (n + 1,):
         raise FormatError(
-            f"{path}: {name}.indptr has {indptr.size} entries, the header's {n} positions need {n + 1}; {fix}"
+            f"{path}: {name}.indptr has {indptr.size} entries, the header's {n} positions need {n + 1}; {_FIX}"
         )
     if indices.shape != data.shape:
         raise FormatError(
-            f"{path}: {name}.indices and {name}.data differ in length ({indices.size}, {data.size}); {fix}"
+            f"{path}: {name}.indices and {name}.data differ in length ({indices.size}, {data.size}); {_FIX}"
         )
     if indptr[0] != 0 or indptr[-1] != data.size or (n and np.any(np.diff(indptr) < 0)):
         raise FormatError(
             f"{path}: {name}.indptr is not a valid row-offset array (it must start at 0, never decrease and end "
-            f"at {data.size}); {fix}"
+            f"at {data.size}); {_FIX}"
         )
     if indices.size and (indices.min() < 0 or indices.max() >= vocab_size):
-        raise FormatError(f"{path}: {name}.indices holds a token id outside 0..{vocab_size - 1}; {fix}")
+        raise FormatError(f"{path}: {name}.indices holds a token id outside 0..{vocab_size - 1}; {_FIX}")
     if data.size and data.min() < 0:
-        raise FormatError(f"{path}: {name}.data holds a negative count; {fix}")
+        raise FormatError(f"{path}: {name}.data holds a negative count; {_FIX}")
     matrix = sp.csr_array((data, indices, indptr), shape=shape)
     try:
         matrix.check_format(full_check=True)
     except ValueError as exc:
-        raise FormatError(f"{path}: {name} is not a valid sparse matrix ({exc}); {fix}") from exc
+        raise FormatError(f"{path}: {name} is not a valid sparse matrix ({exc}); {_FIX}") from exc
     if not matrix.has_canonical_format:
         matrix.sum_duplicates()
     return matrix

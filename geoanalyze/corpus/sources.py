@@ -13,15 +13,11 @@ A source string is resolved, in this order, to
 4. any other string: a Hugging Face hub dataset id.
 
 Each corpus kind is one class of the :class:`CorpusSource` protocol (:class:`FileSource`,
-:class:`FolderSource`, :class:`ShardsSource`, :class:`HubSource`, :class:`SyntheticSource`),
-which owns how its texts are read whole (``texts``) and streamed (``stream``), how it is cut
-into :class:`Shard` units of streamed work (``shards``), which local files it reads
-(``files_read``) and its ``fingerprint``. Nothing is read until then; the fingerprint changes
-whenever the data would, so counts can be cached by it: for local files it is the SHA-256 of
-their bytes (:func:`geoanalyze.cache.file_digests`), with the file format, and for a folder the
-relative names too; a hub dataset is its id, config and split, a synthetic corpus its spec.
-Counts files record it, so a corpus and counts of it are known to be one corpus. A new kind is
-a new subclass and one rule in :func:`resolve_source`.
+:class:`FolderSource`, :class:`ShardsSource`, :class:`HubSource`, :class:`SyntheticSource`);
+nothing is read until asked, and its ``fingerprint`` changes whenever the data would (the SHA-256
+of local files' bytes with their format, a hub dataset's id, config and split, a synthetic spec),
+so counts are cached and recorded by it. A new kind is a new subclass and one rule in
+:func:`resolve_source`.
 
 Folder corpora, shard folders and globs skip hidden files and folders (a name starting with
 '.': ``.git/``, ``.ipynb_checkpoints/``) unless ``include_hidden``.
@@ -728,8 +724,6 @@ def iter_hub_texts(source: HubSource, data_files: tuple[str, ...] = (), batch_ro
                 text = str(value)
                 if text.strip():
                     yield text
-    except GeneratorExit:
-        raise
     except (InputError, FormatError):
         raise
     except Exception as exc:  # a dropped connection or a corrupt remote file, mid-stream

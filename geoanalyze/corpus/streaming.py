@@ -1,23 +1,12 @@
 """Counting at scale: streamed shard by shard, on every core or a Dask cluster, resumable.
 
-A corpus source is cut into **shards** (the files of a glob or shard folder; one file; groups
-of a folder's one-text files; a hub stream). Each shard is read as a stream, tokenized and
-counted batch by batch into a sparse accumulator, so a worker holds one batch of text and one
-n x V sparse matrix whatever the corpus size. The shards' counts are merged by addition in
-shard order (built vocabularies unite by first appearance, as one pass would).
-
-The split-half coin of the sequence with global index g is the g-th uniform of the PCG64
-stream seeded by ``split_seed`` (reached with ``PCG64.advance``, no draw of the ones before),
-exactly the coin :func:`~geoanalyze.corpus.marginals.count_positions` has always drawn. It
-depends on g alone, never on the sharding or the number of workers; so the counts are bit for
-bit those of one process over the whole list of texts. A shard's first global index is the
-number of texts before it; when shards run in parallel, a cheap first pass counts each shard's
-texts (reading, no tokenizing) while the first shards are already being counted.
-``--sample FRACTION`` keeps the text of raw index r when the r-th uniform of a second seeded
-stream is below FRACTION; ``--limit`` counts the first LIMIT texts kept.
-
-Each shard's counts are written to a work folder (the ordinary counts format, plus the job's
-key) as soon as they are done; a re-run of the same job loads them and counts only the rest.
+A corpus source is cut into **shards**; each is read as a stream, tokenized and counted batch
+by batch into a sparse accumulator, and the shards' counts are merged by addition in shard
+order. The split-half coin of the sequence with global index g is the g-th uniform of the PCG64
+stream seeded by ``split_seed`` (reached with ``PCG64.advance``), so the counts are bit for bit
+those of one process over the whole list of texts, whatever the sharding or the number of
+workers. Each shard's counts are written to a work folder as soon as they are done, so a re-run
+of the same job counts only the rest (docs/large-corpora.md tells the whole story).
 """
 
 from __future__ import annotations

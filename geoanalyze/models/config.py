@@ -72,12 +72,12 @@ class ModelConfig:
     attention: str = "standard"
 
     def __post_init__(self) -> None:
-        _choice("arch", self.arch, ARCHS)
-        _choice("pe", self.pe, PE_KINDS)
-        _choice("attention", self.attention, ATTENTIONS)
+        check_choice("arch", self.arch, ARCHS)
+        check_choice("pe", self.pe, PE_KINDS)
+        check_choice("attention", self.attention, ATTENTIONS)
         for name in ("vocab_size", "n_positions", "d_model", "n_layers", "n_heads", "d_ff"):
-            _integer(name, getattr(self, name), minimum=1)
-        _integer("n_classes", self.n_classes, minimum=0)
+            check_integer(name, getattr(self, name), minimum=1)
+        check_integer("n_classes", self.n_classes, minimum=0)
         _number("dropout", self.dropout)
         _number("rope_base", self.rope_base)
         if not 0.0 <= self.dropout < 1.0:
@@ -110,7 +110,7 @@ class ModelConfig:
         if self.pe == "lowrank":
             if self.pe_rank is None:
                 raise InputError("pe 'lowrank' needs pe_rank; set pe_rank to the rank r of P = A W")
-            _integer("pe_rank", self.pe_rank, minimum=1)
+            check_integer("pe_rank", self.pe_rank, minimum=1)
             limit = min(self.n_positions, self.d_model)
             if self.pe_rank > limit:
                 raise InputError(
@@ -167,12 +167,12 @@ class ModelConfig:
         return cls(**document)
 
 
-def _choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise InputError(f"unknown {name} {value!r}; choose one of {', '.join(choices)}")
 
 
-def _integer(name: str, value: Any, minimum: int) -> None:
+def check_integer(name: str, value: Any, minimum: int) -> None:
     # bool is an int subclass: True must not pass as 1
     if not isinstance(value, int) or isinstance(value, bool):
         raise InputError(f"{name} must be an integer, got {value!r}")

@@ -10,17 +10,9 @@ by A_k (c_k = A_k \sum_j \alpha_{kj} A_j^{-1} v_j). That is O(n d) extra work an
 RoPE attention. For toral frames (SO(2)^{d/2}, one angle per interleaved pair) A_t is the angle
 vector \phi_t and A_t^{-1} is -\phi_t.
 
-How \phi_t is made (the ``variant``):
-
-fixed      \phi_t = t \theta with RoPE's \theta_i = b^{-2i/hs}; on a grid, axial: the first half of
-           the pairs turn with the row, the second half with the column (2D-RoPE's layout)
-learned    \phi_p = \sum_a p_a w_a with per-layer frequency vectors w_a (one per axis), initialised
-           to the fixed ones
-projected  content-dependent journey: increments \delta_t = \theta + MLP(x_t), MLP = Linear(C, 2C) -
-           ReLU - Linear(2C, C/2) (one angle per pair and head), \phi_t = \sum_{s<=t} \delta_s
-           (a cumulative sum along the sequence: causal by construction); 1-D sequences only
-dense      curved, LieRE-like: A_p = exp(\sum_a p_a S_a) with learned skew-symmetric S_a (hs x hs);
-           the generators of different axes do not commute
+How \phi_t is made (the ``variant``: fixed, learned, projected, dense) is tabled in
+docs/joformer.md; the projected journey is a cumulative sum of increments (causal by
+construction), the dense one is curved (the generators of different axes do not commute).
 
 ``transport_values=False`` keeps the rotated scores and plain values: that is RoPE (1-D) or
 2D-RoPE (axial grid) attention with the same code path, the baseline of the vision experiment.

@@ -1,21 +1,11 @@
 r"""JoFormer as published: the three character-level scripts of github.com/mahesh-godavarti/joformer.
 
 The public reference (``journey_transformer_per_token_angles.py``, ``journey_transformer_fixed_angles.py``,
-``roformer.py``) differs from this project's design (models/joformer.py) in four ways, all kept here:
-
-normalisation  weights softplus(score) = log(1 + e^score) on the causal triangle, 0 above it, and no
-               row normalisation; our design (and RoFormer elsewhere) uses softmax. ``normalisation``
-               switches it, to isolate the difference.
-heads          one head over the full width C, scores scaled by C^{-1/2}.
-per-token      angles a_t = E_angle[token_t] (C/2 per token) from a token embedding shared by every
-               layer; frames \Phi_t = \sum_{s >= t} a_s, a *suffix* sum over the block. The journey
-               from s to t (s <= t) is P_{s->t} = R(\Phi_s - \Phi_t) = R(\sum_{u=s}^{t-1} a_u): the
-               tokens s..t-1. Ours: \phi_t = \sum_{u <= t} \delta_u from a per-layer MLP of the residual
-               stream, the tokens s+1..t.
-fixed          \Phi_t = (T - 1 - t) k for k = 0..C/2 - 1: integer frequencies on reversed positions.
-               The reversal cancels in every relative quantity (P_{s->t} = R((t - s) k)); the integer
-               frequencies do not (k >= 1 wraps past 2 pi every few positions; pair 0 never turns).
-roformer       the fixed angles on q and k only (values and output not rotated).
+``roformer.py``) differs from this project's design (models/joformer.py) in four ways, all kept here
+and tabled in docs/joformer.md: softplus weights without row normalisation (``normalisation``
+switches it), one head over the full width C, per-token angles a_t = E_angle[token_t] accumulated as
+a *suffix* sum \Phi_t = \sum_{s >= t} a_s, and fixed angles \Phi_t = (T - 1 - t) k of integer
+frequencies; ``roformer`` puts the fixed angles on q and k only.
 
 In every variant q, k and v are rotated by +\Phi_t, the scores are wei[t, s] = <k_t, q_s> C^{-1/2}
 (the script's ``k @ q^T``: rows index the attending position), and the output of position t is

@@ -1,16 +1,10 @@
 r"""JoFormer's algebra: data as (content, per-axis generators), their composition and journey operators.
 
-A datum is x = (a, A_1..A_D): content a in R^d and one generator A_k in O(d) per axis. Composition
-along axis k (D = 1: the only axis) rotates the second content by the first datum's generator of
-that axis and accumulates that generator only::
-
-    (a, A) o_k (b, B) = (a + A_k b, A with A_k replaced by A_k B_k)
-
-It is associative (a + A b + A B c either way) and not commutative. The journey operator
-P_{j->k} is the product of the step generators met on a path from position j to k; when every
-position's frame is the product of the steps from the origin, P_{j->k} = F_k F_j^{-1}. With
-commuting generators (the flat regime) it does not depend on the path, and P_{j->k} = R^{k-j} in
-1-D; with non-commuting (dense, LieRE-like) generators two paths between the same points differ.
+A datum is x = (a, A_1..A_D): content a in R^d and one generator A_k in O(d) per axis;
+composition along axis k is (a, A) o_k (b, B) = (a + A_k b, A with A_k replaced by A_k B_k),
+associative and not commutative. The journey operator P_{j->k} is the product of the step
+generators met on a path from j to k: path-independent for commuting (flat) generators, not for
+dense, LieRE-like ones (docs/joformer.md states the algebra in full).
 
 Rotations are represented two ways:
 

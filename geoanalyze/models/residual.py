@@ -3,41 +3,9 @@ r"""Residual operators: what a block does to its shortcut, behind one small prot
 The residual state of a token is read as a matrix X in R^{n x c}: n streams of c = d / n
 features each (mHC's layout; n = 1 is the plain vector). Every operator mixes the streams with
 an n x n matrix computed from the token, so it costs O(n c) per token and never builds a
-(B, T, d, d) matrix.
-
-====================  =====================================================================
-kind                  block update X -> X'
-====================  =====================================================================
-plain (GPT)           X' = X + F(LN(X))
-ddl (Deep Delta)      X' = (I - beta k k^T) X + beta k v^T,   beta in [0, 2], v = V^T k,
-                      V = F(LN(X)) as n x c
-mhc                   X' = H_res X + diag(h_post) F(LN(diag(h_pre) X)), H_res doubly stochastic
-                      by Sinkhorn-Knopp (log domain, 20 iterations)
-jpmhc                 G = iterative Cayley of a full skew matrix;  X' = G + P F(R LN(G))
-cayley                G = Q X, Q = (I + beta/2 A)^{-1}(I - beta/2 A), A = u v^T - v u^T
-householder           G = H_2(k) X = (I - 2 k k^T) X
-hybrid (EΔ-MHC-Geo)   G = gamma Q X + (1 - gamma) H_2(k) X;  L_gate = 4 gamma (1 - gamma)
-ddl-ref               the reference code's DDL: G = (I - beta k k^T) X with k in the full width d,
-                      X' = G + F(LN(G))  (no write term)
-mhc-ref               the reference code's mHC: h = RMSNorm(x); h_pre = sigmoid(a phi_pre h + b),
-                      h_post = 2 sigmoid(...), H_res = Sinkhorn(a mat(phi_res h) + 2 I);
-                      X' = H_res X + h_post * F(LN(rep_n(sum_i h_pre_i X_i)))
-jpmhc-ref             the reference code's JPmHC (parallel routing): [H_pre | H_post | H~] = W LN(x),
-                      H_pre row-softmax, H_post column-softmax, H_res = 2 fixed-point Cayley
-                      iterations of the unbounded skew W = H~ - H~^T (alpha 0.1);
-                      X' = H_res X + H_post (F(avg_i (H_pre X)_i) (x) 1_n), F at width d / n
-====================  =====================================================================
-
-The ``-ref`` kinds reproduce the baselines of the reference code (arash-shahmansoori/edelta,
-commit f51372f) for the reference protocol; the plain names are our variants (DDL with the DDL
-paper's write term, mHC with static pre / post weights, JPmHC with a norm-bounded generator).
-
-For the last four, X' = G + P F(R LN(G)) with R, P (d x d, identity at init) the mHC pre / post
-maps of the reference code (``maps=False``: X' = G + F(LN(G))); they are folded into the
-branch's first and last weights rather than applied per token. u, v, k, beta, gamma come from
-small GELU networks (:class:`Generators`) of the token
-(``pooling="token"``: causal) or of the sequence mean (``pooling="sequence"``: the reference
-code's mode, which lets every position see the whole sequence and so is *not causal*).
+(B, T, d, d) matrix. The kinds (:data:`RESIDUALS`) and their updates are tabled in docs/edelta.md;
+the ``-ref`` kinds reproduce the baselines of the reference code (arash-shahmansoori/edelta,
+commit f51372f), the plain names are our variants.
 
 The protocol: ``residual(x, norm, branch)`` returns X' (B, T, d) given the block's LayerNorm and
 branch F; ``residual.operator(x)`` is the shortcut map G alone (the "bare operator");

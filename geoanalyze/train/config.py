@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError, InputError
-from ..models.config import ModelConfig
+from ..models.config import ModelConfig, check_choice, check_integer
 
 TASKS = ("mlm", "classification", "order", "lm")
 DEVICES = ("auto", "cpu", "cuda")
@@ -134,21 +134,20 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.model, ModelConfig):
             raise InputError(f"model must be a ModelConfig, got {type(self.model).__name__}")
-        for name, choices in (("task", TASKS), ("device", DEVICES)):
-            if getattr(self, name) not in choices:
-                raise InputError(f"unknown {name} {getattr(self, name)!r}; choose one of {', '.join(choices)}")
+        check_choice("task", self.task, TASKS)
+        check_choice("device", self.device, DEVICES)
         for name, minimum in (("steps", 1), ("batch_size", 1), ("eval_every", 1), ("eval_batches", 1)):
-            _at_least(name, getattr(self, name), minimum)
+            check_integer(name, getattr(self, name), minimum)
         for name in ("warmup_steps", "seed"):
-            _at_least(name, getattr(self, name), 0)
+            check_integer(name, getattr(self, name), 0)
         for name in ("steps", "warmup_steps", "eval_every", "eval_batches"):
             _at_most(name, getattr(self, name), MAX_STEPS, "a run of that size would never end")
         _at_most("seed", self.seed, MAX_SEED, "seeds are what numpy and torch take")
-        _at_least("max_length", self.max_length, 4)
-        _at_least("order_length", self.order_length, 3)
-        _at_least("order_vocab", self.order_vocab, 2)
+        check_integer("max_length", self.max_length, 4)
+        check_integer("order_length", self.order_length, 3)
+        check_integer("order_vocab", self.order_vocab, 2)
         if self.limit is not None:
-            _at_least("limit", self.limit, 1)
+            check_integer("limit", self.limit, 1)
         length = self.order_length if self.task == "order" else self.max_length
         if self.batch_size * length > MAX_STEP_TOKENS:
             # refused before any batch is built: a step this large would fill the memory, not fail cleanly
@@ -313,11 +312,3 @@ def _convert(value: Any, kind: type, from_string: bool) -> Any:
 def _at_most(name: str, value: int, maximum: int, why: str) -> None:
     if value > maximum:
         raise InputError(f"{name} must be at most {maximum:,} ({why}), got {value:,}; lower {name}")
-
-
-def _at_least(name: str, value: Any, minimum: int) -> None:
-    # bool is an int subclass: True must not pass as 1
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InputError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise InputError(f"{name} must be at least {minimum}, got {value}")

@@ -11,15 +11,10 @@ Per step s = state.step + 1 .. schedule.steps::
     theta      <- optimizer step with g at lr_s
     hook(state)   for every hook, in order        (state.step = s, state.lr = lr_s, state.logged = m_s)
 
-What differs between runs is configuration, not a loop of their own:
-
-- ``geoanalyze train`` (:mod:`.loop`): batches pure functions of (seed, step), dropout reseeded from
-  (seed, step) inside its loss, warm-up + cosine, clipping; hooks that evaluate, log a metrics line
-  and write a checkpoint; under torchrun the model it passes is the DDP wrapper. A resumed run
-  passes the checkpoint's state (its step and the optimiser with its moments).
-- the EΔ tasks (:mod:`.geometric`): MSE plus the model's regulariser, AdamW (0.9, 0.95).
-- the experiments: the JoFormer scripts' loop (constant rate, clipping at 1), the ViT's schedule,
-  the EΔ reference's negation loop (constant rate, PyTorch's AdamW defaults, no clipping).
+What differs between runs is configuration, not a loop of their own (docs/architecture.md):
+``geoanalyze train`` (:mod:`.loop`: seeded batches and dropout, warm-up + cosine, evaluation and
+checkpoint hooks, the DDP wrapper under torchrun, a resumed run's state), the EΔ tasks
+(:mod:`.geometric`: MSE plus the model's regulariser) and the experiments' loops.
 
 Exactness: ``fit`` does exactly the operations above in that order and nothing else (no hidden
 reseeding, no extra random draw), so a run configured here computes, bit for bit, what the

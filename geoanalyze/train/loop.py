@@ -1,19 +1,11 @@
 r"""The resumable (and data-parallel) runner of ``geoanalyze train``: a configuration of :func:`.core.fit`.
 
-Per step s = 1..steps: the task's batch of step s, a forward pass (bf16 autocast on CUDA only),
-cross-entropy on the labelled positions, AdamW at the learning rate :func:`lr_at` gives, the
-gradient clipped to ``grad_clip`` (the core's loop; the batches, the loss :func:`_train_step` and
-the schedule are this module's). Every ``eval_every`` steps (and after the last) the hook
-:class:`RunLog` scores the held-out stream, writes one JSON line to ``metrics.jsonl`` and a
-checkpoint to ``checkpoint/``.
-
-Resuming is exact: the batches are pure functions of (seed, step) (:mod:`.tasks`), dropout is
-reseeded from (seed, step) before every step, the learning rate is a pure function of the step,
-and the checkpoint holds the weights and the optimiser moments. A run killed at any point and
-resumed ends with the same metrics and weights as one never interrupted (on CPU bit for bit; CUDA
-kernels may differ in the last bits). On CPU the run is inside :func:`.determinism.deterministic`:
-a fixed number of intra-op threads (GEOANALYZE_CPU_THREADS, default 1) and deterministic kernels, so
-two runs of one seed are bit-identical whatever the machine's thread count.
+Per step: the task's batch, a forward pass (bf16 autocast on CUDA only), cross-entropy on the
+labelled positions, AdamW at :func:`lr_at`'s rate, the gradient clipped (docs/training.md). Every
+``eval_every`` steps (and after the last) the hook :class:`RunLog` scores the held-out stream and
+writes a metrics line and a checkpoint. Resuming is exact: batches, dropout seeds and the learning
+rate are pure functions of (seed, step), and the checkpoint holds the weights and the optimiser
+moments; on CPU the run is inside :func:`.determinism.deterministic`, bit-identical per seed.
 
 Files in ``output_dir``::
 
@@ -778,15 +770,12 @@ def _check_metrics_log(path: Path) -> None:
         raise InputError(f"cannot read {path}: {exc.strerror}; check the file") from exc
     for number, line in enumerate(data.split(b"\n"), start=1):
         try:
-            line.decode("utf-8")
+            what = "a NUL byte" if "\x00" in line.decode("utf-8") else None
         except UnicodeDecodeError:
+            what = "not UTF-8 text"
+        if what is not None:
             raise FormatError(
-                f"{path}, line {number}: not UTF-8 text; the metrics log is corrupt: remove the line "
-                "(or the file, losing the logged metrics) and resume again"
-            ) from None
-        if b"\x00" in line:
-            raise FormatError(
-                f"{path}, line {number}: a NUL byte; the metrics log is corrupt: remove the line "
+                f"{path}, line {number}: {what}; the metrics log is corrupt: remove the line "
                 "(or the file, losing the logged metrics) and resume again"
             )
 
