@@ -236,6 +236,13 @@ def _swapped_test(test: Statistics) -> str | None:
     return "pass" if upper < float(test.get("margin", 0.0)) else "fail"
 
 
+def _symmetric(test: Statistics) -> str | None:
+    """An equivalence's verdict, which swapping its arms leaves as it is (None when undecided)."""
+    if not test.get("decided", True):
+        return None
+    return "pass" if test.get("passed") else "fail"
+
+
 def swapped_verdict(check: CheckRecord) -> str | None:
     """The verdict of a record's check with its arms swapped (see :func:`_swapped_test`); None where
     swapping does not apply (an equivalence, a control, a check without statistics)."""
@@ -243,8 +250,8 @@ def swapped_verdict(check: CheckRecord) -> str | None:
     if str(check.get("name", "")).startswith("control:") or check.get("test") == "control":
         return None
     tests = statistics.get("tests")
-    if tests:  # every test must pass for the check to pass, swapped too
-        verdicts = [_swapped_test(t) for t in tests]
+    if tests:  # every test must pass for the check to pass, swapped too; an equivalence swaps to itself
+        verdicts = [_symmetric(t) if t.get("kind") == "equivalence" else _swapped_test(t) for t in tests]
         if any(v is None for v in verdicts):
             return None
         return "pass" if all(v == "pass" for v in verdicts) else "fail"
