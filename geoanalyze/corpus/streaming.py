@@ -309,15 +309,19 @@ class _ProcessPool(_Executor):
             ) from exc
 
     def close(self, abort: bool = False) -> None:
+        # No new work (and so no new worker) from here on; then, on abort, the workers go now.
+        self._pool.shutdown(wait=not abort, cancel_futures=True)
         if abort:
             # A failed job stops now: the shards in flight are abandoned (their partial counts
-            # were never written), not waited for.
+            # were never written), not waited for. A worker that outlives SIGTERM is killed.
             import multiprocessing
 
             for process in set(multiprocessing.active_children()) - self._others:
                 with contextlib.suppress(Exception):
                     process.terminate()
-        self._pool.shutdown(wait=not abort, cancel_futures=True)
+                    process.join(2)
+                    if process.is_alive():
+                        process.kill()
 
 
 CONNECT_TIMEOUT_S = 3
