@@ -13,7 +13,7 @@ import re
 import shlex
 import shutil
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rich import box
@@ -23,7 +23,7 @@ from rich.text import Text
 
 from ..io import markdown_cell, to_jsonable
 from ..io import markdown_table as gfm_table
-from ..results import display_path, fmt, md_code, md_text
+from ..results import Provenance, display_path, fmt, md_text
 
 #: the narrowest width results are laid out in, whatever COLUMNS says
 MIN_OUTPUT_WIDTH = 40
@@ -272,14 +272,8 @@ def command_line(argv: Sequence[str] | None = None) -> str:
     return shlex.join(["geoanalyze", *(display_path(w) if os.path.isabs(w) else w for w in words[1:])])
 
 
-def provenance(seed: int | None = None) -> dict[str, Any]:
+def provenance(seed: int | None = None) -> Provenance:
     """What a report needs to be reproduced: version, command line and seed."""
     from ..version import __version__
 
-    return {"version": __version__, "command": command_line(), "seed": seed}
-
-
-def provenance_line(run: Mapping[str, Any]) -> str:
-    """The provenance as one Markdown line."""
-    seed = "" if run.get("seed") is None else f", seed {run['seed']}"
-    return f"geoanalyze {md_text(str(run['version']))}{seed}: {md_code(str(run['command']))}"
+    return Provenance(__version__, command_line(), seed)

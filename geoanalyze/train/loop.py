@@ -40,7 +40,7 @@ from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
 from .. import notes
 from ..errors import FormatError, IncompatibleError, InputError, first_line
-from ..io import FORMAT_VERSION, METADATA_KEY, atomic_path, staged_folder, to_jsonable, write_text
+from ..io import FORMAT_VERSION, METADATA_KEY, Record, atomic_path, staged_folder, to_jsonable, write_text
 from ..models import ModelConfig, Transformer
 from ..models.config import TABLE_KINDS
 from ..models.positional import PositionalEncoding
@@ -323,7 +323,7 @@ class RunExtras:
     """
 
     geometry_every: int = 0
-    probe: Callable[[Task], Callable[[Transformer], dict[str, Any]]] | None = None
+    probe: Callable[[Task], Callable[[Transformer], Mapping[str, Record]]] | None = None
     keep_checkpoints: int = 0
 
     def hooks(self, log: RunLog) -> list[Hook]:
@@ -341,7 +341,7 @@ class RunExtras:
 
 
 def geometry_hook(
-    interval: int, score: Callable[[Transformer], dict[str, Any]], model: Transformer, log: RunLog
+    interval: int, score: Callable[[Transformer], Mapping[str, Record]], model: Transformer, log: RunLog
 ) -> Hook:
     """Every ``interval`` steps: the probe's rows as one metrics line."""
 
