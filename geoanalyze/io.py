@@ -290,6 +290,11 @@ def _command_for(kind: str) -> str:
     return {"counts": "marginals", "distances": "distances", "mds": "mds"}.get(kind, kind)
 
 
+def dumps(data: Any) -> str:
+    """JSON text of a result: indented, numpy values and typed records as plain ones, non-finite numbers as null."""
+    return json.dumps(to_jsonable(data), indent=2, allow_nan=False)
+
+
 def to_jsonable(value: Any) -> Any:
     """Convert numpy scalars and arrays, and typed records (a value with ``to_dict``), recursively into plain
     JSON types."""
@@ -355,7 +360,7 @@ class Record:
 
     def to_json(self) -> str:
         """The record as indented JSON, numpy values as plain ones and non-finite numbers as null."""
-        return json.dumps(to_jsonable(self.to_dict()), indent=2, allow_nan=False)
+        return dumps(self.to_dict())
 
 
 def markdown_cell(value: Any, formatter: Callable[[Any], str] = str) -> str:

@@ -26,7 +26,6 @@ The two text rules every output follows live here too: numbers to 4 significant 
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import re
@@ -42,7 +41,7 @@ import numpy as np
 
 from .geometry.null import ALPHA, ASPECT_WORDS, ASPECTS, D_ASPECTS, TESTED_ASPECTS, RankTest
 from .geometry.shuffle import can_decide, draws_for
-from .io import FLAT, IF_SET, NOT_IN_JSON, Record, serialise, serialise_fields, to_jsonable
+from .io import FLAT, IF_SET, NOT_IN_JSON, Record, dumps, serialise, serialise_fields
 from .io import markdown_table as gfm_table
 
 if TYPE_CHECKING:
@@ -137,10 +136,8 @@ class AspectDecision:
     probe_category: str | None = None
 
     def to_dict(self, aspect: str) -> dict[str, Any]:
-        record: dict[str, Any] = {"discriminates": self.discriminates, "reason": self.reason}
-        if aspect in D_ASPECTS:
-            record["probe_category"] = self.probe_category
-        return record
+        probe = {"probe_category": self.probe_category} if aspect in D_ASPECTS else {}
+        return {"discriminates": self.discriminates, "reason": self.reason, **probe}
 
 
 @dataclass(frozen=True)
@@ -275,7 +272,7 @@ class StressResult:
         """The JSON ``geoanalyze stress -f json`` prints (non-finite numbers as null; paths shown from
         ``base``); ``extra`` keys follow the document's own (the command adds ``gate``, ``run`` and,
         with --plot-dir, ``figures``)."""
-        return json.dumps(to_jsonable({**self.document(base), **extra}), indent=2, allow_nan=False)
+        return dumps({**self.document(base), **extra})
 
     def to_markdown(self, figures: Mapping[str, str] | None = None, **shown: Any) -> str:
         """The Markdown section ``geoanalyze stress -f markdown`` prints: :func:`markdown` (``shown``: its
@@ -1321,4 +1318,4 @@ class EncodingsResult(CommandResult):
 
     def to_json(self) -> str:
         """The JSON list of the families (``-f json``)."""
-        return json.dumps(to_jsonable(list(self.encodings)), indent=2, allow_nan=False)
+        return dumps(list(self.encodings))

@@ -180,7 +180,7 @@ def model_builders(recipe: Recipe, vocab: int) -> dict[str, Callable[[], Any]]:
     from ..models import ModelConfig, Transformer
     from ..models.joformer_reference import ReferenceConfig, ReferenceJoFormer
 
-    builders: dict[str, Callable[[], Any]] = {}
+    builders: dict[str, Any] = {}
     for name, (variant, normalisation) in REFERENCE_MODELS.items():
         builders[name] = lambda v=variant, n=normalisation: ReferenceJoFormer(
             ReferenceConfig(

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
+from ..io import dumps, to_jsonable, write_text
 from ..io import markdown_table as gfm_table
-from ..io import to_jsonable, write_text
 from ..results import Provenance
 
 PRESET_NAMES = ("smoke", "ci", "paper")
@@ -251,10 +251,10 @@ class VerifyResult:
             document = {"preset": self.preset, "passed": self.passed, "experiments": list(self.experiments)}
         else:
             document = self.experiments[0].to_dict()
-        return json.dumps(to_jsonable({**document, "run": self.run}), indent=2, allow_nan=False)
+        return dumps({**document, "run": self.run})
 
 
-def environment() -> dict[str, Any]:
+def environment() -> dict[str, str | None]:
     """Versions and hardware, recorded with every result so numbers can be traced."""
     import importlib.metadata as metadata
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..io import dumps
 from ..results import Gate, Judgement, Provenance, StressResult, display_path, markdown_table, md_text, summarize
-from .render import dumps
 from .stress import report_header, report_row, write_figures
 
 #: the name of each figure a report draws: ``<index>-<figure>.png`` (report.stress.write_figures)

@@ -16,7 +16,6 @@ record per step), ``to_markdown()`` the section ``-f markdown`` prints.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -46,7 +45,7 @@ from ..encodings import EncodingContext
 from ..errors import DataNotFoundError, GeoanalyzeError, IncompatibleError, InputError, first_line
 from ..geometry.null import ASPECTS
 from ..geometry.shuffle import ShuffleNull
-from ..io import IF_SET, serialise_fields, to_jsonable
+from ..io import IF_SET, dumps, serialise_fields
 from ..results import (
     CorpusInfo,
     Discriminability,
@@ -148,7 +147,7 @@ class TrackResult:
 
     def to_json(self, **extra: Any) -> str:
         """The JSON document ``track -f json`` prints (``extra``: run, figure, gate)."""
-        return json.dumps(to_jsonable({**serialise_fields(self), **extra}), indent=2, allow_nan=False)
+        return dumps({**serialise_fields(self), **extra})
 
     def to_markdown(self, figure: str | None = None) -> str:
         """The section ``track -f markdown`` prints: the position table, the layer table, the comparison."""

@@ -63,11 +63,11 @@ INFO_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
-class TrainResult:
+class TrainResult(Record):
     """A finished run: the metrics of its last evaluation, its parameter counts and settings.
 
-    :meth:`to_json` is what ``geoanalyze train -f json`` prints; ``figure`` is where the command
-    drew the training curves (None until drawn).
+    :meth:`to_json` (its fields) is what ``geoanalyze train -f json`` prints; ``figure`` is where the
+    command drew the training curves (None until drawn).
     """
 
     output_dir: Path
@@ -76,18 +76,6 @@ class TrainResult:
     pe_parameters: int
     config: TrainConfig
     figure: Path | None = None
-
-    def to_json(self) -> str:
-        """The run as JSON (non-finite numbers as null)."""
-        document = {
-            "output_dir": str(self.output_dir),
-            "metrics": dict(self.metrics),
-            "parameters": self.parameters,
-            "pe_parameters": self.pe_parameters,
-            "config": self.config.to_dict(),
-            "figure": None if self.figure is None else str(self.figure),
-        }
-        return json.dumps(to_jsonable(document), indent=2, allow_nan=False)
 
 
 def train(
