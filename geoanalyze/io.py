@@ -13,6 +13,7 @@ misreading it. Writes go to a temporary file in the same folder and are renamed 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -289,9 +290,17 @@ def _command_for(kind: str) -> str:
     return {"counts": "marginals", "distances": "distances", "mds": "mds"}.get(kind, kind)
 
 
+def dumps(data: Any) -> str:
+    """JSON text of a result: indented, numpy values and typed records as plain ones, non-finite numbers as null."""
+    return json.dumps(to_jsonable(data), indent=2, allow_nan=False)
+
+
 def to_jsonable(value: Any) -> Any:
-    """Convert numpy scalars and arrays (recursively) into plain JSON types."""
-    if isinstance(value, dict):
+    """Convert numpy scalars and arrays, and typed records (a value with ``to_dict``), recursively into plain
+    JSON types."""
+    if callable(getattr(value, "to_dict", None)) and not isinstance(value, type):
+        return to_jsonable(value.to_dict())
+    if isinstance(value, Mapping):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]
@@ -304,6 +313,54 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     return value
+
+
+#: field metadata for :func:`serialise`: the field is not in the record (a printer or a figure reads it)
+NOT_IN_JSON = {"json": False}
+#: field metadata for :func:`serialise`: the field's mapping is merged into the record's own keys
+FLAT = {"json": "flat"}
+#: field metadata for :func:`serialise`: the field is in the record only when it is set (not None, not empty)
+IF_SET = {"json": "if set"}
+
+
+def serialise(value: Any) -> Any:
+    """A result as its JSON document holds it: a value with ``to_dict`` as that, a dataclass as
+    :func:`serialise_fields`, a mapping as a dict and a tuple as a list, recursively; numpy values are
+    left to :func:`to_jsonable`."""
+    if callable(getattr(value, "to_dict", None)) and not isinstance(value, type):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return serialise_fields(value)
+    if isinstance(value, Mapping):
+        return {key: serialise(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [serialise(item) for item in value]
+    return value
+
+
+def serialise_fields(value: Any) -> dict[str, Any]:
+    """A dataclass's fields in order, each :func:`serialise`-d, as their metadata say (:data:`NOT_IN_JSON`:
+    left out, :data:`FLAT`: merged into the record's keys, :data:`IF_SET`: only when not None or empty)."""
+    record: dict[str, Any] = {}
+    for field in dataclasses.fields(value):
+        shown, held = field.metadata.get("json", True), getattr(value, field.name)
+        if shown == "flat":
+            record.update(serialise(held))
+        elif shown is True or (shown == "if set" and not (held is None or (isinstance(held, Collection) and not held))):
+            record[field.name] = serialise(held)
+    return record
+
+
+class Record:
+    """A dataclass whose record (:meth:`to_dict`) and JSON (:meth:`to_json`) are its fields (:func:`serialise_fields`)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as Python values (numpy values left to :func:`to_jsonable`)."""
+        return serialise_fields(self)
+
+    def to_json(self) -> str:
+        """The record as indented JSON, numpy values as plain ones and non-finite numbers as null."""
+        return dumps(self.to_dict())
 
 
 def markdown_cell(value: Any, formatter: Callable[[Any], str] = str) -> str:

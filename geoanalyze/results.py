@@ -26,13 +26,12 @@ The two text rules every output follows live here too: numbers to 4 significant 
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import re
 import sysconfig
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import cached_property
 from numbers import Real
 from pathlib import Path
@@ -42,8 +41,8 @@ import numpy as np
 
 from .geometry.null import ALPHA, ASPECT_WORDS, ASPECTS, D_ASPECTS, TESTED_ASPECTS, RankTest
 from .geometry.shuffle import can_decide, draws_for
+from .io import FLAT, IF_SET, NOT_IN_JSON, Record, dumps, serialise, serialise_fields
 from .io import markdown_table as gfm_table
-from .io import to_jsonable
 
 if TYPE_CHECKING:
     from .geometry.distances import NoiseSummary, PositionGeometry
@@ -53,7 +52,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class EncodingScores:
+class EncodingScores(Record):
     """Every score of one table of position vectors, tested against shuffles of its own positions.
 
     ``observed``: score name -> value, in the order of :func:`~geoanalyze.geometry.scores.all_scores`.
@@ -62,21 +61,14 @@ class EncodingScores:
     ``bootstrap``: the target's 95% intervals under ``--bootstrap`` (score -> low, high, sd, bias).
     """
 
-    observed: Mapping[str, float]
+    observed: Mapping[str, float] = field(metadata=FLAT)
     dim: int
     null: Mapping[str, RankTest]
     null_draws: int
     categories: Mapping[str, str | None]
-    bootstrap: Mapping[str, Any] | None = None
+    bootstrap: Mapping[str, Any] | None = field(default=None, metadata=IF_SET)
     #: the shuffle test it waits for (analysis.settle fills null and categories, then clears it)
-    handle: int | None = field(default=None, repr=False, compare=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        record = {**self.observed, "dim": self.dim, "null": tests_record(self.null), "null_draws": self.null_draws}
-        record["categories"] = dict(self.categories)
-        if self.bootstrap:
-            record["bootstrap"] = dict(self.bootstrap)
-        return record
+    handle: int | None = field(default=None, repr=False, compare=False, metadata=NOT_IN_JSON)
 
 
 @dataclass(frozen=True)
@@ -98,16 +90,11 @@ class LayerRow:
     def to_dict(self) -> dict[str, Any]:
         used = {} if self.positions_used is None else {"positions_used": self.positions_used}
         head = {"layer": self.layer, "projection": self.projection, **used}
-        return {**head, **self.observed, "null": tests_record(self.null), "categories": dict(self.categories)}
-
-
-def tests_record(tests: Mapping[str, RankTest]) -> dict[str, dict[str, Any]]:
-    """score -> its test's JSON record."""
-    return {score: test.to_dict() for score, test in tests.items()}
+        return {**head, **self.observed, "null": serialise(self.null), "categories": dict(self.categories)}
 
 
 @dataclass(frozen=True)
-class LayerPeak:
+class LayerPeak(Record):
     """Per projection: the layers of lowest scaled stress and violation, of peak raw stress, and the
     layers better than their position shuffles per aspect."""
 
@@ -120,12 +107,9 @@ class LayerPeak:
     better_layers: Mapping[str, list[int]]
     layers: list[int]
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class CheckpointInfo:
+class CheckpointInfo(Record):
     """What a checkpoint is (architecture, position mechanism, size) and, per row kind of the
     tables (position, projected, query_key, hidden), whether it was measured or why not."""
 
@@ -141,9 +125,6 @@ class CheckpointInfo:
     rows: Mapping[str, str]
     notes: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "notes": list(self.notes)}
-
 
 @dataclass(frozen=True)
 class AspectDecision:
@@ -155,10 +136,8 @@ class AspectDecision:
     probe_category: str | None = None
 
     def to_dict(self, aspect: str) -> dict[str, Any]:
-        record: dict[str, Any] = {"discriminates": self.discriminates, "reason": self.reason}
-        if aspect in D_ASPECTS:
-            record["probe_category"] = self.probe_category
-        return record
+        probe = {"probe_category": self.probe_category} if aspect in D_ASPECTS else {}
+        return {"discriminates": self.discriminates, "reason": self.reason, **probe}
 
 
 @dataclass(frozen=True)
@@ -178,10 +157,10 @@ class Discriminability:
 
 
 @dataclass(frozen=True)
-class CorpusInfo:
+class CorpusInfo(Record):
     """The corpus (its description: name, kind, location, split), the tokenizer and the lengths read."""
 
-    source: Mapping[str, Any]
+    source: Mapping[str, Any] = field(metadata=FLAT)
     tokenizer: str
     max_length: int
     limit: int | None
@@ -190,36 +169,23 @@ class CorpusInfo:
     def name(self) -> str:
         return str(self.source["name"])
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.source, "tokenizer": self.tokenizer, "max_length": self.max_length, "limit": self.limit}
 
-
-@dataclass(frozen=True)
-class NullSettings:
+@dataclass(frozen=True, kw_only=True)
+class NullSettings(Record):
     """The null every table is held against: ``draws`` shuffles of which position each of its vectors
     belongs to (geometry/shuffle.py), the run's ``tests`` p-values adjusted together by Holm at ``alpha``."""
 
+    kind: str = "permutation"
     draws: int
-    seed: int
+    correction: str = "holm"
     tests: int = 0
     alpha: float = ALPHA
-    kind: str = "permutation"
-    correction: str = "holm"
+    seed: int
 
     @property
     def decidable(self) -> bool:
         """Whether the draws can reach Holm's first level (else every category is undecided)."""
         return can_decide(self.draws, self.tests, self.alpha)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "draws": self.draws,
-            "correction": self.correction,
-            "tests": self.tests,
-            "alpha": self.alpha,
-            "seed": self.seed,
-        }
 
 
 def _unknown() -> np.ndarray | None:
@@ -247,17 +213,17 @@ class StressResult:
     scores: Mapping[str, EncodingScores]
     null: NullSettings
     discriminability: Discriminability
-    geometry: PositionGeometry = field(repr=False)
+    geometry: PositionGeometry = field(repr=False, metadata=NOT_IN_JSON)
     layers: tuple[LayerRow, ...] = ()
     peaks: Mapping[str, LayerPeak] = field(default_factory=dict)
-    checkpoint: CheckpointInfo | None = None
-    vectors: Mapping[str, np.ndarray] = field(default_factory=dict, repr=False)
+    checkpoint: CheckpointInfo | None = field(default=None, metadata=IF_SET)
+    vectors: Mapping[str, np.ndarray] = field(default_factory=dict, repr=False, metadata=NOT_IN_JSON)
     #: computes the exact distances between the kept positions when the corpus's true marginals are
     #: known (a synthetic corpus, or a sample file with ``<name>.marginals.npy``); see :attr:`truth`
-    exact_distances: Callable[[], np.ndarray | None] = field(default=_unknown, repr=False)
+    exact_distances: Callable[[], np.ndarray | None] = field(default=_unknown, repr=False, metadata=NOT_IN_JSON)
     #: what the analysis noted for the user (:mod:`geoanalyze.notes`): a fallback taken, a model read in a
     #: way worth knowing; the command line prints them on stderr, the JSON leaves them out
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=(), metadata=NOT_IN_JSON)
 
     @property
     def target_scores(self) -> EncodingScores | None:
@@ -299,31 +265,14 @@ class StressResult:
     def document(self, base: Path | None = None) -> dict[str, Any]:
         """The JSON document as Python values (numpy values left to :func:`geoanalyze.io.to_jsonable`;
         paths in sentences shown from ``base``, default the working directory)."""
-        record: dict[str, Any] = {
-            "target": self.target,
-            "kind": self.kind,
-            "dataset": self.dataset.to_dict(),
-            "distance": self.distance,
-            "width": self.width,
-            "positions": self.positions,
-            "left_out": dict(self.left_out),
-            "noise": dict(self.noise),
-            "scores": {name: scores.to_dict() for name, scores in self.scores.items()},
-            "null": self.null.to_dict(),
-            "discriminability": self.discriminability.to_dict(),
-            "layers": [row.to_dict() for row in self.layers],
-            "peaks": {name: peak.to_dict() for name, peak in self.peaks.items()},
-        }
-        if self.checkpoint is not None:
-            record["checkpoint"] = self.checkpoint.to_dict()
         shown = {"verdict": self.verdict_from(base).to_dict(), "summary": summarize(self, base).to_dict()}
-        return {**record, **shown}
+        return {**serialise_fields(self), **shown}
 
     def to_json(self, base: Path | None = None, **extra: Any) -> str:
         """The JSON ``geoanalyze stress -f json`` prints (non-finite numbers as null; paths shown from
         ``base``); ``extra`` keys follow the document's own (the command adds ``gate``, ``run`` and,
         with --plot-dir, ``figures``)."""
-        return json.dumps(to_jsonable({**self.document(base), **extra}), indent=2, allow_nan=False)
+        return dumps({**self.document(base), **extra})
 
     def to_markdown(self, figures: Mapping[str, str] | None = None, **shown: Any) -> str:
         """The Markdown section ``geoanalyze stress -f markdown`` prints: :func:`markdown` (``shown``: its
@@ -437,7 +386,7 @@ class SummaryRow:
 
 
 @dataclass(frozen=True)
-class Summary:
+class Summary(Record):
     """What every format says: the table's rows, the verdict sentence, warnings (what makes the scores
     untrustworthy and what to do), limits (one line per aspect this corpus cannot rank on), legend."""
 
@@ -452,15 +401,9 @@ class Summary:
     def row(self, name: str) -> SummaryRow | None:
         return next((row for row in self.rows if row.encoding == name), None)
 
-    def to_dict(self) -> dict[str, Any]:
-        rows = [row.to_dict() for row in self.rows]
-        lists = {"warnings": list(self.warnings), "limits": list(self.limits), "legend": list(self.legend)}
-        lists["caveats"] = list(self.caveats)
-        return {"rows": rows, "verdict": self.verdict, **lists}
-
 
 @dataclass(frozen=True)
-class Verdict:
+class Verdict(Record):
     """The target's verdict: its category against its position shuffles per aspect (better, indistinguishable, worse,
     undecided; None without position vectors), the sentence, and the aspects this corpus cannot rank."""
 
@@ -478,9 +421,6 @@ class Verdict:
     def categories(self) -> dict[str, str | None]:
         """aspect -> category, in the order of :data:`geoanalyze.geometry.null.ASPECTS`."""
         return {aspect: getattr(self, aspect) for aspect in ASPECTS}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "not_ranked": list(self.not_ranked)}
 
 
 def beaten(scores: EncodingScores) -> tuple[int, int]:
@@ -1030,8 +970,7 @@ class Judgement:
 
     def to_dict(self) -> dict[str, Any]:
         """The gate in the JSON of stress and report."""
-        rules = {"thresholds": dict(self.thresholds), "conditions": dict(self.conditions)}
-        return {**rules, "crossed": list(self.crossed), "passed": self.passed}
+        return {**serialise_fields(self), "passed": self.passed}
 
     @property
     def rules(self) -> str:
@@ -1047,16 +986,6 @@ class Judgement:
         if self.crossed:
             return f"**Gate FAILED** ({md_text(self.rules)}): " + "; ".join(md_text(line) for line in self.crossed)
         return f"**Gate passed** ({md_text(self.rules)})"
-
-
-def gate(
-    result: StressResult | Mapping[str, Any],
-    thresholds: Mapping[str, float],
-    conditions: Mapping[str, str] | None = None,
-) -> dict[str, Any] | None:
-    """The --fail-above and --fail-if gate of one target as its JSON reports it (None when neither)."""
-    judged = Gate(thresholds, conditions or {}).judge(result)
-    return judged.to_dict() if judged else None
 
 
 def _gated(result: StressResult | Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
@@ -1166,18 +1095,25 @@ def display_path(path: str | os.PathLike[str], base: str | os.PathLike[str] | No
 
 # --- the results of marginals, distances, mds, datasets list and encodings list -------------------------
 
-#: a field of a command's result that its printer reads but its JSON leaves out
-NOT_IN_JSON = {"json": False}
+
+@dataclass(frozen=True)
+class Provenance(Record):
+    """What a result needs to be reproduced: the geoanalyze ``version``, the ``command`` line and the ``seed``."""
+
+    version: str
+    command: str
+    seed: int | None
+
+    @property
+    def markdown(self) -> str:
+        """The provenance as one Markdown line."""
+        seed = "" if self.seed is None else f", seed {self.seed}"
+        return f"geoanalyze {md_text(str(self.version))}{seed}: {md_code(str(self.command))}"
 
 
-class CommandResult:
+class CommandResult(Record):
     """A frozen dataclass whose JSON (what ``-f json`` prints) is its fields, in order, with numpy
     values as plain ones and non-finite numbers as null (fields marked :data:`NOT_IN_JSON` left out)."""
-
-    def to_json(self) -> str:
-        hidden = [f.name for f in fields(self) if not f.metadata.get("json", True)]  # type: ignore[arg-type]
-        record = asdict(self)  # type: ignore[call-overload]
-        return json.dumps(to_jsonable({k: v for k, v in record.items() if k not in hidden}), indent=2, allow_nan=False)
 
 
 @dataclass(frozen=True)
@@ -1382,4 +1318,4 @@ class EncodingsResult(CommandResult):
 
     def to_json(self) -> str:
         """The JSON list of the families (``-f json``)."""
-        return json.dumps(to_jsonable(list(self.encodings)), indent=2, allow_nan=False)
+        return dumps(list(self.encodings))

@@ -9,12 +9,13 @@ is the JSON record of ``position_mechanism``, and :meth:`Mechanism.to_record` /
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import InputError
+from ..io import serialise_fields
 
 KINDS = ("learned", "fixed", "rope", "alibi", "relative", "none")
 
@@ -93,7 +94,7 @@ class Mechanism:
 
     def to_record(self) -> dict[str, Any]:
         """Every field, JSON-ready, with the tag (the mechanism cache's record)."""
-        return {"kind": self.kind, **{item.name: getattr(self, item.name) for item in fields(self)}}
+        return {"kind": self.kind, **serialise_fields(self)}
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Mechanism:
@@ -195,9 +196,6 @@ class RopeMechanism(Mechanism):
         if nope:
             out["nope_layers"] = nope
         return out
-
-    def to_record(self) -> dict[str, Any]:
-        return {**super().to_record(), "rope": {name: asdict(rope) for name, rope in self.rope.items()}}
 
 
 @dataclass(frozen=True, kw_only=True)

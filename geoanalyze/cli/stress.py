@@ -31,7 +31,7 @@ from .common import (
 if TYPE_CHECKING:
     from ..api import StressOptions
     from ..report.page import NotAnalysed, ReportPage
-    from ..results import Gate, Judgement, StressResult
+    from ..results import Gate, Judgement, Provenance, StressResult
 
 encodings_app = typer.Typer(help="The encodings the scores know by name.", no_args_is_help=True)
 
@@ -374,7 +374,7 @@ def emit_stress(
     """Write --output's JSON and --plot-dir's figures (both or neither), print the result in --format
     (paths shown from ``base``), and exit 1 when the gate is crossed."""
     from ..io import write_text
-    from ..report.render import emit, provenance, provenance_line
+    from ..report.render import emit, provenance
     from ..report.stress import terminal_report, write_figures
 
     run = provenance(seed)
@@ -392,7 +392,7 @@ def emit_stress(
         print(result.to_json(base, **extra))
     elif format == "markdown":
         links = {title: page_link(path) for title, path in figures.items()}
-        print(result.to_markdown(links, show_legend=show_legend, gate=judged, base=base) + "\n" + provenance_line(run))
+        print(result.to_markdown(links, show_legend=show_legend, gate=judged, base=base) + "\n" + run.markdown)
     else:
         emit(*terminal_report(result, show_legend, judged, base=base))
     if judged and judged.crossed:
@@ -453,7 +453,7 @@ def emit_report(
     format: str,
     output: Path,
     figure_dir: Path,
-    run: Mapping[str, Any],
+    run: Provenance,
     dataset: str,
     comparison: Any = None,
 ) -> None:

@@ -155,7 +155,7 @@ def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path
     checkpoint could not be scored or the baseline gate is crossed."""
     from ..api import draw_track
     from ..io import write_text
-    from ..report.render import provenance, provenance_line
+    from ..report.render import provenance
 
     extra: dict[str, Any] = {"run": provenance(seed)}
     if plot is not None:
@@ -168,7 +168,7 @@ def emit_track(result: TrackResult, format: str, output: Path | None, plot: Path
     if format == "json":
         print(result.to_json(**extra))
     elif format == "markdown":
-        print(result.to_markdown(str(plot) if plot else None) + "\n" + provenance_line(extra["run"]))
+        print(result.to_markdown(str(plot) if plot else None) + "\n" + extra["run"].markdown)
     else:
         print_result(result, base)
     failed = result.failed

@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -20,6 +21,7 @@ from .common import Folder, Output, check_format, check_output_place, guard, han
 
 if TYPE_CHECKING:
     from .. import VerifyResult
+    from ..results import Provenance
 
 Preset = Annotated[
     str,
@@ -113,12 +115,12 @@ def train(
 
     check_format(format)
     if list_keys:
-        _print_keys(valid_keys(), resolve_config(preset).to_dict(), format)
+        _print_keys(valid_keys(), resolve_config(preset), format)
         return
     if output_dir is None:
         raise InputError("--output-dir is required; pass the folder the run writes to, e.g. --output-dir runs/rope")
     _check_training_outputs(output_dir, [config_file, dataset, data_dir])
-    shortcuts: dict[str, Any] = dict(task=task, pe=pe, dataset=dataset, split=split, eval_split=eval_split)
+    shortcuts: dict[str, object] = dict(task=task, pe=pe, dataset=dataset, split=split, eval_split=eval_split)
     shortcuts.update(data_dir=data_dir)
     shortcuts.update(steps=steps, device=device, seed=seed)
     config = _training_config(preset, config_file, sets or [], shortcuts, allow_eval_on_train)
@@ -139,7 +141,7 @@ def _extras(geometry_every: int, keep_checkpoints: int, config: Any) -> Any:
 
 
 def _training_config(
-    preset: str, config_file: Path | None, sets: list[str], shortcuts: dict[str, Any], allow_eval_on_train: bool
+    preset: str, config_file: Path | None, sets: list[str], shortcuts: Mapping[str, object], allow_eval_on_train: bool
 ) -> Any:
     """The run's settings: the preset, then --config, then the shortcut options (``pe`` is
     ``model.pe``), then --set; refused when it would evaluate on its training split, or when the
@@ -251,8 +253,9 @@ def _draw_training_curves(output_dir: Path, subtitle: str) -> Path:
     return path
 
 
-def _print_keys(keys: list[str], defaults: dict[str, Any], format: str) -> None:
-    values = {key: (defaults["model"][key[6:]] if key.startswith("model.") else defaults[key]) for key in keys}
+def _print_keys(keys: list[str], preset: Any, format: str) -> None:
+    """--list-keys: every --set key and its value in ``preset`` (a TrainConfig)."""
+    values = {key: getattr(preset.model, key[6:]) if key.startswith("model.") else getattr(preset, key) for key in keys}
     if format == "json":
         print_json(values)
         return
@@ -336,7 +339,7 @@ class VerifyRun:
     device: str
     sets: tuple[str, ...]
     data_dir: Path | None
-    run: dict[str, Any]
+    run: Provenance
 
 
 def _check_verify_settings(preset: str, presets: tuple[str, ...], sets_for_all: bool, device: str) -> None:
@@ -419,7 +422,6 @@ def _run_experiment(name: str, folder: Path, request: VerifyRun) -> Any:
     """Run one experiment into ``folder``: its record, its page (with the provenance line) and figures."""
     from ..api import ExperimentOptions, run_experiment, write_result
     from ..io import write_text
-    from ..report.render import provenance_line
 
     options = ExperimentOptions(
         preset=request.preset,
@@ -433,7 +435,7 @@ def _run_experiment(name: str, folder: Path, request: VerifyRun) -> Any:
     result = run_experiment(name, options)
     written = write_result(result, folder)
     page = written["markdown"].read_text(encoding="utf-8")
-    write_text(written["markdown"], page + "\n" + provenance_line(request.run) + "\n")
+    write_text(written["markdown"], page + "\n" + request.run.markdown + "\n")
     return result
 
 
@@ -471,15 +473,14 @@ MINUTES_NOTE = (
 )
 
 
-def _print_result(result: Any, target: Path, run: dict[str, Any], format: str) -> None:
+def _print_result(result: Any, target: Path, run: Provenance, format: str) -> None:
     """One experiment's verdicts in ``format``; the smoke preset's note under the table."""
     from ..api import PRESET_NOTES, check_rows
     from ..api import experiment_markdown as markdown
-    from ..report.render import provenance_line
 
     if format == "markdown":
         print(markdown(result), end="")
-        print("\n" + provenance_line(run))
+        print("\n" + run.markdown)
         return
     from ..report.render import emit, output_width
     from ..report.stress import layout_width, legend_lines
@@ -521,9 +522,9 @@ def _summary_rows(results: list[Any]) -> tuple[list[str], list[list[Any]]]:
     return header, rows
 
 
-def _summary_markdown(results: list[Any], run: dict[str, Any]) -> str:
+def _summary_markdown(results: list[Any], run: Provenance) -> str:
     from ..api import PRESET_NOTES
-    from ..report.render import markdown_table, provenance_line
+    from ..report.render import markdown_table
 
     preset = results[0].preset if results else ""
     passed = all(r.passed for r in results)
@@ -532,12 +533,12 @@ def _summary_markdown(results: list[Any], run: dict[str, Any]) -> str:
         f"> {PRESET_NOTES.get(preset, '')}.",
         markdown_table(*_summary_rows(results)),
         "Each experiment's page: `<experiment>/<experiment>.md` in the output folder.",
-        provenance_line(run),
+        run.markdown,
     ]
     return "\n\n".join(parts) + "\n"
 
 
-def _print_summary(results: list[Any], preset: str, target: Path, run: dict[str, Any], format: str) -> None:
+def _print_summary(results: list[Any], preset: str, target: Path, run: Provenance, format: str) -> None:
     from ..api import PRESET_NOTES
 
     if format == "markdown":

@@ -22,7 +22,7 @@ from .record import ExperimentOptions, ExperimentResult, Stopwatch, markdown_tab
 from .registry import experiment
 
 if TYPE_CHECKING:
-    from .edelta_runs import Plan, Results
+    from .edelta_runs import Negations, Plan, Results, Runs
 
 
 #: the paper's table (arXiv 2605.06729, docs/edelta.md): task -> model -> reported mean
@@ -171,7 +171,7 @@ def sequence_rows(task: str, models: tuple[str, ...], results: Results) -> list[
     return rows
 
 
-def negation_rows(negation: dict[str, dict[int, list[dict[str, Any]]]], size: int) -> list[list[Any]]:
+def negation_rows(negation: Negations, size: int) -> list[list[Any]]:
     rows = []
     for name, per_size in negation.items():
         runs = per_size[size]
@@ -197,7 +197,7 @@ def sweep_section(results: Results) -> str:
     )
 
 
-def negation_section(negation: dict[str, dict[int, list[dict[str, Any]]]], sizes: tuple[int, ...]) -> str:
+def negation_section(negation: Negations, sizes: tuple[int, ...]) -> str:
     header = ["operator", *[f"cos @ {s}" for s in sizes], *[f"gamma @ {s}" for s in sizes]]
     rows = []
     for name, per_size in negation.items():
@@ -218,7 +218,7 @@ def figures(options: ExperimentOptions, results: Results, sizes: tuple[int, ...]
     return drawn
 
 
-def loss_figure(runs: dict[str, dict[str, list[dict[str, Any]]]], path: Any) -> None:
+def loss_figure(runs: Runs, path: Any) -> None:
     """Validation MSE against step, one panel per task, one look per model (its seeds alike); when
     every run was evaluated once (smoke), one panel of the final values, task by task."""
     from ..plotting import Looks, pyplot, save, series, single_points
@@ -248,7 +248,7 @@ def loss_figure(runs: dict[str, dict[str, list[dict[str, Any]]]], path: Any) -> 
     save(figure, path)
 
 
-def _final_values(axis: Any, runs: dict[str, dict[str, list[dict[str, Any]]]], looks: Any) -> None:
+def _final_values(axis: Any, runs: Runs, looks: Any) -> None:
     """Each model's validation MSE per task (one point per seed), the models side by side in each task."""
     tasks = list(runs)
     models = list(dict.fromkeys(name for per_model in runs.values() for name in per_model))

@@ -19,18 +19,14 @@ from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
 from ..errors import InputError
 from ..train.core import RunState, Schedule, evaluating, every, fit
-from ..train.geometric import SEQUENCE_TASKS, SequenceData
+from ..train.geometric import PAPER_SIZES, SequenceData, task_sizes
 
 if TYPE_CHECKING:
     from ..models.edelta import BareOperator
 
-#: (dimension, sequence length, training sequences, validation sequences) of the reference
-REFERENCE_SIZES: dict[str, tuple[int, int, int, int]] = {
-    "gyroscope": (16, 256, 9000, 1000),
-    "stability": (64, 128, 900, 100),
-    "near-pi": (64, 128, 1000, 500),
-    "near-pi-multi": (64, 128, 1000, 500),
-}
+#: (dimension, sequence length, training sequences, validation sequences) of the reference: the paper's, but
+#: near-pi's two tasks
+REFERENCE_SIZES = {**PAPER_SIZES, "near-pi": (64, 128, 1000, 500), "near-pi-multi": (64, 128, 1000, 500)}
 DATA_SEED = 42
 VALID_SEED_OFFSET = 1000  # near-pi's validation trajectories: seed + 1000
 NEGATION_VALID_SEED = 999
@@ -95,13 +91,7 @@ def reference_sequences(
     Gyroscope and stability draw training then validation sequences from one stream; near-pi draws
     the validation trajectories from seed + 1000.
     """
-    if task not in REFERENCE_SIZES:
-        raise InputError(f"unknown sequence task {task!r}; choose one of {', '.join(SEQUENCE_TASKS)}")
-    d, paper_length, paper_train, paper_valid = REFERENCE_SIZES[task]
-    length = length or paper_length
-    if length < 2:
-        raise InputError(f"sequence length must be at least 2 (one input, one target), got {length}")
-    n_train, n_valid = n_train or paper_train, n_valid or paper_valid
+    d, length, n_train, n_valid = task_sizes(task, REFERENCE_SIZES, length, n_train, n_valid)
     if task in ("gyroscope", "stability"):
         generate = _gyroscope if task == "gyroscope" else _stability
         both = generate(n_train + n_valid, d, length, np.random.RandomState(seed))

@@ -13,13 +13,39 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import torch
 
 from .edelta_settings import GATE_WEIGHTS, INIT_BIASES, INIT_SWEEP_WEIGHT, NEGATION_KINDS, BenchmarkSettings
 
 NORM_KINDS = ("model", "model at init", "shortcut")
+
+
+class RunRecord(TypedDict):
+    """A sequence task's run as the record holds it: its seed, final validation MSE and gate, every evaluation."""
+
+    seed: int
+    valid_mse: float
+    gate: float
+    history: tuple[dict[str, float], ...]
+
+
+class NegationRecord(TypedDict):
+    """A negation run as the record holds it: its seed, final cosine, MSE, gate and beta, the gate's curve."""
+
+    seed: int
+    cosine: float
+    valid_mse: float
+    gate: float
+    beta: float
+    gate_curve: list[list[float]]
+
+
+#: task (or sweep) -> model (or the sweep's point) -> its runs, one per seed
+Runs = dict[str, dict[str, list[RunRecord]]]
+#: model -> training-set size -> its runs, one per seed
+Negations = dict[str, dict[int, list[NegationRecord]]]
 
 
 @dataclass(frozen=True)
@@ -68,7 +94,7 @@ Job = TrainJob | SweepJob | NegationJob
 class Outcome:
     """One job's result: ``record`` as the JSON holds it; the sequence tasks' plateau and norm probes beside it."""
 
-    record: dict[str, Any]
+    record: RunRecord | NegationRecord
     plateau: float | None = None
     norms: dict[str, float] = field(default_factory=dict)
 
@@ -148,10 +174,10 @@ class Plan:
 class Results:
     """The outcomes collected: runs and sweeps per task, norms per kind, negation per size; a plateau per task."""
 
-    runs: dict[str, dict[str, list[dict[str, Any]]]]
+    runs: Runs
     norms: dict[str, dict[str, list[float]]]
-    negation: dict[str, dict[int, list[dict[str, Any]]]]
-    sweeps: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+    negation: Negations
+    sweeps: Runs = field(default_factory=dict)
     plateaus: dict[str, float] = field(default_factory=dict)
 
     @classmethod
@@ -165,16 +191,17 @@ class Results:
 
     def add(self, job: Job, outcome: Outcome) -> None:
         if isinstance(job, NegationJob):
-            self.negation[job.model][job.size].append(outcome.record)
+            self.negation[job.model][job.size].append(cast(NegationRecord, outcome.record))
             return
+        record = cast(RunRecord, outcome.record)  # a training job's
         assert outcome.plateau is not None
         self.plateaus[job.task] = outcome.plateau
         for kind, value in outcome.norms.items():
             self.norms[kind][job.model].append(value)
         if isinstance(job, TrainJob):
-            self.runs[job.task][job.model].append(outcome.record)
+            self.runs[job.task][job.model].append(record)
         else:
-            self.sweeps.setdefault(job.sweep, {}).setdefault(job.value, []).append(outcome.record)
+            self.sweeps.setdefault(job.sweep, {}).setdefault(job.value, []).append(record)
 
 
 def run_jobs(
@@ -250,7 +277,7 @@ def sequence_one(plan: Plan, job: TrainJob | SweepJob, device: torch.device) -> 
     return Outcome(record, predict_zero_mse(data.valid), norms)
 
 
-def train_one(model: Any, data: Any, fit_config: Any, device: torch.device) -> dict[str, Any]:
+def train_one(model: Any, data: Any, fit_config: Any, device: torch.device) -> RunRecord:
     """Train ``model`` (seeded by the caller); its record: seed, final validation MSE and gate, the history."""
     from ..train.geometric import train_sequence_task
 
@@ -288,7 +315,7 @@ def shortcut_norm_deviation(model: Any, probe: torch.Tensor) -> float:
         return float((model.shortcut(probe).norm(dim=-1) - 1).abs().mean())
 
 
-def negation_one(plan: Plan, name: str, size: int, seed: int, device: torch.device) -> dict[str, Any]:
+def negation_one(plan: Plan, name: str, size: int, seed: int, device: torch.device) -> NegationRecord:
     """A bare operator on negation under the plan's protocol: final cosine, MSE, gate, beta and the gate's curve."""
     from ..models.edelta import BareOperator
 

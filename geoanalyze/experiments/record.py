@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
+from ..io import dumps, to_jsonable, write_text
 from ..io import markdown_table as gfm_table
-from ..io import to_jsonable, write_text
+from ..results import Provenance
 
 PRESET_NAMES = ("smoke", "ci", "paper")
 
@@ -210,7 +211,7 @@ class ExperimentResult:
         return [c.name for c in self.checks if not c.decided]
 
     def to_dict(self) -> dict[str, Any]:
-        return plain(
+        return to_jsonable(
             {
                 "experiment": self.name,
                 "title": self.title,
@@ -237,7 +238,7 @@ class VerifyResult:
     experiments: tuple[ExperimentResult, ...]
     preset: str
     every: bool = False
-    run: Mapping[str, Any] = field(default_factory=dict)
+    run: Provenance | Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -250,21 +251,10 @@ class VerifyResult:
             document = {"preset": self.preset, "passed": self.passed, "experiments": list(self.experiments)}
         else:
             document = self.experiments[0].to_dict()
-        return json.dumps(plain({**document, "run": self.run}), indent=2, allow_nan=False)
+        return dumps({**document, "run": self.run})
 
 
-def plain(value: Any) -> Any:
-    """``value`` as JSON types: a typed record (one with ``to_dict``) becomes its dict, recursively."""
-    if hasattr(value, "to_dict"):
-        return plain(value.to_dict())
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return to_jsonable(value)
-
-
-def environment() -> dict[str, Any]:
+def environment() -> dict[str, str | None]:
     """Versions and hardware, recorded with every result so numbers can be traced."""
     import importlib.metadata as metadata
 

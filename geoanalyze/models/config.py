@@ -16,10 +16,11 @@ Importing this module does not import torch, so configurations can be read and c
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ..errors import InputError
+from ..io import Record
 
 ARCHS = ("bert", "gpt")
 PE_KINDS = ("none", "sinusoidal", "learned", "lowrank", "mds", "rope", "alibi")
@@ -32,7 +33,7 @@ ATTENTIONS = ("standard", "joformer-fixed", "joformer-learned", "joformer-projec
 
 
 @dataclass
-class ModelConfig:
+class ModelConfig(Record):
     """Everything needed to rebuild a model; JSON-safe through :meth:`to_dict` / :meth:`from_dict`.
 
     Attributes
@@ -150,10 +151,6 @@ class ModelConfig:
         if self.pe not in TABLE_KINDS:
             return False
         return TRAINED_BY_DEFAULT[self.pe] if self.pe_trainable is None else self.pe_trainable
-
-    def to_dict(self) -> dict[str, Any]:
-        """The configuration as plain JSON types."""
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, document: dict[str, Any]) -> ModelConfig:

@@ -20,13 +20,14 @@ LayerNorms, a learned position table, and every Linear drawn from N(0, 0.02).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 from torch import nn
 
 from ..errors import InputError
+from ..io import Record
 from .attention import SelfAttention
 from .config import ModelConfig
 from .residual import (
@@ -68,7 +69,7 @@ INITS = ("default", "reference")
 
 
 @dataclass
-class EDeltaConfig:
+class EDeltaConfig(Record):
     """The model: a few enumerated axes, validated on creation.
 
     Attributes
@@ -159,9 +160,6 @@ class EDeltaConfig:
         while self.branch_width % heads:
             heads -= 1
         return heads
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def preset_config(name: str, reference: bool = False, **overrides: Any) -> EDeltaConfig:

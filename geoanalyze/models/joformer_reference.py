@@ -21,14 +21,14 @@ script's hyperparameters (C = 90, 3 layers, block 20, dropout 0.2).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
 from ..errors import InputError
+from ..io import Record
 from .journey import rotate_by, rotate_pairs, rotor
 
 REFERENCE_VARIANTS = ("per-token", "fixed", "roformer")
@@ -36,7 +36,7 @@ NORMALISATIONS = ("softplus", "softmax")
 
 
 @dataclass(frozen=True)
-class ReferenceConfig:
+class ReferenceConfig(Record):
     """The reference scripts' model; defaults are ``journey_transformer_per_token_angles.py``'s."""
 
     vocab_size: int
@@ -60,9 +60,6 @@ class ReferenceConfig:
             raise InputError("vocab_size, n_layers and block_size must be positive")
         if not 0.0 <= self.dropout < 1.0:
             raise InputError(f"dropout must be in [0, 1), got {self.dropout}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def suffix_sum(angles: torch.Tensor) -> torch.Tensor:

@@ -16,12 +16,13 @@ dense             curved: dense frames exp(r S_1 + c S_2) with learned non-commu
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from ..errors import InputError
+from ..io import Record
 from .attention import SelfAttention
 from .config import ModelConfig
 from .joformer import JoFormerAttention
@@ -39,7 +40,7 @@ _ATTENTION = {
 
 
 @dataclass
-class ViTConfig:
+class ViTConfig(Record):
     """A small ViT; image_size must be a multiple of patch. ``rotation`` is one of :data:`ROTATIONS`."""
 
     image_size: int = 8
@@ -85,10 +86,6 @@ class ViTConfig:
             rope_base=self.rope_base,
             attention="standard" if self.rotation == "none" else "joformer-fixed",
         )
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
 
 def vit_block(config: ViTConfig) -> Block:
     """A pre-LN block whose attention knows the patch grid."""

@@ -19,14 +19,14 @@ when the folder holds nothing but figures a report draws (``<index>-<figure>.png
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..results import Gate, Judgement, StressResult, display_path, markdown_table, md_text, summarize
-from .render import dumps, provenance_line
+from ..io import dumps
+from ..results import Gate, Judgement, Provenance, StressResult, display_path, markdown_table, md_text, summarize
 from .stress import report_header, report_row, write_figures
 
 #: the name of each figure a report draws: ``<index>-<figure>.png`` (report.stress.write_figures)
@@ -79,7 +79,7 @@ class ReportPage:
     #: every target's analysis, or why it failed, in page order
     outcomes: tuple[StressResult | NotAnalysed, ...] = ()
 
-    def to_json(self, run: Mapping[str, Any] | None = None, report: str | None = None, comparison: Any = None) -> str:
+    def to_json(self, run: Provenance | None = None, report: str | None = None, comparison: Any = None) -> str:
         """What ``report -f json`` prints: the run, the page written, every target's document with its gate,
         the page's gate and (``report --baseline``) the comparison with the baseline."""
         document = {"run": run, "report": report, "targets": self.documents, "gate": self.gate and self.gate.to_dict()}
@@ -123,7 +123,7 @@ def build_report(
     title: str,
     *,
     link_dir: str | None = None,
-    run: Mapping[str, Any] | None = None,
+    run: Provenance | None = None,
     gate: Gate | None = None,
     show_legend: bool = True,
     base: Path | None = None,
@@ -166,7 +166,7 @@ def build_report(
         warnings += [f"{shown}: {line}" for line in summary.warnings]
         rows.append(report_row(outcome, base))
         documents.append({**outcome.document(base), "gate": judged.to_dict() if judged else None})
-    page = [f"# {md_text(title)}", "", *([provenance_line(run), ""] if run is not None else [])]
+    page = [f"# {md_text(title)}", "", *([run.markdown, ""] if run is not None else [])]
     page += [f"> **Warning:** {md_text(line)}\n" for line in warnings]
     page += [markdown_table(header, rows), ""]
     page += [f"- {md_text(line)}" for line in verdicts]

@@ -7,13 +7,13 @@ GFM tables (``--format markdown``: ``|`` escaped, no Rich markup, no ANSI codes)
 
 from __future__ import annotations
 
-import json
+import functools
 import os
 import re
 import shlex
 import shutil
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rich import box
@@ -21,9 +21,9 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..io import markdown_cell, to_jsonable
+from ..io import dumps, markdown_cell
 from ..io import markdown_table as gfm_table
-from ..results import display_path, fmt, md_code, md_text
+from ..results import Provenance, display_path, fmt, md_text
 
 #: the narrowest width results are laid out in, whatever COLUMNS says
 MIN_OUTPUT_WIDTH = 40
@@ -46,31 +46,27 @@ OUTPUT_FORMATS = ("table", "json", "markdown")
 FORMATS = OUTPUT_FORMATS
 
 
-def dumps(data: Any) -> str:
-    """JSON text of a result (numpy values converted, non-finite floats as null)."""
-    return json.dumps(to_jsonable(data), indent=2, allow_nan=False)
-
-
 def print_json(data: Any) -> None:
     """Print a result as JSON on stdout (plain print: no markup, no wrapping)."""
     print(dumps(data))
 
 
-#: the one table style of every command: a rule under the header, no other lines, two spaces between
+#: a table in the one style of every command: a rule under the header, no other lines, two spaces between
 #: columns (no padding at the edges)
-TABLE_STYLE: dict[str, Any] = {
-    "box": box.SIMPLE_HEAD,
-    "show_edge": False,
-    "pad_edge": False,
-    "padding": (0, 1, 0, 0),
-    "title_justify": "left",
-    "header_style": "bold",
-}
+styled_table = functools.partial(
+    Table,
+    box=box.SIMPLE_HEAD,
+    show_edge=False,
+    pad_edge=False,
+    padding=(0, 1, 0, 0),
+    title_justify="left",
+    header_style="bold",
+)
 
 
 def key_value_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
     """A two-column table of labelled values (labels and values left-aligned)."""
-    table = Table(title=title, show_header=False, **TABLE_STYLE)
+    table = styled_table(title=title, show_header=False)
     table.add_column("", style="bold", overflow="fold")
     table.add_column("", overflow="fold")
     for label, value in rows:
@@ -87,7 +83,7 @@ def grid_table(
     whole: Sequence[str] = (),
     numbers: Sequence[str] = (),
 ) -> Table:
-    """A table with a header row, in the one style (:data:`TABLE_STYLE`).
+    """A table with a header row, in the one style (:data:`styled_table`).
 
     A column of numbers is right-aligned and never wraps: a number split over two lines
     (``0.0801`` / ``2``) reads as two numbers; every other column is text, left-aligned, and folds
@@ -98,7 +94,7 @@ def grid_table(
     """
     del compact
     rows = [list(row) for row in rows]
-    table = Table(title=title, **TABLE_STYLE)
+    table = styled_table(title=title)
     for index, name in enumerate(header):
         cells = [row[index] for row in rows if index < len(row)]
         numeric = name in numbers or (
@@ -272,14 +268,8 @@ def command_line(argv: Sequence[str] | None = None) -> str:
     return shlex.join(["geoanalyze", *(display_path(w) if os.path.isabs(w) else w for w in words[1:])])
 
 
-def provenance(seed: int | None = None) -> dict[str, Any]:
+def provenance(seed: int | None = None) -> Provenance:
     """What a report needs to be reproduced: version, command line and seed."""
     from ..version import __version__
 
-    return {"version": __version__, "command": command_line(), "seed": seed}
-
-
-def provenance_line(run: Mapping[str, Any]) -> str:
-    """The provenance as one Markdown line."""
-    seed = "" if run.get("seed") is None else f", seed {run['seed']}"
-    return f"geoanalyze {md_text(str(run['version']))}{seed}: {md_code(str(run['command']))}"
+    return Provenance(__version__, command_line(), seed)

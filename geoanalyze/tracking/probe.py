@@ -14,6 +14,8 @@ Each row: the scale-free scores and their categories against the null (docs/scor
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,10 +24,20 @@ from ..geometry.distances import hellinger_distances
 from ..geometry.null import categories
 from ..geometry.scores import all_scores
 from ..geometry.shuffle import ShuffleNull, decide
+from ..io import FLAT, Record
 from .track import TRACKED
 
 #: positions fewer held-out sequences reach are left out of D
 MIN_COUNT = 20
+
+
+@dataclass(frozen=True)
+class ProbeRow(Record):
+    """One table's row of a metrics line: its scores, their categories, and scaled stress's shuffle range."""
+
+    scores: Mapping[str, float] = field(metadata=FLAT)
+    categories: Mapping[str, str | None]
+    null: Mapping[str, Mapping[str, float]]
 
 
 class GeometryProbe:
@@ -48,20 +60,20 @@ class GeometryProbe:
         marginals = counts[self.positions] / reach[self.positions, None]
         self.distances = hellinger_distances(marginals)
 
-    def rows(self, tables: dict[str, np.ndarray]) -> dict[str, Any]:
+    def rows(self, tables: dict[str, np.ndarray]) -> dict[str, ProbeRow]:
         """Each table's scale-free scores and categories (its shuffle tests: one family for all the tables)."""
         nulls = ShuffleNull(self.distances, self.positions, self.null_draws, self.seed)
         handles = {name: nulls.register(vectors) for name, vectors in tables.items()}
         tests = decide(nulls.run())
-        rows: dict[str, Any] = {}
+        rows: dict[str, ProbeRow] = {}
         for name, vectors in tables.items():
             observed = all_scores(vectors, self.distances, index=self.positions)
             test = tests[handles[name]]
             null = {"scaled_stress": {"low": test["scaled_stress"].low, "high": test["scaled_stress"].high}}
-            rows[name] = {**{key: observed[key] for key in TRACKED}, "categories": categories(test), "null": null}
+            rows[name] = ProbeRow({key: observed[key] for key in TRACKED}, categories(test), null)
         return rows
 
-    def __call__(self, model: Any) -> dict[str, Any]:
+    def __call__(self, model: Any) -> dict[str, ProbeRow]:
         """The rows of ``model`` (a :class:`~geoanalyze.models.Transformer`) now; the model is left in training mode."""
         if self.positions.size < 3:
             return {}

@@ -16,11 +16,10 @@ record per step), ``to_markdown()`` the section ``-f markdown`` prints.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,7 @@ from ..encodings import EncodingContext
 from ..errors import DataNotFoundError, GeoanalyzeError, IncompatibleError, InputError, first_line
 from ..geometry.null import ASPECTS
 from ..geometry.shuffle import ShuffleNull
-from ..io import to_jsonable
+from ..io import IF_SET, dumps, serialise_fields
 from ..results import (
     CorpusInfo,
     Discriminability,
@@ -129,7 +128,7 @@ class TrackResult:
     null: NullSettings
     discriminability: Discriminability
     records: tuple[StepRecord, ...]
-    comparison: Any = None
+    comparison: Any = field(default=None, metadata=IF_SET)
 
     @property
     def failed(self) -> list[StepRecord]:
@@ -146,23 +145,9 @@ class TrackResult:
                 return float(null.low), float(null.high)
         return None
 
-    def document(self) -> dict[str, Any]:
-        document: dict[str, Any] = {
-            "dataset": self.dataset.to_dict(),
-            "distance": self.distance,
-            "positions": [int(p) for p in self.positions],
-            "width": self.width,
-            "null": self.null.to_dict(),
-            "discriminability": self.discriminability.to_dict(),
-            "records": [record.to_dict() for record in self.records],
-        }
-        if self.comparison is not None:
-            document["comparison"] = self.comparison.to_dict()
-        return document
-
     def to_json(self, **extra: Any) -> str:
         """The JSON document ``track -f json`` prints (``extra``: run, figure, gate)."""
-        return json.dumps(to_jsonable({**self.document(), **extra}), indent=2, allow_nan=False)
+        return dumps({**serialise_fields(self), **extra})
 
     def to_markdown(self, figure: str | None = None) -> str:
         """The section ``track -f markdown`` prints: the position table, the layer table, the comparison."""
@@ -295,7 +280,9 @@ def load_member(member: Member, trust_remote_code: bool = False) -> Loaded:
 
     folder = Path(member.location)
     if member.revision is None and folder.is_dir() and not (folder / "config.json").is_file():
-        return Loaded(member, error=f"{member.name} holds no config.json (a save cut short?); save the checkpoint again")
+        return Loaded(
+            member, error=f"{member.name} holds no config.json (a save cut short?); save the checkpoint again"
+        )
     try:
         if member.kind == "run":
             return Loaded(member, identity=dict(check_trained_config(folder)))

@@ -18,11 +18,12 @@ import tomllib
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError, InputError
+from ..io import Record
 from ..models.config import ModelConfig, check_choice, check_integer
 
 TASKS = ("mlm", "classification", "order", "lm")
@@ -69,7 +70,7 @@ MAX_SEED = 2**32 - 1
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(Record):
     """Everything a training run depends on; JSON-safe through :meth:`to_dict`.
 
     Attributes
@@ -164,10 +165,6 @@ class TrainConfig:
         for name in ("weight_decay", "grad_clip"):
             if not getattr(self, name) >= 0:
                 raise InputError(f"{name} must be at least 0, got {getattr(self, name)}")
-
-    def to_dict(self) -> dict[str, Any]:
-        """The configuration as plain JSON types (the model as a nested object)."""
-        return asdict(self)
 
 
 def resolve_config(

@@ -108,19 +108,28 @@ def _sequence(name: str, rng: np.random.Generator, d: int, length: int) -> np.nd
     raise InputError(f"unknown task {name!r}; choose one of {', '.join(SEQUENCE_TASKS)}")
 
 
+def task_sizes(
+    task: str, sizes: dict[str, tuple[int, int, int, int]], length: int | None, n_train: int | None, n_valid: int | None
+) -> tuple[int, int, int, int]:
+    """(dimension, length, training and validation sequences) of ``task`` in ``sizes``, those given replacing
+    the table's; InputError for an unknown task or a length under 2."""
+    if task not in sizes:
+        raise InputError(f"unknown sequence task {task!r}; choose one of {', '.join(SEQUENCE_TASKS)}")
+    d, table_length, table_train, table_valid = sizes[task]
+    length = length or table_length
+    if length < 2:
+        raise InputError(f"sequence length must be at least 2 (one input, one target), got {length}")
+    return d, length, n_train or table_train, n_valid or table_valid
+
+
 def make_sequences(
     name: str, seed: int, length: int | None = None, n_train: int | None = None, n_valid: int | None = None
 ) -> SequenceData:
     """The sequences of task ``name`` (one of :data:`SEQUENCE_TASKS`), the paper's sizes unless given."""
-    if name not in PAPER_SIZES:
-        raise InputError(f"unknown sequence task {name!r}; choose one of {', '.join(SEQUENCE_TASKS)}")
-    d, paper_length, paper_train, paper_valid = PAPER_SIZES[name]
-    length = length or paper_length
-    if length < 2:
-        raise InputError(f"sequence length must be at least 2 (one input, one target), got {length}")
+    d, length, n_train, n_valid = task_sizes(name, PAPER_SIZES, length, n_train, n_valid)
     task_index = SEQUENCE_TASKS.index(name)
     splits = []
-    for split, count in enumerate((n_train or paper_train, n_valid or paper_valid)):
+    for split, count in enumerate((n_train, n_valid)):
         rng = np.random.default_rng([seed, task_index, split])
         splits.append(torch.from_numpy(np.stack([_sequence(name, rng, d, length) for _ in range(count)])).float())
     return SequenceData(name, splits[0], splits[1])

@@ -40,7 +40,7 @@ from torch.nn import functional as F  # noqa: N812 (PyTorch's own convention)
 
 from .. import notes
 from ..errors import FormatError, IncompatibleError, InputError, first_line
-from ..io import FORMAT_VERSION, METADATA_KEY, atomic_path, staged_folder, to_jsonable, write_text
+from ..io import FORMAT_VERSION, METADATA_KEY, Record, atomic_path, staged_folder, to_jsonable, write_text
 from ..models import ModelConfig, Transformer
 from ..models.config import TABLE_KINDS
 from ..models.positional import PositionalEncoding
@@ -63,11 +63,11 @@ INFO_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
-class TrainResult:
+class TrainResult(Record):
     """A finished run: the metrics of its last evaluation, its parameter counts and settings.
 
-    :meth:`to_json` is what ``geoanalyze train -f json`` prints; ``figure`` is where the command
-    drew the training curves (None until drawn).
+    :meth:`to_json` (its fields) is what ``geoanalyze train -f json`` prints; ``figure`` is where the
+    command drew the training curves (None until drawn).
     """
 
     output_dir: Path
@@ -76,18 +76,6 @@ class TrainResult:
     pe_parameters: int
     config: TrainConfig
     figure: Path | None = None
-
-    def to_json(self) -> str:
-        """The run as JSON (non-finite numbers as null)."""
-        document = {
-            "output_dir": str(self.output_dir),
-            "metrics": dict(self.metrics),
-            "parameters": self.parameters,
-            "pe_parameters": self.pe_parameters,
-            "config": self.config.to_dict(),
-            "figure": None if self.figure is None else str(self.figure),
-        }
-        return json.dumps(to_jsonable(document), indent=2, allow_nan=False)
 
 
 def train(
@@ -323,7 +311,7 @@ class RunExtras:
     """
 
     geometry_every: int = 0
-    probe: Callable[[Task], Callable[[Transformer], dict[str, Any]]] | None = None
+    probe: Callable[[Task], Callable[[Transformer], Mapping[str, Record]]] | None = None
     keep_checkpoints: int = 0
 
     def hooks(self, log: RunLog) -> list[Hook]:
@@ -341,7 +329,7 @@ class RunExtras:
 
 
 def geometry_hook(
-    interval: int, score: Callable[[Transformer], dict[str, Any]], model: Transformer, log: RunLog
+    interval: int, score: Callable[[Transformer], Mapping[str, Record]], model: Transformer, log: RunLog
 ) -> Hook:
     """Every ``interval`` steps: the probe's rows as one metrics line."""
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from helpers import SCALE_FREE
 
-from geoanalyze.results import crossed, gate
+from geoanalyze.results import Gate, crossed
 
 from .harness import Run, Sandbox
 
@@ -185,11 +185,13 @@ def test_gate_fails_closed_on_values_that_are_not_numbers(value: Any, metric: st
     result = _result(value, metric)
     lines = crossed(result, {metric: 0.5})
     assert len(lines) == 1 and metric in lines[0]
-    assert gate(result, {metric: 0.5})["passed"] is False  # type: ignore[index]
+    judged = Gate({metric: 0.5}).judge(result)
+    assert judged is not None and judged.to_dict()["passed"] is False
 
 
 def test_gate_fails_closed_on_a_missing_score() -> None:
-    assert gate({"target": "t", "scores": {}, "noise": {}}, {"scaled_stress": 0.5})["passed"] is False  # type: ignore[index]
+    judged = Gate({"scaled_stress": 0.5}).judge({"target": "t", "scores": {}, "noise": {}})
+    assert judged is not None and judged.to_dict()["passed"] is False
 
 
 def test_gate_fails_closed_on_a_nan_threshold() -> None:
