@@ -142,3 +142,14 @@ def sampled_geometry(counts: Counts, kept: np.ndarray, sample: PositionSample, m
     positions = kept[sample.rows]
     geometry = position_geometry(counts.select(positions), metric="hellinger", min_count=min_count)
     return replace(geometry, positions=positions, left_out=counts.left_out(min_count))
+
+
+def check_dense(n: int) -> None:
+    """Refuse an n x n geometry past the dense limit (`distances`, `mds`): one line naming its size and the fix."""
+    limit = dense_limit()
+    if n > limit:
+        size = 2 * 8 * n * n / 1e9  # the naive and the corrected matrix, float64
+        raise InputError(
+            f"{n} kept positions exceed the dense limit of {limit}: their n x n distances file would be "
+            f"{size:.3g} GB; choose fewer positions with --positions log:N or stride:K (or raise --min-count)"
+        )
