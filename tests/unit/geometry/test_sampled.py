@@ -134,7 +134,9 @@ def test_sampled_estimates_cover_the_dense_value(counts: PositionalCounts, seeds
 
 def test_check_dense_names_the_size_and_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     check_dense(DENSE_LIMIT)
-    with pytest.raises(InputError, match=r"131072 kept positions .* would be 275 GB; choose fewer positions with --positions"):
+    with pytest.raises(
+        InputError, match=r"131072 kept positions .* would be 275 GB; choose fewer positions with --positions"
+    ):
         check_dense(131072)
     monkeypatch.setenv("GEOANALYZE_DENSE_LIMIT", "10")
     with pytest.raises(InputError, match="dense limit of 10"):
