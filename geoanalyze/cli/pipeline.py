@@ -182,7 +182,7 @@ def distances(
     Prints the signal-to-noise summary: how much of the naive distance is sampling noise.
     """
     from ..api import position_geometry
-    from ..geometry.sampled import check_dense
+    from ..api import check_dense
 
     sources = _corpora(given)
     heatmap = _figure(plot_dir, f"{metric}.png", heatmap)
