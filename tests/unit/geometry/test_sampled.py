@@ -141,3 +141,23 @@ def test_check_dense_names_the_size_and_the_fix(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("GEOANALYZE_DENSE_LIMIT", "10")
     with pytest.raises(InputError, match="dense limit of 10"):
         check_dense(11)
+
+
+def test_the_truth_of_a_sample_is_the_dense_truth_restricted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A synthetic corpus's exact distances past the limit: the scored positions' rows only, equal to the dense ones."""
+    from geoanalyze.analysis import StressOptions, compared_encodings, known_distances, resolve_target, target_geometry
+
+    options = StressOptions(
+        dataset="synthetic:drift,length=64,n=64,vocab=32", max_positions=64, min_count=32, cache=False
+    )
+    target = resolve_target("rope:d=16", options, compared_encodings(()))
+    monkeypatch.setenv("GEOANALYZE_DENSE_LIMIT", "20")
+    sampled = target_geometry(target, options)
+    assert sampled.sample is not None and len(sampled.positions) == 20
+    truth = known_distances(sampled.geometry)
+    monkeypatch.delenv("GEOANALYZE_DENSE_LIMIT")
+    dense = target_geometry(target, options)
+    rows = np.searchsorted(dense.positions, sampled.positions)
+    expected = known_distances(dense.geometry)
+    assert truth is not None and expected is not None
+    np.testing.assert_allclose(truth, expected[np.ix_(rows, rows)], atol=1e-12)
