@@ -1027,33 +1027,17 @@ def known_distances(geometry: PositionGeometry) -> np.ndarray | None:
     marginals = true_marginals(corpora[0])
     if marginals is None:
         return None
-    if len(marginals) > dense_limit():  # the scaling path: the exact distances of the scored positions only
-        return sampled_truth(geometry, marginals)
-    exact = fisher_rao_distances(marginals) if geometry.metric == "fisher-rao" else hellinger_distances(marginals)
-    positions = np.asarray(geometry.positions)
-    constant_first = positions.size > 0 and positions[0] == 0 and float(geometry.noise_floor[0]) <= 1e-6
-    shift = int(bool(metadata.get("add_special_tokens")) and (bool(metadata.get("exclude_special")) or constant_first))
-    rows = positions - shift
-    valid = (rows >= 0) & (rows < len(exact))
-    truth = np.full((len(rows), len(rows)), np.nan)
-    truth[np.ix_(valid, valid)] = exact[np.ix_(rows[valid], rows[valid])]
-    return truth
-
-
-def sampled_truth(geometry: PositionGeometry, marginals: np.ndarray) -> np.ndarray:
-    """:func:`known_distances` past the dense limit: the true marginals' rows of the scored positions only
-    (m x m, never n x n), with the same [CLS] shift and NaN outside the marginals."""
-    from .geometry.distances import fisher_rao_distances, hellinger_distances
-
-    metadata = geometry.metadata or {}
+    metric = fisher_rao_distances if geometry.metric == "fisher-rao" else hellinger_distances
     positions = np.asarray(geometry.positions)
     constant_first = positions.size > 0 and positions[0] == 0 and float(geometry.noise_floor[0]) <= 1e-6
     shift = int(bool(metadata.get("add_special_tokens")) and (bool(metadata.get("exclude_special")) or constant_first))
     rows = positions - shift
     valid = (rows >= 0) & (rows < len(marginals))
     truth = np.full((len(rows), len(rows)), np.nan)
-    if valid.sum() >= 1:
-        chosen = marginals[rows[valid]]
-        exact = fisher_rao_distances(chosen) if geometry.metric == "fisher-rao" else hellinger_distances(chosen)
-        truth[np.ix_(valid, valid)] = exact
+    if len(marginals) > dense_limit():  # the scaling path: the scored positions' rows only, never n x n
+        truth[np.ix_(valid, valid)] = metric(marginals[rows[valid]]) if valid.any() else 0.0
+        return truth
+    exact = metric(marginals)
+    truth[np.ix_(valid, valid)] = exact[np.ix_(rows[valid], rows[valid])]
     return truth
+
