@@ -181,8 +181,7 @@ def distances(
 
     Prints the signal-to-noise summary: how much of the naive distance is sampling noise.
     """
-    from ..api import position_geometry
-    from ..api import check_dense
+    from ..api import check_dense, position_geometry
 
     sources = _corpora(given)
     heatmap = _figure(plot_dir, f"{metric}.png", heatmap)
