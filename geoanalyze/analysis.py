@@ -1040,4 +1040,3 @@ def known_distances(geometry: PositionGeometry) -> np.ndarray | None:
     exact = metric(marginals)
     truth[np.ix_(valid, valid)] = exact[np.ix_(rows[valid], rows[valid])]
     return truth
-
