@@ -34,6 +34,7 @@ from .encodings import Encoding, EncodingContext, get_encoding, is_encoding_spec
 from .errors import FormatError, InputError
 from .geometry.distances import PositionGeometry, position_geometry
 from .geometry.null import ASPECT_WORDS, ASPECTS, D_ASPECTS, categories
+from .geometry.sampled import PositionSample, dense_limit, draw_sample, jackknife_errors, sample_size, sampled_geometry
 from .geometry.scores import all_scores
 from .geometry.shuffle import ShuffleNull, can_decide, decide
 from .io import load_arrays, save_arrays
@@ -264,6 +265,8 @@ class Corpus:
     counts: Any
     geometry: PositionGeometry
     distances: np.ndarray
+    #: the positions scored past the dense limit (None: every kept position, the dense path)
+    sample: PositionSample | None = None
 
     @property
     def positions(self) -> np.ndarray:
@@ -280,7 +283,9 @@ def target_geometry(resolved: Target, options: StressOptions, progress: Progress
             f"the sequences of {source.name} reach {counts.n_positions} positions, fewer than --max-length "
             f"{options.max_positions}; lower --max-length"
         )
-    geometry = position_geometry(counts, metric="hellinger", min_count=options.min_count)
+    geometry, sample = scaled_geometry(counts, options)
+    if geometry is None:  # within the dense limit: every kept position, exactly
+        geometry = position_geometry(counts, metric="hellinger", min_count=options.min_count)
     if len(geometry.positions) < 3:
         totals = np.sort(counts.totals)[::-1]
         if int((totals > 0).sum()) < 3:
@@ -291,7 +296,37 @@ def target_geometry(resolved: Target, options: StressOptions, progress: Progress
     distances = geometry.matrix(options.distance)
     if not np.all(np.isfinite(distances)):
         raise InputError("the corrected distance is undefined for some positions; raise --min-count or use naive")
-    return Corpus(source, counts, geometry, distances)
+    return Corpus(source, counts, geometry, distances, sample)
+
+
+# --- the scaling path (geometry/sampled.py): past the dense limit, scores on a seeded sample of positions ---
+
+
+def scaled_geometry(counts: Any, options: StressOptions) -> tuple[PositionGeometry | None, PositionSample | None]:
+    """(the geometry of a seeded sample of the kept positions, the sample) when they are more than the dense
+    limit; (None, None) otherwise (the dense path)."""
+    kept = counts.kept_positions(options.min_count) if options.min_count >= 1 else np.arange(0)
+    limit = dense_limit()
+    if kept.size <= limit:
+        return None, None
+    sample = draw_sample(kept.size, sample_size(limit), options.seed, limit=limit)
+    return sampled_geometry(counts, kept, sample, options.min_count), sample
+
+
+def sampled_errors(
+    scores: Mapping[str, EncodingScores], vectors: Mapping[str, np.ndarray], corpus: Corpus
+) -> dict[str, EncodingScores]:
+    """Each table's scores with their jackknife standard errors over the sampled positions."""
+    if corpus.sample is None:
+        return dict(scores)
+    groups = corpus.sample.groups
+    return {
+        name: replace(score, standard_errors=jackknife_errors(vectors[name], corpus.distances, corpus.positions, groups))
+        for name, score in scores.items()
+    }
+
+
+# --- end of the scaling path ---
 
 
 @dataclass(frozen=True)
@@ -348,6 +383,8 @@ def score_encodings(
     for name, table in vectors.items():
         scores[name] = score_table(table, distances, positions, nulls)
         note_beyond_range(name, scores[name].observed)
+    if corpus.sample is not None:  # the scaling path: each score's standard error over the sampled positions
+        scores = sampled_errors(scores, vectors, corpus)
     probes = probe_scores(scores, vectors, distances, positions, context, nulls)
     target = resolved.name
     if options.bootstrap and target in scores:
@@ -438,6 +475,7 @@ def analyze(
         geometry=geometry,
         vectors=scored.vectors,
         exact_distances=partial(known_distances, geometry),
+        sample=corpus.sample,
     )
 
 
@@ -989,12 +1027,16 @@ def known_distances(geometry: PositionGeometry) -> np.ndarray | None:
     marginals = true_marginals(corpora[0])
     if marginals is None:
         return None
-    exact = fisher_rao_distances(marginals) if geometry.metric == "fisher-rao" else hellinger_distances(marginals)
+    metric = fisher_rao_distances if geometry.metric == "fisher-rao" else hellinger_distances
     positions = np.asarray(geometry.positions)
     constant_first = positions.size > 0 and positions[0] == 0 and float(geometry.noise_floor[0]) <= 1e-6
     shift = int(bool(metadata.get("add_special_tokens")) and (bool(metadata.get("exclude_special")) or constant_first))
     rows = positions - shift
-    valid = (rows >= 0) & (rows < len(exact))
+    valid = (rows >= 0) & (rows < len(marginals))
     truth = np.full((len(rows), len(rows)), np.nan)
+    if len(marginals) > dense_limit():  # the scaling path: the scored positions' rows only, never n x n
+        truth[np.ix_(valid, valid)] = metric(marginals[rows[valid]]) if valid.any() else 0.0
+        return truth
+    exact = metric(marginals)
     truth[np.ix_(valid, valid)] = exact[np.ix_(rows[valid], rows[valid])]
     return truth

@@ -66,6 +66,7 @@ _FACE = {
     "geometry.distances": "PositionGeometry position_geometry",
     "geometry.mds": "mds_encoding",
     "geometry.null": "TESTED_ASPECTS",
+    "geometry.sampled": "check_dense",
     "geometry.shuffle": "MIN_SHUFFLES",
     "hub": "packaged_minilm_path",
     "tracking": "TrackResult compare find_series find_several parse_fail_if_worse track",

@@ -46,6 +46,7 @@ from .io import markdown_table as gfm_table
 
 if TYPE_CHECKING:
     from .geometry.distances import NoiseSummary, PositionGeometry
+    from .geometry.sampled import PositionSample
 
 
 # --- the typed result -----------------------------------------------------------------------------
@@ -69,6 +70,8 @@ class EncodingScores(Record):
     bootstrap: Mapping[str, Any] | None = field(default=None, metadata=IF_SET)
     #: the shuffle test it waits for (analysis.settle fills null and categories, then clears it)
     handle: int | None = field(default=None, repr=False, compare=False, metadata=NOT_IN_JSON)
+    #: past the dense limit: score -> its jackknife standard error over the sampled positions (geometry/sampled.py)
+    standard_errors: Mapping[str, float] | None = field(default=None, metadata=IF_SET)
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,8 @@ class StressResult:
     #: what the analysis noted for the user (:mod:`geoanalyze.notes`): a fallback taken, a model read in a
     #: way worth knowing; the command line prints them on stderr, the JSON leaves them out
     notes: tuple[str, ...] = field(default=(), metadata=NOT_IN_JSON)
+    #: past the dense limit, the seeded sample of positions the scores were estimated on (geometry/sampled.py)
+    sample: PositionSample | None = field(default=None, metadata=IF_SET)
 
     @property
     def target_scores(self) -> EncodingScores | None:
@@ -675,11 +680,16 @@ def header_rows(result: StressResult, base: Path | None = None) -> list[tuple[st
     return [
         ("corpus", display_path(source["location"], base) + (f" (split {source['split']})" if source["split"] else "")),
         ("tokenizer", display_path(result.dataset.tokenizer, base)),
-        ("positions kept", f"{len(result.positions)} (min-count {result.left_out.get('min_count')})"),
+        ("positions kept", f"{kept_count(result)} (min-count {result.left_out.get('min_count')})"),
         ("left out", fmt(result.left_out.get("positions"))),
         ("distance D", f"{result.distance} Hellinger"),
         ("noise fraction / snr", f"{fmt(noise['noise_fraction'])} / {fmt(noise['snr'])}"),
-    ]
+    ] + ([("scaling path", result.sample.describe())] if result.sample is not None else [])
+
+
+def kept_count(result: StressResult) -> int:
+    """The kept positions: all of them, also when the scores were estimated on a sample of them."""
+    return result.sample.of if result.sample is not None else len(result.positions)
 
 
 def score_rows(result: StressResult) -> tuple[list[str], list[list[Any]]]:
@@ -689,7 +699,18 @@ def score_rows(result: StressResult) -> tuple[list[str], list[list[Any]]]:
         [row.encoding, row.dim, *[shown_score(row.values[c.key]) for c in SCORE_COLUMNS], category_code(row.categories)]
         for row in summary_rows(result)
     ]
+    if result.sample is not None:  # the scaling path: each estimate with its standard error
+        rows = [with_errors(row, result.scores[row[0]].standard_errors or {}) for row in rows]
     return header, rows
+
+
+def with_errors(row: list[Any], errors: Mapping[str, float]) -> list[Any]:
+    """A row of the encodings table with ``value ± SE`` for each score that has a standard error."""
+    cells = list(row)
+    for place, column in enumerate(SCORE_COLUMNS, start=2):
+        if column.key in errors and cells[place] is not None:
+            cells[place] = f"{fmt(float(cells[place]))} ± {errors[column.key]:.2g}"
+    return cells
 
 
 #: the layer table's score columns (raw stress is in the JSON: it follows the vectors' size, not their shape)

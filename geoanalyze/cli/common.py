@@ -422,4 +422,8 @@ def load_geometry(
         geometry = geometry.select(geometry.totals >= min_count, min_count)
         return geometry, [{"source": sources[0], "from": "distances file"}]
     counts, source_notes = load_counts(sources, options)
+    if min_count >= 1:  # past the dense limit the n x n geometry is refused (geometry/sampled.py)
+        from ..api import check_dense
+
+        check_dense(counts.kept_positions(min_count).size)
     return position_geometry(counts, metric=metric, min_count=min_count), source_notes

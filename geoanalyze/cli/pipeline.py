@@ -181,7 +181,7 @@ def distances(
 
     Prints the signal-to-noise summary: how much of the naive distance is sampling noise.
     """
-    from ..api import position_geometry
+    from ..api import check_dense, position_geometry
 
     sources = _corpora(given)
     heatmap = _figure(plot_dir, f"{metric}.png", heatmap)
@@ -194,6 +194,8 @@ def distances(
         [Output("--output", output), Output("--heatmap", heatmap), Folder("--work-dir", given["work_dir"])],
     )
     counts, notes = load_counts(sources, corpus_options(ctx.params, given_options(ctx)))
+    if min_count >= 1:  # past the dense limit the n x n file is refused (geometry/sampled.py)
+        check_dense(counts.kept_positions(min_count).size)
     geometry = position_geometry(counts, metric=metric, min_count=min_count)
     with all_or_none() as stage:
         if output is not None:
