@@ -65,6 +65,8 @@ class QueryKeySums:
         self.pending: list[tuple[dict[int, Any], int, Any, str]] = []  # the sums of the forward under way
         self.rotations: dict[int, tuple[Rotation, Any]] = {}  # block -> how its attention rotates q and k, the module
         self.arguments: dict[int, Call] = {}  # per forward: block -> its attention's call, by argument name
+        self.start_row = 0  # the position of the forward's first row: a chunk's start in a chunked prefill
+        self.chunked = False  # a chunk under way: its keys are the last of the cached keys the attention sees
 
     def start(self, mask: Any) -> None:
         """Take the padding mask of the next forward (on the model's input device)."""
@@ -198,7 +200,7 @@ class QueryKeySums:
             if total.shape[1] != sums.shape[1]:
                 self.drop(block, f"its projections change width ({total.shape[1]}, then {sums.shape[1]})")
                 continue
-            total[: sums.shape[0]] += sums
+            total[self.start_row : self.start_row + sums.shape[0]] += sums
         self.pending.clear()
 
     def notes(self) -> list[str]:
@@ -261,7 +263,10 @@ class QueryKeySums:
         def captured(
             module: Any, query: Any, key: Any, value: Any, attention_mask: Any, *args: Any, **kwargs: Any
         ) -> Any:
-            own = own_keys(module, query, key)
+            if self.chunked and key.shape[2] > query.shape[2]:  # the cache's keys, then the chunk's own
+                own = key.narrow(2, key.shape[2] - query.shape[2], query.shape[2])
+            else:
+                own = own_keys(module, query, key)
             if self.mask is not None and own is not None and not self.repeated(module, query, key):
                 block = self.block(module)
                 if block is not None:
