@@ -271,7 +271,7 @@ class QueryKeySums:
                 block = self.block(module)
                 if block is not None:
                     self.calls += 1
-                    if own.shape[2] < key.shape[2]:
+                    if own.shape[2] < key.shape[2] and not self.chunked:
                         self.appended[block] = max(self.appended.get(block, 0), key.shape[2] - own.shape[2])
                     self.add(self.queries, block, query, heads_first=True, source=module)
                     self.add(self.keys, block, own, heads_first=True, source=module)

@@ -208,13 +208,15 @@ class PassOptions(TypedDict, total=False):
 
     device : cpu | cuda | mps; None picks the best available. dtype : float32 | bfloat16 | float16; None
     the checkpoint's own where the device runs it. tokenizer_spec : the tokenizer the counts were made with
-    (None: the checkpoint's own). trust_remote_code : run the checkpoint's own modeling code.
+    (None: the checkpoint's own). trust_remote_code : run the checkpoint's own modeling code. chunk_size :
+    tokens per forward of a causal decoder's chunked prefill (:mod:`~.long`); None: 2048 past 8192 tokens.
     """
 
     device: str | None
     dtype: str | None
     tokenizer_spec: str | None
     trust_remote_code: bool
+    chunk_size: int | None
 
 
 def forward_pass(
@@ -768,7 +770,9 @@ def _flat_long(rows: np.ndarray) -> str | None:
         return "are one and the same vector at every position"
     if rows.shape[0] > rows.shape[1] + 1:
         return None
-    sampled = np.concatenate([np.linalg.norm(rows[1:] - rows[0], axis=1), np.linalg.norm(np.diff(rows, axis=0), axis=1)])
+    sampled = np.concatenate(
+        [np.linalg.norm(rows[1:] - rows[0], axis=1), np.linalg.norm(np.diff(rows, axis=0), axis=1)]
+    )
     if float(np.ptp(sampled)) > TIE_RTOL * float(sampled.max()):
         return None
     return "are equally far apart at every pair of positions"
