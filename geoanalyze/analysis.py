@@ -105,7 +105,7 @@ class StressOptions:
     seed: int = 0
     max_sequences: int | None = 1024
     batch_size: int = 32
-    #: tokens per forward of a chunked prefill (None: 2048 past 8192 tokens, else one pass)
+    #: tokens per forward of a chunked prefill (None: one pass, or 2048-token chunks where one does not fit)
     chunk_size: int | None = None
     cache: bool = True
     trust_remote_code: bool = False
@@ -832,7 +832,6 @@ def cached_forward(
     The forward pass tokenizes with the same tokenizer as the counts, so centroid i and
     marginal i are the same position.
     """
-    from .checkpoints.long import LONG_SEQUENCE, chunk_width
     from .corpus.marginals import tokenizer_fingerprint
 
     key_parts = {
@@ -847,8 +846,8 @@ def cached_forward(
         "dtype": options.dtype,
         "version": 7,  # 7: blocks counted as they run (HRM); 6: unpadded batches (CPM-Ant, Funnel), own-code q/k
     }
-    if options.chunk_size is not None or max_length > LONG_SEQUENCE:  # the chunking (shorter: keys as before)
-        key_parts["chunk"] = chunk_width(max_length, options.chunk_size)
+    if options.chunk_size is not None:  # rows of a chunked pass equal one pass's to rounding: the key says so
+        key_parts["chunk_size"] = options.chunk_size
     path = cache_entry("centroids", key_parts)
     if options.cache and cache_holds(path):
         cached = cached_centroids(path, key_parts)

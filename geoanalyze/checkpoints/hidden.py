@@ -30,7 +30,7 @@ from ..errors import InputError
 from .capture import QueryKeySums, hook_projections
 from .interface import capture_attention
 from .load import Checkpoint
-from .long import LONG_SEQUENCE, cache_parameter, check_attention, chunk_width, long_memory, new_cache
+from .long import LONG_SEQUENCE, automatic_chunk, cache_parameter, check_attention, chunk_width, long_memory, new_cache
 from .mechanism import blocks_run, layer_list
 from .placement import DEVICES, DTYPES, available_memory, resolve_device, resolve_dtype
 from .quirks import quirks
@@ -209,7 +209,8 @@ class PassOptions(TypedDict, total=False):
     device : cpu | cuda | mps; None picks the best available. dtype : float32 | bfloat16 | float16; None
     the checkpoint's own where the device runs it. tokenizer_spec : the tokenizer the counts were made with
     (None: the checkpoint's own). trust_remote_code : run the checkpoint's own modeling code. chunk_size :
-    tokens per forward of a causal decoder's chunked prefill (:mod:`~.long`); None: 2048 past 8192 tokens.
+    tokens per forward of a causal decoder's chunked prefill (:mod:`~.long`); None: one pass, or 2048-token
+    chunks past 8192 tokens where one pass does not fit in memory.
     """
 
     device: str | None
@@ -239,7 +240,13 @@ def forward_pass(
     where = resolve_device(options.get("device"))
     torch_dtype = resolve_dtype(options.get("dtype"), where, checkpoint.config)
     trust_remote_code = options.get("trust_remote_code", False)
-    chunk = chunk_width(max_length, options.get("chunk_size"))
+    chunk, automatic = automatic_chunk(
+        max_length,
+        chunk_width(max_length, options.get("chunk_size")),
+        lambda width: (
+            memory_estimate(checkpoint, torch_dtype, batch_size, max_length, width) <= available_memory(where)
+        ),
+    )
     shard = check_fits(checkpoint, where, torch_dtype, batch_size, max_length, chunk)
     tokenizer = _tokenizer(checkpoint, options.get("tokenizer_spec"), trust_remote_code)
     model, config = load_model(checkpoint, where, torch_dtype, shard, trust_remote_code)
@@ -248,6 +255,8 @@ def forward_pass(
     run = _Run(model, config, max((len(ids) for ids in encoded), default=0))
     if chunk is not None:
         run.plan_chunks(chunk, padded_alone(config) > 1 or unpadded(config))
+        if automatic and run.chunk is None:  # one pass after all: it must fit
+            check_fits(checkpoint, where, torch_dtype, batch_size, max_length)
     free = available_memory(where) - memory_estimate(checkpoint, torch_dtype, batch_size, max_length, chunk)
     shape = (batch_size, max_length)
     run.long_notes += check_attention(model, config, checkpoint.mechanism.hidden_size, shape, run.chunk, free)

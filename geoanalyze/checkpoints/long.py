@@ -1,11 +1,12 @@
 """Forward passes over long sequences: chunked prefill through the model's key/value cache, and their memory.
 
-A sequence longer than :data:`LONG_SEQUENCE` tokens (or than an explicit chunk size) is fed to a causal
-decoder in chunks of C tokens: chunk [s, e) runs with the keys and values of positions 0 .. s - 1 held in
+A sequence longer than the chunk size asked for (``--chunk-size``), or longer than :data:`LONG_SEQUENCE`
+tokens where one pass does not fit in memory, is fed to a causal decoder in chunks of C tokens: chunk [s, e) runs with the keys and values of positions 0 .. s - 1 held in
 a ``DynamicCache``, ``position_ids`` s .. e - 1 and the attention mask of positions 0 .. e - 1, so each
 position sees what it sees in one pass (causal attention never looks ahead). Each chunk's hidden states
 and rotated queries and keys are added at their true positions. The attention is the model's own
-(``sdpa`` wherever transformers gives the model one: never an n x n matrix held for a whole layer);
+(``sdpa`` wherever transformers gives the model one: never an n x n matrix held for a whole layer). One pass is the default wherever it fits: fused attention
+with a causal mask is as lean in one pass, and on CPU a chunk's masked attention over the cache is slower);
 a model that only runs ``eager`` attention holds B x H x C x n scores per layer, which must fit the
 memory left (:func:`check_attention`), else the pass is refused before it runs.
 
@@ -15,11 +16,20 @@ a model with padding or pooling rules of its own) runs in one pass, with a note.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["DEFAULT_CHUNK", "LONG_SEQUENCE", "cache_parameter", "check_attention", "chunk_width", "long_memory"]
+__all__ = [
+    "DEFAULT_CHUNK",
+    "LONG_SEQUENCE",
+    "automatic_chunk",
+    "cache_parameter",
+    "check_attention",
+    "chunk_width",
+    "long_memory",
+]
 
 #: sequences longer than this run in chunks (where the model has a cache) unless a chunk size is given
 LONG_SEQUENCE = 8192
@@ -30,14 +40,21 @@ FUSED_ATTENTION = ("sdpa", "flash_attention_2", "flash_attention_3", "flex_atten
 
 
 def chunk_width(max_length: int, chunk_size: int | None) -> int | None:
-    """The tokens per forward of a pass over sequences of up to ``max_length``: None (one pass) where they
-    fit one chunk; ``chunk_size`` where given, else :data:`DEFAULT_CHUNK` past :data:`LONG_SEQUENCE`."""
+    """The tokens per forward asked for (``--chunk-size``) of a pass over sequences of up to ``max_length``:
+    None (one pass) where none is asked for or the sequences fit one chunk."""
     whole = isinstance(chunk_size, int) and not isinstance(chunk_size, bool)
     if chunk_size is not None and not (whole and chunk_size >= 1):
         raise InputError(f"--chunk-size must be a whole number of tokens, at least 1, got {chunk_size!r}")
-    if chunk_size is None:
-        return DEFAULT_CHUNK if max_length > LONG_SEQUENCE else None
-    return chunk_size if max_length > chunk_size else None
+    return chunk_size if chunk_size is not None and max_length > chunk_size else None
+
+
+def automatic_chunk(max_length: int, chunk: int | None, fits: Callable[[int | None], bool]) -> tuple[int | None, bool]:
+    """The chunk of a pass (None: one pass), and whether it was chosen here: the one asked for; else one pass
+    where it ``fits`` in memory or the sequences are no longer than :data:`LONG_SEQUENCE`; else
+    :data:`DEFAULT_CHUNK` tokens (the memory check that follows refuses a pass that fits neither way)."""
+    if chunk is not None or max_length <= LONG_SEQUENCE or fits(None):
+        return chunk, False
+    return DEFAULT_CHUNK, True
 
 
 def cache_parameter(model: Any, config: Any, blocks: int, special: bool) -> tuple[str | None, str]:

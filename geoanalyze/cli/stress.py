@@ -87,8 +87,8 @@ ChunkSize = Annotated[
     typer.Option(
         "--chunk-size",
         min=1,
-        help="Tokens per forward of a causal decoder's chunked prefill through its cache (default: 2048 past 8192 "
-        "tokens, else one pass).",
+        help="Tokens per forward of a causal decoder's chunked prefill through its cache (default: one pass, or "
+        "2048-token chunks past 8192 tokens where one pass does not fit in memory).",
         show_default=False,
     ),
 ]

@@ -141,13 +141,14 @@ def test_chunked_rows_equal_an_independent_full_forward(llama: dict[str, tuple[P
 
 @pytest.mark.slow
 def test_rows_at_32768_tokens_equal_an_independent_full_forward(llama: dict[str, tuple[Path, Any]]) -> None:
-    """--max-length 32768: the default chunking (2048 tokens past 8192) against the plain full forward."""
+    """--max-length 32768 in chunks of 2048 against the plain full forward."""
     from geoanalyze.checkpoints.hidden import forward_pass
     from geoanalyze.checkpoints.load import load_checkpoint
 
     folder, model = llama["yarn"]
     texts = _texts(40000)
-    result = forward_pass(load_checkpoint(str(folder)), texts, 32768, batch_size=2, device="cpu", dtype="float32")
+    checkpoint = load_checkpoint(str(folder))
+    result = forward_pass(checkpoint, texts, 32768, batch_size=2, device="cpu", dtype="float32", chunk_size=2048)
     assert result.centroids.shape[1] == 32768
     assert any("run in chunks of 2048" in note for note in result.hidden_notes)
     _check_rows(result, _independent(model, folder, texts, 32768), 2)
@@ -173,12 +174,15 @@ def test_a_chunk_size_that_is_no_whole_number_of_tokens_is_refused(chunk: Any) -
         chunk_width(4096, chunk)
 
 
-def test_chunk_width_defaults_keep_short_passes_whole() -> None:
-    from geoanalyze.checkpoints.long import DEFAULT_CHUNK, LONG_SEQUENCE, chunk_width
+def test_one_pass_is_the_default_and_chunks_come_where_it_does_not_fit() -> None:
+    from geoanalyze.checkpoints.long import DEFAULT_CHUNK, LONG_SEQUENCE, automatic_chunk, chunk_width
 
-    assert chunk_width(LONG_SEQUENCE, None) is None
-    assert chunk_width(LONG_SEQUENCE + 1, None) == DEFAULT_CHUNK
+    assert chunk_width(LONG_SEQUENCE * 4, None) is None
     assert chunk_width(100, 100) is None and chunk_width(101, 100) == 100
+    assert automatic_chunk(LONG_SEQUENCE * 4, None, lambda chunk: True) == (None, False)
+    assert automatic_chunk(LONG_SEQUENCE * 4, None, lambda chunk: chunk is not None) == (DEFAULT_CHUNK, True)
+    assert automatic_chunk(LONG_SEQUENCE, None, lambda chunk: False) == (None, False)  # short: as before
+    assert automatic_chunk(LONG_SEQUENCE * 4, 512, lambda chunk: False) == (512, False)
 
 
 def test_a_long_pass_that_does_not_fit_is_refused_naming_max_length(llama: dict[str, tuple[Path, Any]]) -> None:
@@ -225,3 +229,19 @@ def test_flat_rows_past_the_dense_limit_are_found_without_pairwise_distances() -
     # below the limit, the dense check agrees on the same kinds of rows
     assert flat_row(np.ones((50, 4))) == "are one and the same vector at every position"
     assert flat_row(np.eye(6)) == "are equally far apart at every pair of positions"
+
+
+@pytest.mark.parametrize("value", ["0", "-4", "", "abc", "2.5", "1e3"])
+def test_the_chunk_size_option_refuses_hostile_values_with_exit_2(
+    value: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from geoanalyze.cli.app import main
+
+    monkeypatch.setattr(sys, "argv", ["geoanalyze", "stress", "rope:d=8", "--dataset", "x.txt", "--chunk-size", value])
+    monkeypatch.setenv("COLUMNS", "200")
+    with pytest.raises(SystemExit) as exit:
+        main()
+    assert exit.value.code == 2
+    assert "--chunk-size" in capsys.readouterr().err
