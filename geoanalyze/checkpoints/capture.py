@@ -67,6 +67,7 @@ class QueryKeySums:
         self.arguments: dict[int, Call] = {}  # per forward: block -> its attention's call, by argument name
         self.start_row = 0  # the position of the forward's first row: a chunk's start in a chunked prefill
         self.chunked = False  # a chunk under way: its keys are the last of the cached keys the attention sees
+        self.host = False  # the sums on the host (a long pass: O(length x width) per block off the GPU)
 
     def start(self, mask: Any) -> None:
         """Take the padding mask of the next forward (on the model's input device)."""
@@ -195,11 +196,13 @@ class QueryKeySums:
             total = store.get(block)
             if total is None:
                 total = store[block] = torch.zeros(
-                    (self.length, sums.shape[1]), dtype=torch.float64, device=sums.device
+                    (self.length, sums.shape[1]), dtype=torch.float64, device="cpu" if self.host else sums.device
                 )
             if total.shape[1] != sums.shape[1]:
                 self.drop(block, f"its projections change width ({total.shape[1]}, then {sums.shape[1]})")
                 continue
+            if self.host:
+                sums = sums.to("cpu")
             total[self.start_row : self.start_row + sums.shape[0]] += sums
         self.pending.clear()
 

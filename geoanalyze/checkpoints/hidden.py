@@ -446,6 +446,8 @@ class _Run:
         # a batch of one (so that a sequence-first projection shows as such), of up to 16 positions
         # (Funnel's pooling fails on 4)
         probe = torch.full((1, min(16, max(self.n, 1))), pad, dtype=torch.long)
+        longest, self.n = self.n, probe.shape[1]  # the probe's sums as long as the probe, not the corpus
+        self.recorder.length = max(self.n, 4)
         self.run(probe, torch.ones_like(probe))
         method, handles = "attention interface", []
         if not self.recorder.calls:
@@ -453,6 +455,8 @@ class _Run:
             handles = hook_projections(self.recorder, self.blocks, model_type, self.config)
             self.run(probe, torch.ones_like(probe))
             method = "projections" if self.recorder.calls else "none"
+        self.n, self.recorder.length = longest, max(longest, 4)
+        self.recorder.host = longest > LONG_SEQUENCE
         for kept in (self.skipped, self.sums, self.layer_counts, self.pooled, self.unmeasured, self.stream_means):
             kept.clear()  # the probe's hidden states are not the corpus's
         self.counts.zero_()
@@ -717,12 +721,18 @@ def _result(checkpoint: Checkpoint, model: Any, run: _Run, method: str, capture:
     reach = run.counts.numpy()
     n = run.n
     with np.errstate(invalid="ignore", divide="ignore"):
-        centroids = np.stack(
-            [(total / counts[:, None]).numpy() for total, counts in zip(run.sums, run.layer_counts, strict=True)]
-        )
+        # in place, layer by layer: at long lengths the sums are the pass's largest arrays
+        centroids = np.empty((len(run.sums), *run.sums[0].shape), dtype=np.float64)
+        for layer, counts in enumerate(run.layer_counts):
+            np.divide(run.sums[layer].numpy(), counts.numpy()[:, None], out=centroids[layer])
+            run.sums[layer] = None
 
         def mean(store: dict[int, Any]) -> dict[int, np.ndarray]:
-            return {block: total[:n].cpu().numpy() / reach[:n, None] for block, total in store.items()}
+            means = {}
+            for block, total in store.items():
+                means[block] = total[:n].cpu().numpy()  # the host's sums themselves (a GPU's are copied)
+                means[block] /= reach[:n, None]
+            return means
 
         queries, keys = mean(run.recorder.queries), mean(run.recorder.keys)
     notes = _query_key_notes(checkpoint, model, run, method, capture, queries, keys)
