@@ -14,7 +14,7 @@ peak memory (``resource.getrusage`` ru_maxrss on CPU, ``torch.cuda.max_memory_al
     python benchmarks/bench_long_checkpoint.py                      # CPU, tiny model, 32,768 tokens
     python benchmarks/bench_long_checkpoint.py --size 1b --device cuda --dtype bfloat16 \\
         --lengths 32768,65536,131072                                # benchmarks/gpu/long_context.sh
-    python benchmarks/bench_long_checkpoint.py --tiny               # the same, in seconds (a dry run)
+    python benchmarks/bench_long_checkpoint.py --tiny               # a dry run: tiny, CPU, 2,048 tokens
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 # forward of the same model, a subprocess each: tokens/s and peak GPU memory, as ratios against the goal 1.2x.
 #   bash benchmarks/gpu/long_context.sh                  (from the repository root, venv at .venv)
 #   LENGTHS=32768,65536 bash benchmarks/gpu/long_context.sh       (fewer lengths)
-#   bash benchmarks/gpu/long_context.sh --tiny            (a dry run of the Python part on CPU, in seconds)
+#   bash benchmarks/gpu/long_context.sh --tiny            (a dry run of the Python part on CPU: tiny model, 2,048 tokens)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
