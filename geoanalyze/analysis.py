@@ -106,6 +106,8 @@ class StressOptions:
     seed: int = 0
     max_sequences: int | None = 1024
     batch_size: int = 32
+    #: tokens per forward of a chunked prefill (None: one pass, or 2048-token chunks where one does not fit)
+    chunk_size: int | None = None
     cache: bool = True
     trust_remote_code: bool = False
     bootstrap: int = 0
@@ -882,6 +884,8 @@ def cached_forward(
         "dtype": options.dtype,
         "version": 7,  # 7: blocks counted as they run (HRM); 6: unpadded batches (CPM-Ant, Funnel), own-code q/k
     }
+    if options.chunk_size is not None:  # rows of a chunked pass equal one pass's to rounding: the key says so
+        key_parts["chunk_size"] = options.chunk_size
     path = cache_entry("centroids", key_parts)
     if options.cache and cache_holds(path):
         cached = cached_centroids(path, key_parts)
@@ -903,6 +907,7 @@ def cached_forward(
         trust_remote_code=options.trust_remote_code,
         device=options.device,
         dtype=options.dtype,
+        chunk_size=options.chunk_size,
     )
     arrays = {"centroids": forward.centroids, "reach": forward.reach}
     if forward.layer_reach is not None:

@@ -65,6 +65,9 @@ class QueryKeySums:
         self.pending: list[tuple[dict[int, Any], int, Any, str]] = []  # the sums of the forward under way
         self.rotations: dict[int, tuple[Rotation, Any]] = {}  # block -> how its attention rotates q and k, the module
         self.arguments: dict[int, Call] = {}  # per forward: block -> its attention's call, by argument name
+        self.start_row = 0  # the position of the forward's first row: a chunk's start in a chunked prefill
+        self.chunked = False  # a chunk under way: its keys are the last of the cached keys the attention sees
+        self.host = False  # the sums on the host (a long pass: O(length x width) per block off the GPU)
 
     def start(self, mask: Any) -> None:
         """Take the padding mask of the next forward (on the model's input device)."""
@@ -193,12 +196,14 @@ class QueryKeySums:
             total = store.get(block)
             if total is None:
                 total = store[block] = torch.zeros(
-                    (self.length, sums.shape[1]), dtype=torch.float64, device=sums.device
+                    (self.length, sums.shape[1]), dtype=torch.float64, device="cpu" if self.host else sums.device
                 )
             if total.shape[1] != sums.shape[1]:
                 self.drop(block, f"its projections change width ({total.shape[1]}, then {sums.shape[1]})")
                 continue
-            total[: sums.shape[0]] += sums
+            if self.host:
+                sums = sums.to("cpu")
+            total[self.start_row : self.start_row + sums.shape[0]] += sums
         self.pending.clear()
 
     def notes(self) -> list[str]:
@@ -261,12 +266,15 @@ class QueryKeySums:
         def captured(
             module: Any, query: Any, key: Any, value: Any, attention_mask: Any, *args: Any, **kwargs: Any
         ) -> Any:
-            own = own_keys(module, query, key)
+            if self.chunked and key.shape[2] > query.shape[2]:  # the cache's keys, then the chunk's own
+                own = key.narrow(2, key.shape[2] - query.shape[2], query.shape[2])
+            else:
+                own = own_keys(module, query, key)
             if self.mask is not None and own is not None and not self.repeated(module, query, key):
                 block = self.block(module)
                 if block is not None:
                     self.calls += 1
-                    if own.shape[2] < key.shape[2]:
+                    if own.shape[2] < key.shape[2] and not self.chunked:
                         self.appended[block] = max(self.appended.get(block, 0), key.shape[2] - own.shape[2])
                     self.add(self.queries, block, query, heads_first=True, source=module)
                     self.add(self.keys, block, own, heads_first=True, source=module)

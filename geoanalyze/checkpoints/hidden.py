@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, TypedDict, Unpack
 
 import numpy as np
@@ -29,6 +30,7 @@ from ..errors import InputError
 from .capture import QueryKeySums, hook_projections
 from .interface import capture_attention
 from .load import Checkpoint
+from .long import LONG_SEQUENCE, automatic_chunk, cache_parameter, check_attention, chunk_width, long_memory, new_cache
 from .mechanism import blocks_run, layer_list
 from .placement import DEVICES, DTYPES, available_memory, resolve_device, resolve_dtype
 from .quirks import quirks
@@ -91,16 +93,25 @@ def sample_indices(n_texts: int, max_sequences: int | None, seed: int = 0) -> np
 # --- memory ---------------------------------------------------------------------------------------
 
 
-def memory_estimate(checkpoint: Checkpoint, dtype: Any, batch_size: int, max_length: int) -> int:
+def memory_estimate(
+    checkpoint: Checkpoint, dtype: Any, batch_size: int, max_length: int, chunk: int | None = None
+) -> int:
     """Bytes the pass needs: the weights in ``dtype``, plus every layer's hidden states for one batch
-    (output_hidden_states keeps them all) and a working margin of 20%."""
+    (output_hidden_states keeps them all; of one chunk where the pass runs in chunks) and a working margin
+    of 20%; past :data:`~.long.LONG_SEQUENCE` tokens or in chunks, also the sums, the key/value cache and
+    one chunk's attention workspace (:func:`~.long.long_memory`)."""
     import torch
 
     mechanism = checkpoint.mechanism
     width = torch.tensor([], dtype=dtype).element_size()
     weights = (mechanism.parameters + mechanism.buffers) * width
     streams = residual_streams(checkpoint.config)
-    activations = (mechanism.layers + 1) * batch_size * max_length * max(mechanism.hidden_size, 1) * streams * 4 * 3
+    hidden = max(mechanism.hidden_size, 1)
+    activations = (mechanism.layers + 1) * batch_size * (chunk or max_length) * hidden * streams * 4 * 3
+    if chunk is not None or max_length > LONG_SEQUENCE:
+        text = checkpoint.config.get("text_config")
+        config = SimpleNamespace(**(text if isinstance(text, dict) else checkpoint.config))
+        activations += long_memory(config, mechanism.layers, hidden, width, (batch_size, max_length), chunk)
     return int(1.2 * weights + activations)
 
 
@@ -125,11 +136,13 @@ def _gib(value: float) -> str:
     return f"{value / 2**30:.1f} GiB" if value >= 2**30 else f"{value / 2**20:.1f} MiB"
 
 
-def check_fits(checkpoint: Checkpoint, device: str, dtype: Any, batch_size: int, max_length: int) -> bool:
+def check_fits(
+    checkpoint: Checkpoint, device: str, dtype: Any, batch_size: int, max_length: int, chunk: int | None = None
+) -> bool:
     """Whether the model needs sharding (True) or fits one device (False); InputError when it fits nowhere asked."""
     import torch
 
-    needed = memory_estimate(checkpoint, dtype, batch_size, max_length)
+    needed = memory_estimate(checkpoint, dtype, batch_size, max_length, chunk)
     free = available_memory(device)
     if needed <= free:
         if device == "cuda" and torch.cuda.device_count() > 1:
@@ -142,6 +155,7 @@ def check_fits(checkpoint: Checkpoint, device: str, dtype: Any, batch_size: int,
         f"{checkpoint.name} needs about {_gib(needed)} on {device} ({checkpoint.mechanism.parameters:,} parameters "
         f"in {str(dtype).removeprefix('torch.')}, batch {batch_size} x {max_length}) but {_gib(free)} is free; "
         f"{advice}, or lower --batch-size"
+        + (f", --max-length or --chunk-size (now {chunk or max_length})" if max_length > LONG_SEQUENCE or chunk else "")
     )
 
 
@@ -194,13 +208,16 @@ class PassOptions(TypedDict, total=False):
 
     device : cpu | cuda | mps; None picks the best available. dtype : float32 | bfloat16 | float16; None
     the checkpoint's own where the device runs it. tokenizer_spec : the tokenizer the counts were made with
-    (None: the checkpoint's own). trust_remote_code : run the checkpoint's own modeling code.
+    (None: the checkpoint's own). trust_remote_code : run the checkpoint's own modeling code. chunk_size :
+    tokens per forward of a causal decoder's chunked prefill (:mod:`~.long`); None: one pass, or 2048-token
+    chunks past 8192 tokens where one pass does not fit in memory.
     """
 
     device: str | None
     dtype: str | None
     tokenizer_spec: str | None
     trust_remote_code: bool
+    chunk_size: int | None
 
 
 def forward_pass(
@@ -223,12 +240,26 @@ def forward_pass(
     where = resolve_device(options.get("device"))
     torch_dtype = resolve_dtype(options.get("dtype"), where, checkpoint.config)
     trust_remote_code = options.get("trust_remote_code", False)
-    shard = check_fits(checkpoint, where, torch_dtype, batch_size, max_length)
+    chunk, automatic = automatic_chunk(
+        max_length,
+        chunk_width(max_length, options.get("chunk_size")),
+        lambda width: (
+            memory_estimate(checkpoint, torch_dtype, batch_size, max_length, width) <= available_memory(where)
+        ),
+    )
+    shard = check_fits(checkpoint, where, torch_dtype, batch_size, max_length, chunk)
     tokenizer = _tokenizer(checkpoint, options.get("tokenizer_spec"), trust_remote_code)
     model, config = load_model(checkpoint, where, torch_dtype, shard, trust_remote_code)
     encoded = tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
     run = _Run(model, config, max((len(ids) for ids in encoded), default=0))
+    if chunk is not None:
+        run.plan_chunks(chunk, padded_alone(config) > 1 or unpadded(config))
+        if automatic and run.chunk is None:  # one pass after all: it must fit
+            check_fits(checkpoint, where, torch_dtype, batch_size, max_length)
+    free = available_memory(where) - memory_estimate(checkpoint, torch_dtype, batch_size, max_length, chunk)
+    shape = (batch_size, max_length)
+    run.long_notes += check_attention(model, config, checkpoint.mechanism.hidden_size, shape, run.chunk, free)
     implementation = getattr(config, "_attn_implementation", None)
     with (
         torch.no_grad(),
@@ -334,12 +365,47 @@ class _Run:
         self.call_options = {"use_cache": False} if _accepts(model.forward, "use_cache") else {}
         self.own_states: bool | None = None  # the rows are the blocks' own (hooked), not hidden_states: first batch
         self.reported = 0  # how many hidden states the model itself reports
+        self.chunk: int | None = None  # tokens per forward of a chunked prefill (:meth:`plan_chunks`); None: one pass
+        self.cache_name = ""  # the forward's cache argument
+        self.window: tuple[Any, dict[str, Any]] | None = None  # the chunk under way: (mask up to its end, arguments)
+        self.long_notes: list[str] = []  # how a long sequence was run
+
+    def plan_chunks(self, chunk: int, special: bool) -> None:
+        """Run sequences longer than ``chunk`` in chunks through the model's cache where it has one (a note either way)."""
+        name, why = cache_parameter(self.model, self.config, len(self.blocks), special)
+        if name is None:
+            self.long_notes.append(f"{why}: each sequence runs in one pass")
+            return
+        self.chunk, self.cache_name = chunk, name
+        self.long_notes.append(
+            f"sequences longer than {chunk} tokens run in chunks of {chunk} (chunked prefill through the model's "
+            "DynamicCache, at their true position ids): each position sees the positions it sees in one pass"
+        )
 
     def call(self, ids: Any, mask: Any) -> Any:
-        """The model's own forward on one batch, with every hidden state."""
-        return self.model(
-            input_ids=ids.to(self.device), attention_mask=mask, output_hidden_states=True, **self.call_options
-        )
+        """The model's own forward on one batch (or one chunk of it), with every hidden state."""
+        options = self.call_options
+        if self.window is not None:
+            mask, options = self.window[0], {**options, **self.window[1]}
+        return self.model(input_ids=ids.to(self.device), attention_mask=mask, output_hidden_states=True, **options)
+
+    def add_chunks(self, ids: Any, mask: Any) -> None:
+        """Add one batch chunk by chunk: chunk [s, e) with the cache of positions 0 .. s - 1, the mask of
+        0 .. e - 1 and position ids s .. e - 1; its rows added at positions s .. e - 1."""
+        import torch
+
+        cache, width, chunk = new_cache(self.config), int(mask.shape[1]), self.chunk or 1
+        try:
+            for start in range(0, width, chunk):
+                end = min(start + chunk, width)
+                positions = torch.arange(start, end, device=self.device).expand(len(ids), -1)
+                arguments = {self.cache_name: cache, "use_cache": True, "position_ids": positions}
+                self.window = (mask[:, :end].to(self.device), arguments)
+                self.recorder.start_row, self.recorder.chunked = start, True
+                self.add(ids[:, start:end], mask[:, start:end], start)
+        finally:
+            self.window = None
+            self.recorder.start_row, self.recorder.chunked = 0, False
 
     def forward(self, ids: Any, mask: Any) -> Any:
         self.recorder.start(mask.to(self.device))
@@ -355,7 +421,10 @@ class _Run:
         """Add one batch; a batch the model itself cannot run (run again without any capture: it fails
         too) is skipped and counted, with transformers' reason; any other failure is raised."""
         try:
-            self.add(ids, mask)
+            if self.chunk is not None and mask.shape[1] > self.chunk:
+                self.add_chunks(ids, mask)
+            else:
+                self.add(ids, mask)
         except (RuntimeError, ValueError, IndexError) as exc:
             text = str(exc).lower()
             if "out of memory" in text or "can't allocate memory" in text:
@@ -377,6 +446,8 @@ class _Run:
         # a batch of one (so that a sequence-first projection shows as such), of up to 16 positions
         # (Funnel's pooling fails on 4)
         probe = torch.full((1, min(16, max(self.n, 1))), pad, dtype=torch.long)
+        longest, self.n = self.n, probe.shape[1]  # the probe's sums as long as the probe, not the corpus
+        self.recorder.length = max(self.n, 4)
         self.run(probe, torch.ones_like(probe))
         method, handles = "attention interface", []
         if not self.recorder.calls:
@@ -384,6 +455,8 @@ class _Run:
             handles = hook_projections(self.recorder, self.blocks, model_type, self.config)
             self.run(probe, torch.ones_like(probe))
             method = "projections" if self.recorder.calls else "none"
+        self.n, self.recorder.length = longest, max(longest, 4)
+        self.recorder.host = longest > LONG_SEQUENCE
         for kept in (self.skipped, self.sums, self.layer_counts, self.pooled, self.unmeasured, self.stream_means):
             kept.clear()  # the probe's hidden states are not the corpus's
         self.counts.zero_()
@@ -391,8 +464,9 @@ class _Run:
         self.recorder.clear()
         return method, handles
 
-    def add(self, ids: Any, mask: Any) -> None:
-        """Run one batch; add its hidden states layer by layer (sharded models keep them on several GPUs)."""
+    def add(self, ids: Any, mask: Any, start: int = 0) -> None:
+        """Run one batch (or the chunk of it from position ``start``); add its hidden states layer by layer
+        (sharded models keep them on several GPUs)."""
         import torch
 
         states = self.states(ids, mask)
@@ -409,10 +483,11 @@ class _Run:
                 continue
             hidden, positions = placed
             weights = mask[:, positions].to(torch.float32)
+            positions = positions + start
             sums = torch.einsum("bth,bt->th", hidden.float(), weights.to(hidden.device)).to("cpu", torch.float64)
             self.sums[layer][positions] += sums
             self.layer_counts[layer][positions] += weights.to(torch.float64).sum(0)
-        self.counts[:width] += mask.to(torch.float64).sum(0)
+        self.counts[start : start + width] += mask.to(torch.float64).sum(0)
 
     def states(self, ids: Any, mask: Any) -> Any:
         """The batch's hidden states per layer: the model's own ``hidden_states``, or, where those are not its
@@ -482,7 +557,7 @@ class _Run:
 
     def hidden_notes(self) -> list[str]:
         name = type(self.model).__name__
-        notes = []
+        notes = list(self.long_notes)
         padded = max(self.padded, self.recorder.padded)
         if padded:
             notes.append(
@@ -646,12 +721,18 @@ def _result(checkpoint: Checkpoint, model: Any, run: _Run, method: str, capture:
     reach = run.counts.numpy()
     n = run.n
     with np.errstate(invalid="ignore", divide="ignore"):
-        centroids = np.stack(
-            [(total / counts[:, None]).numpy() for total, counts in zip(run.sums, run.layer_counts, strict=True)]
-        )
+        # in place, layer by layer: at long lengths the sums are the pass's largest arrays
+        centroids = np.empty((len(run.sums), *run.sums[0].shape), dtype=np.float64)
+        for layer, counts in enumerate(run.layer_counts):
+            np.divide(run.sums[layer].numpy(), counts.numpy()[:, None], out=centroids[layer])
+            run.sums[layer] = None
 
         def mean(store: dict[int, Any]) -> dict[int, np.ndarray]:
-            return {block: total[:n].cpu().numpy() / reach[:n, None] for block, total in store.items()}
+            means = {}
+            for block, total in store.items():
+                means[block] = total[:n].cpu().numpy()  # the host's sums themselves (a GPU's are copied)
+                means[block] /= reach[:n, None]
+            return means
 
         queries, keys = mean(run.recorder.queries), mean(run.recorder.keys)
     notes = _query_key_notes(checkpoint, model, run, method, capture, queries, keys)
@@ -679,6 +760,8 @@ def flat_row(vectors: np.ndarray) -> str | None:
     rows = rows[np.all(np.isfinite(rows), axis=1)]
     if rows.shape[0] < 3:
         return None
+    if rows.shape[0] > FLAT_DENSE_LIMIT:
+        return _flat_long(rows)
     distances, scale = unit_distances(rows)
     if float(tie_ranks(distances).max()) > 0:
         return None
@@ -686,6 +769,31 @@ def flat_row(vectors: np.ndarray) -> str | None:
         return "are 0 at every position"
     if float(distances.max()) == 0:
         return "are one and the same vector at every position"
+    return "are equally far apart at every pair of positions"
+
+
+#: rows past which :func:`flat_row` never forms the n (n - 1) / 2 distances (O(n x width) instead)
+FLAT_DENSE_LIMIT = 2048
+
+
+def _flat_long(rows: np.ndarray) -> str | None:
+    """:func:`flat_row` of more rows than :data:`FLAT_DENSE_LIMIT`, in O(n x width): at most width + 1 points
+    are equally far apart, so n > width + 1 rows are flat only when they are one vector (or all 0); n <=
+    width + 1 are checked on the distances from the first row and between neighbours, which are all
+    equal in a flat row (the full check needs the n x n distances)."""
+    from ..geometry.scores import TIE_RTOL
+
+    if float(np.abs(rows).max()) == 0:
+        return "are 0 at every position"
+    if not np.any(rows != rows[0]):
+        return "are one and the same vector at every position"
+    if rows.shape[0] > rows.shape[1] + 1:
+        return None
+    sampled = np.concatenate(
+        [np.linalg.norm(rows[1:] - rows[0], axis=1), np.linalg.norm(np.diff(rows, axis=0), axis=1)]
+    )
+    if float(np.ptp(sampled)) > TIE_RTOL * float(sampled.max()):
+        return None
     return "are equally far apart at every pair of positions"
 
 

@@ -82,6 +82,16 @@ DType = Annotated[
     ),
 ]
 BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="Sequences per forward batch.")]
+ChunkSize = Annotated[
+    int | None,
+    typer.Option(
+        "--chunk-size",
+        min=1,
+        help="Tokens per forward of a causal decoder's chunked prefill through its cache (default: one pass, or "
+        "2048-token chunks past 8192 tokens where one pass does not fit in memory).",
+        show_default=False,
+    ),
+]
 Layers = Annotated[str, opt.text_option("--layers", help="all, none, or a list such as 0,3,6 (0 = embedding output).")]
 Compare = Annotated[
     str,
@@ -191,13 +201,18 @@ SAMPLING: opt.Options = (
     ("trust_remote_code", TrustRemoteCode, False),
 )
 #: where the forward pass runs
-FORWARD: opt.Options = (("device", Device, "auto"), ("dtype", DType, "auto"), ("batch_size", BatchSize, 32))
+FORWARD: opt.Options = (
+    ("device", Device, "auto"),
+    ("dtype", DType, "auto"),
+    ("batch_size", BatchSize, 32),
+    ("chunk_size", ChunkSize, None),
+)
 #: the gate of stress and report
 GATE: opt.Options = (("fail_above", FailAbove, None), ("fail_if", FailIf, None))
 
 _SAME_NAMES = (
     "dataset split text_column limit tokenizer max_positions min_count distance layers width null_draws "
-    "max_sequences seed trust_remote_code bootstrap device dtype batch_size"
+    "max_sequences seed trust_remote_code bootstrap device dtype batch_size chunk_size"
 )
 #: the one mapping from the parameters of stress, report and track to the StressOptions fields they fill:
 #: parameter -> (field, how its value is read); tests/cli/test_option_mapping.py holds every parameter to it
