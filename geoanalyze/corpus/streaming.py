@@ -59,6 +59,9 @@ BATCH = 4096
 # A batch also ends at this many characters: the tokenizer's per-token structures (~160 bytes a
 # token) of 4096 long reviews would hold ~200 MB; 1 M characters hold ~30 MB, at the same speed.
 BATCH_CHARS = 1_000_000
+# Encoded batches are handed to the counter in blocks of this many tokens (8 bytes an id): each
+# hand-over merges into the sorted keys, and long sequences bring mostly new (position, token) keys.
+BLOCK_TOKENS = 1 << 22
 FILES_PER_SHARD = 2000  # one-text-a-file folders: files per shard
 _SAMPLE_STREAM = 0x53414D50  # second seed word of the --sample stream ("SAMP")
 WORK_VERSION = 1
@@ -173,14 +176,13 @@ def count_and_store(
     """
     tokenizer = fresh_tokenizer(job.tokenizer)
     state = {"read": 0, "kept": 0, "complete": 0}
-    batches: Iterable[Any] = _selected_batches(job, state)
-    if job.shard.read == "packed":
-        tokenizer, batches = packed(tokenizer, batches)
-    counter = SparseCounter(tokenizer, exclude_special=job.exclude_special)
-    for batch in batches:
+    batches = _selected_batches(job, state)
+    encoded = packed(tokenizer, batches) if job.shard.read == "packed" else _encoded(tokenizer, batches)
+    counter = SparseCounter(_Encoded(tokenizer, job.shard.read != "packed"), exclude_special=job.exclude_special)
+    for block in _blocks(encoded, BLOCK_TOKENS):
         first = job.first + counter.n_sequences
-        in_half = uniforms(job.split_seed, first, len(batch)) < 0.5
-        tokens = counter.add(batch, in_half)
+        in_half = uniforms(job.split_seed, first, len(block)) < 0.5
+        tokens = counter.add(block, in_half)  # type: ignore[arg-type]  # encoded already: see _Encoded
         if progress is not None:
             progress(tokens)
     counts = counter.result(split_seed=job.split_seed)
@@ -202,14 +204,25 @@ def count_and_store(
     return report
 
 
-class _PackedIds(Tokenizer):
-    """The tokenizer of packed sequences: its "texts" are rows of ids already cut (:func:`packed`);
-    the vocabulary, special ids, identity and length are the packing tokenizer's."""
+@dataclass(frozen=True)
+class EncodedBlock:
+    """Sequences encoded already: flat ids and the sequence lengths (``len``: the sequences)."""
 
-    add_special_tokens = False
+    ids: np.ndarray
+    lengths: np.ndarray
 
-    def __init__(self, inner: Tokenizer):
+    def __len__(self) -> int:
+        return int(self.lengths.size)
+
+
+class _Encoded(Tokenizer):
+    """The counter's tokenizer of :class:`EncodedBlock` s: the counter is handed blocks of several
+    batches encoded already (:func:`_blocks`), so its merges are few however long the sequences
+    are; the vocabulary, special ids, identity and length are the encoding tokenizer's."""
+
+    def __init__(self, inner: Tokenizer, add_special_tokens: bool):
         self.inner, self.name, self.max_length = inner, inner.name, inner.max_length
+        self.add_special_tokens = add_special_tokens and bool(getattr(inner, "add_special_tokens", False))
 
     @property
     def vocab_size(self) -> int:
@@ -220,14 +233,42 @@ class _PackedIds(Tokenizer):
         return self.inner.special_ids
 
     def encode_batch(self, texts: Any) -> tuple[np.ndarray, np.ndarray]:
-        rows = np.asarray(texts, dtype=np.int64)
-        return rows.ravel(), np.full(rows.shape[0], rows.shape[1], dtype=np.int64)
+        return texts.ids, texts.lengths
 
     def identity(self) -> dict[str, Any]:
         return self.inner.identity()
 
+    def vocabulary(self) -> list[str] | None:
+        return self.inner.vocabulary()
+
     def spec(self) -> TokenizerSpec:
         return self.inner.spec()
+
+
+def _encoded(tokenizer: Tokenizer, batches: Iterable[list[str]]) -> Iterator[EncodedBlock]:
+    """Each batch of texts encoded (one sequence a text, cut at ``max_length``)."""
+    for batch in batches:
+        yield EncodedBlock(*tokenizer.encode_batch(batch))
+
+
+def _blocks(encoded: Iterable[EncodedBlock], tokens: int) -> Iterator[EncodedBlock]:
+    """Consecutive encoded batches joined into blocks of about ``tokens`` ids (a batch is never cut)."""
+    held: list[EncodedBlock] = []
+    size = 0
+    for block in encoded:
+        held.append(block)
+        size += block.ids.size
+        if size >= tokens:
+            yield _joined(held)
+            held, size = [], 0
+    if held:
+        yield _joined(held)
+
+
+def _joined(blocks: list[EncodedBlock]) -> EncodedBlock:
+    if len(blocks) == 1:
+        return blocks[0]
+    return EncodedBlock(np.concatenate([b.ids for b in blocks]), np.concatenate([b.lengths for b in blocks]))
 
 
 def packing_separator(tokenizer: Tokenizer) -> tuple[int, str]:
@@ -242,29 +283,25 @@ def packing_separator(tokenizer: Tokenizer) -> tuple[int, str]:
     return found
 
 
-def packed(tokenizer: Tokenizer, batches: Iterable[list[str]]) -> tuple[Tokenizer, Iterator[np.ndarray]]:
+def packed(tokenizer: Tokenizer, batches: Iterable[list[str]]) -> Iterator[EncodedBlock]:
     """Texts packed as decoder LMs are trained: each encoded whole (no special tokens, no
-    truncation), joined by the tokenizer's separator (EOS, else SEP), the stream cut into rows of
-    ``max_length`` ids; the last row holds what is left. Returns the counter's tokenizer and the
-    batches of rows (2-D id arrays): the rows laid end to end are the texts joined by the separator."""
+    truncation), joined by the tokenizer's separator (EOS, else SEP), the stream cut into sequences
+    of ``max_length`` ids; the last holds what is left. The sequences laid end to end are the texts
+    joined by the separator."""
     separator, length = packing_separator(tokenizer)[0], tokenizer.max_length
-
-    def rows() -> Iterator[np.ndarray]:
-        carry = np.zeros(0, dtype=np.int64)
-        first = True
-        for batch in batches:
-            ids, lengths = tokenizer.encode_whole(batch)
-            starts = np.cumsum(lengths) - lengths  # where each text begins: a separator goes before it
-            stream = np.concatenate([carry, np.insert(ids, starts[1:] if first else starts, separator)])
-            first = False
-            whole = stream.size // length * length
-            carry = stream[whole:]
-            if whole:
-                yield stream[:whole].reshape(-1, length)
-        if carry.size:
-            yield carry[None, :]
-
-    return _PackedIds(tokenizer), rows()
+    carry = np.zeros(0, dtype=np.int64)
+    first = True
+    for batch in batches:
+        ids, lengths = tokenizer.encode_whole(batch)
+        starts = np.cumsum(lengths) - lengths  # where each text begins: a separator goes before it
+        stream = np.concatenate([carry, np.insert(ids, starts[1:] if first else starts, separator)])
+        first = False
+        whole = stream.size // length * length
+        carry = stream[whole:]
+        if whole:
+            yield EncodedBlock(stream[:whole], np.full(whole // length, length, dtype=np.int64))
+    if carry.size:
+        yield EncodedBlock(carry, np.asarray([carry.size], dtype=np.int64))
 
 
 def shard_size(shard: Shard) -> int:
