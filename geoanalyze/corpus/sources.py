@@ -323,11 +323,11 @@ def stdlib_root() -> Path:
 
 def stdlib_files(root: Path) -> list[Path]:
     """The *.py files of the standard library at ``root``, sorted, without :data:`STDLIB_LEFT_OUT`."""
-    return [
-        path
-        for path in visible_files(root, "*.py")
-        if path.is_file() and not STDLIB_LEFT_OUT.intersection(path.relative_to(root).parts[:-1])
-    ]
+    found: list[Path] = []
+    for folder, subfolders, files in os.walk(root):  # pruned: site-packages is not walked
+        subfolders[:] = [name for name in subfolders if name not in STDLIB_LEFT_OUT and not name.startswith(".")]
+        found += [Path(folder, name) for name in files if name.endswith(".py") and not name.startswith(".")]
+    return sorted(path for path in found if path.is_file())
 
 
 #: how a corpus is read: each text a sequence (truncated), each document whole, or texts packed

@@ -777,7 +777,8 @@ def compute_counts(
         if job.limit is not None and job.limit < 1:
             raise InputError(f"--limit must be at least 1, got {job.limit}")
         shards = shards_of(source, job.read)
-        tok = get_tokenizer(job.tokenizer, max_length=read_max_length(job), add_special_tokens=job.add_special_tokens)
+        special = job.add_special_tokens and job.read != "packed"  # packed: only the separator between texts
+        tok = get_tokenizer(job.tokenizer, max_length=read_max_length(job), add_special_tokens=special)
         _note_reading(tok, job)
         bar = progress(f"counting {source.name}", len(shards)) if progress else None
         if bar is not None and not hasattr(bar, "shard_done"):
