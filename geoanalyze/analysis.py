@@ -636,7 +636,7 @@ def bootstrap_intervals(
     from .corpus.tokenize import get_tokenizer
     from .geometry.distances import hellinger_distances
 
-    texts = source.read(options.limit)
+    texts = source.read(options.limit, options.read)
     tok = get_tokenizer(tokenizer, max_length=max_length)
     values: dict[str, list[float]] = {name: [] for name in BOOTSTRAP_SCORES}
     skipped = 0
@@ -858,7 +858,7 @@ def cached_forward(
             return cached
     from .checkpoints.hidden import forward_pass, sample_indices
 
-    texts = source.read(options.limit)
+    texts = source.read(options.limit, options.read)
     chosen = sample_indices(len(texts), options.max_sequences, options.seed)
     sample = [texts[i] for i in chosen]
     callback = progress("forward pass", len(sample)) if progress else None

@@ -149,11 +149,19 @@ class CorpusSource(ABC):
         """A JSON description for metadata and reports."""
         return {"name": self.name, "kind": self.kind, "location": self.location, "split": self.split}
 
-    def read(self, limit: int | None = None) -> list[str]:
-        """Read the texts (blank ones dropped), at most ``limit`` of them."""
+    def read(self, limit: int | None = None, read: str = "rows") -> list[str]:
+        """Read the texts (blank ones dropped), at most ``limit`` of them; ``read="document"``: the
+        documents (:func:`documents`). Packed sequences are token ids, not texts: refused here."""
         if limit is not None and limit < 1:
             raise InputError(f"--limit must be at least 1, got {limit}")
+        if check_read_mode(read) == "packed":
+            raise InputError(
+                "--read packed is for counting; a checkpoint's forward pass and --bootstrap read whole "
+                "texts: pass --read rows or --read document"
+            )
         texts = [text for text in self.texts() if text.strip()]
+        if read == "document":
+            texts = list(documents(texts))
         if limit is not None:
             texts = texts[:limit]
         if not texts:

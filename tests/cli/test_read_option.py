@@ -84,3 +84,10 @@ def test_packed_minilm_counts_sequences_of_max_length(minilm_path: Path, tmp_pat
     )  # fmt: skip
     result = json.loads(ok(run).stdout)
     assert result["n_positions"] == 64 and result["sources"][0]["read"] == "packed"
+
+
+def test_the_cli_and_the_corpus_layer_know_the_same_modes() -> None:
+    from geoanalyze.cli.options import READ_MODES as CLI_MODES
+    from geoanalyze.corpus.sources import READ_MODES
+
+    assert CLI_MODES == READ_MODES == ("rows", "document", "packed")

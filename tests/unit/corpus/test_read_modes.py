@@ -49,6 +49,15 @@ def test_document_mode_joins_wikitext_articles_as_an_independent_split_of_the_ra
     assert list(documents(source.stream())) == expected
 
 
+def test_read_gives_documents_and_refuses_packed(wikitext: Path) -> None:
+    """What a checkpoint's forward pass and --bootstrap read: the documents, or the rows; packed is refused."""
+    source = resolve_source(str(wikitext))
+    assert source.read(5, "document") == raw_articles(wikitext.read_text(encoding="utf-8"))[:5]
+    assert source.read(5) == list(source.stream())[:5]
+    with pytest.raises(InputError, match="--read packed is for counting"):
+        source.read(5, "packed")
+
+
 def test_a_slice_starting_mid_article_keeps_its_first_lines_as_rows(wikitext: Path, tmp_path: Path) -> None:
     """Lines before the first heading are documents of their own (a corpus without headings reads as rows)."""
     lines = wikitext.read_text(encoding="utf-8").split("\n")[3:400]
