@@ -117,6 +117,8 @@ class StressOptions:
     width: int | None = None
     #: the width of a spec that names none (sinusoidal, rope, random without d=): BERT-base's unless set
     default_width: int = DEFAULT_WIDTH
+    #: how the corpus is read: rows, document or packed (--read, corpus.sources.READ_MODES)
+    read: str = "rows"
 
 
 def split_specs(text: str) -> tuple[str, ...]:
@@ -278,7 +280,7 @@ class Corpus:
 def target_geometry(resolved: Target, options: StressOptions, progress: ProgressFactory | None = None) -> Corpus:
     """Count the corpus with the target's tokenizer and measure the Hellinger geometry of its kept positions."""
     source = resolve_source(options.dataset, options.split, options.data_dir, options.text_column)
-    job = CountJob(tokenizer=resolved.tokenizer, max_length=resolved.max_length, limit=options.limit)
+    job = CountJob(tokenizer=resolved.tokenizer, max_length=resolved.max_length, limit=options.limit, read=options.read)
     counts, _ = compute_counts(source, job, cache=options.cache, progress=progress)
     if options.max_positions is not None and counts.n_positions < options.max_positions:
         raise InputError(
@@ -462,7 +464,12 @@ def analyze(
     return StressResult(
         target=resolved.name,
         kind="encoding" if checkpoint is None else "checkpoint",
-        dataset=CorpusInfo(corpus.source.describe(), resolved.tokenizer, resolved.max_length, options.limit),
+        dataset=CorpusInfo(
+            {**corpus.source.describe(), **({"read": options.read} if options.read != "rows" else {})},
+            resolved.tokenizer,
+            resolved.max_length,
+            options.limit,
+        ),
         distance=options.distance,
         width=scored.width,
         positions=geometry.positions,
@@ -669,7 +676,7 @@ def bootstrap_intervals(
     from .corpus.tokenize import get_tokenizer
     from .geometry.distances import hellinger_distances
 
-    texts = source.read(options.limit)
+    texts = source.read(options.limit, options.read)
     tok = get_tokenizer(tokenizer, max_length=max_length)
     values: dict[str, list[float]] = {name: [] for name in BOOTSTRAP_SCORES}
     skipped = 0
@@ -893,7 +900,7 @@ def cached_forward(
             return cached
     from .checkpoints.hidden import forward_pass, sample_indices
 
-    texts = source.read(options.limit)
+    texts = source.read(options.limit, options.read)
     chosen = sample_indices(len(texts), options.max_sequences, options.seed)
     sample = [texts[i] for i in chosen]
     callback = progress("forward pass", len(sample)) if progress else None

@@ -677,8 +677,10 @@ def width_legend(result: StressResult, rows: Sequence[SummaryRow]) -> str:
 def header_rows(result: StressResult, base: Path | None = None) -> list[tuple[str, Any]]:
     """The corpus, tokenizer, positions, the distance D every score compares with, and the noise."""
     source, noise = result.dataset.source, result.noise
+    split = f" (split {source['split']})" if source["split"] else ""
+    read = f", read as {source['read']}" if source.get("read") else ""  # --read, when not rows
     return [
-        ("corpus", display_path(source["location"], base) + (f" (split {source['split']})" if source["split"] else "")),
+        ("corpus", display_path(source["location"], base) + split + read),
         ("tokenizer", display_path(result.dataset.tokenizer, base)),
         ("positions kept", f"{kept_count(result)} (min-count {result.left_out.get('min_count')})"),
         ("left out", fmt(result.left_out.get("positions"))),

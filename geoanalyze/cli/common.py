@@ -194,6 +194,8 @@ class CorpusOptions:
     cluster: str | None = None
     work_dir: Path | None = None
     include_hidden: bool = False
+    #: rows, document or packed (--read)
+    read: str = "rows"
     #: the parameter names given on the command line: each must apply to an input (inputs.OPTION_APPLIES)
     given: frozenset[str] = frozenset()
 
@@ -274,6 +276,8 @@ def load_counts(
             job = CountJob(tokenizer=options.tokenizer or default_tokenizer(source), **counting)
             counts, report = compute_counts(resolved, job, cache=options.cache, progress=bars)
             source_notes.append({"source": source, "from": "cache" if report.cached else resolved.location})
+            if options.read != "rows":
+                source_notes[-1]["read"] = options.read
             if reports is not None and not report.cached:
                 reports.append(dict(report.as_dict(), source=source))
         merged = counts if merged is None else merged.merge(counts)

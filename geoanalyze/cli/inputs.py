@@ -51,6 +51,7 @@ OPTION_APPLIES: dict[str, Applies] = {
     "text_column": Applies("--text-column", "columns"),
     "include_hidden": Applies("--include-hidden", "folder"),
     "limit": Applies("--limit", "corpus"),
+    "read": Applies("--read", "corpus"),
     "tokenizer": Applies("--tokenizer", "corpus"),
     "max_length": Applies("--max-length", "corpus"),
     "exclude_special": Applies("--exclude-special", "corpus"),

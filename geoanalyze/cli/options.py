@@ -363,6 +363,27 @@ IncludeHidden = Annotated[
     ),
 ]
 
+#: how --read reads a corpus (corpus.sources.READ_MODES)
+READ_MODES = ("rows", "document", "packed")
+
+
+def read_mode(value: str) -> str:
+    """--read is rows, document or packed."""
+    if value not in READ_MODES:
+        raise typer.BadParameter(f"{value!r} is not a way to read a corpus; choose one of {', '.join(READ_MODES)}")
+    return value
+
+
+ReadMode = Annotated[
+    str,
+    typer.Option(
+        "--read",
+        callback=read_mode,
+        help="rows (each text one sequence, cut at --max-length), document (each WikiText article or "
+        "file whole) or packed (texts joined by EOS, or SEP, cut into --max-length sequences).",
+    ),
+]
+
 #: the corpus of a pipeline command: the old way (arguments) and --dataset
 INPUTS: Options = (("sources", Sources, None), ("dataset", Datasets, None))
 #: how a pipeline command reads and counts its corpus (common.CorpusOptions)
@@ -371,6 +392,7 @@ READING: Options = (
     ("data_dir", DataDir, None),
     ("text_column", TextColumn, None),
     ("include_hidden", IncludeHidden, False),
+    ("read", ReadMode, "rows"),
     ("limit", Limit, None),
     ("tokenizer", TokenizerOpt, None),
     ("max_length", MaxLength, None),

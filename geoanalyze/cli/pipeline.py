@@ -94,7 +94,8 @@ def _figure(plot_dir: Path | None, name: str, old: Path | None) -> Path | None:
 
 
 def _sources_line(notes: Sequence[Mapping[str, str]]) -> str:
-    return ", ".join(f"{n['source']} ({n['from']})" for n in notes)
+    """Each source and where it came from; how it was read (--read) when not as rows."""
+    return ", ".join(f"{n['source']} ({n['from']}{', read as ' + n['read'] if 'read' in n else ''})" for n in notes)
 
 
 # --- marginals ------------------------------------------------------------------------------

@@ -184,6 +184,7 @@ ANALYSIS: opt.Options = (
     ("split", opt.Split, None),
     ("data_dir", opt.DataDir, None),
     ("text_column", opt.TextColumn, None),
+    ("read", opt.ReadMode, "rows"),
     ("limit", opt.Limit, None),
     ("tokenizer", Tokenizer, None),
     ("max_positions", MaxPositions, None),
@@ -212,7 +213,7 @@ GATE: opt.Options = (("fail_above", FailAbove, None), ("fail_if", FailIf, None))
 
 _SAME_NAMES = (
     "dataset split text_column limit tokenizer max_positions min_count distance layers width null_draws "
-    "max_sequences seed trust_remote_code bootstrap device dtype batch_size chunk_size"
+    "max_sequences seed trust_remote_code bootstrap device dtype batch_size chunk_size read"
 )
 #: the one mapping from the parameters of stress, report and track to the StressOptions fields they fill:
 #: parameter -> (field, how its value is read); tests/cli/test_option_mapping.py holds every parameter to it

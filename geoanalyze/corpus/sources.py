@@ -7,10 +7,12 @@ A source string is resolved, in this order, to
    of .jsonl / .parquet / ... files, or a glob, is a set of **shards** read in sorted order;
 2. a **synthetic** spec: ``synthetic[:KIND][,key=value...]``
    (e.g. ``synthetic:shift,n=2000,length=64,vocab=5000,seed=1``);
-3. a **named dataset** (``sst2``, ``imdb``, ``wikitext2``), looked up first in the local data
+3. ``stdlib``: the Python standard library's own source files, a folder of .py files
+   (:class:`StdlibSource`);
+4. a **named dataset** (``sst2``, ``imdb``, ``wikitext2``), looked up first in the local data
    directory (``--data-dir`` or ``GEOANALYZE_DATA_DIR``, laid out ``<name>/<split>.<ext>``)
    and then in the Hugging Face cache / hub through ``datasets.load_dataset``;
-4. any other string: a Hugging Face hub dataset id.
+5. any other string: a Hugging Face hub dataset id.
 
 Each corpus kind is one class of the :class:`CorpusSource` protocol (:class:`FileSource`,
 :class:`FolderSource`, :class:`ShardsSource`, :class:`HubSource`, :class:`SyntheticSource`);
@@ -18,6 +20,10 @@ nothing is read until asked, and its ``fingerprint`` changes whenever the data w
 of local files' bytes with their format, a hub dataset's id, config and split, a synthetic spec),
 so counts are cached and recorded by it. A new kind is a new subclass and one rule in
 :func:`resolve_source`.
+
+A corpus is read as rows, documents or packed sequences (:data:`READ_MODES`, ``--read``): a
+:class:`Shard` in document mode joins WikiText articles (:func:`documents`); packing is the
+counting's (``corpus.streaming``), as it needs the tokenizer.
 
 Folder corpora, shard folders and globs skip hidden files and folders (a name starting with
 '.': ``.git/``, ``.ipynb_checkpoints/``) unless ``include_hidden``.
@@ -143,11 +149,19 @@ class CorpusSource(ABC):
         """A JSON description for metadata and reports."""
         return {"name": self.name, "kind": self.kind, "location": self.location, "split": self.split}
 
-    def read(self, limit: int | None = None) -> list[str]:
-        """Read the texts (blank ones dropped), at most ``limit`` of them."""
+    def read(self, limit: int | None = None, read: str = "rows") -> list[str]:
+        """Read the texts (blank ones dropped), at most ``limit`` of them; ``read="document"``: the
+        documents (:func:`documents`). Packed sequences are token ids, not texts: refused here."""
         if limit is not None and limit < 1:
             raise InputError(f"--limit must be at least 1, got {limit}")
+        if check_read_mode(read) == "packed":
+            raise InputError(
+                "--read packed is for counting; a checkpoint's forward pass and --bootstrap read whole "
+                "texts: pass --read rows or --read document"
+            )
         texts = [text for text in self.texts() if text.strip()]
+        if read == "document":
+            texts = list(documents(texts))
         if limit is not None:
             texts = texts[:limit]
         if not texts:
@@ -186,9 +200,14 @@ class Shard:
 
     name: str
     source: CorpusSource
+    #: how the texts are read (:data:`READ_MODES`): "document" joins WikiText articles (:func:`documents`)
+    read: str = "rows"
 
     def texts(self) -> Iterator[str]:
-        """The shard's non-blank texts, in order, as a stream."""
+        """The shard's non-blank texts, in order, as a stream (documents in document mode)."""
+        if self.read == "document":
+            yield from documents(self.source.stream())
+            return
         yield from self.source.stream()
 
     def fingerprint(self) -> str:
@@ -237,10 +256,14 @@ class FolderSource(CorpusSource):
     members: tuple[str, ...] = ()
     include_hidden: bool = False
 
+    def listed(self) -> list[Path]:
+        """The folder's text files, in corpus order: every .txt file under it."""
+        return visible_files(Path(self.location), "*.txt", self.include_hidden)
+
     def _files(self) -> list[Path]:
         if self.members:
             return [Path(m) for m in self.members]
-        files = visible_files(Path(self.location), "*.txt", self.include_hidden)
+        files = self.listed()
         if not files:
             raise InputError(
                 f"{self.location} holds no .txt files; pass a folder of .txt files (one text each) or a file"
@@ -266,11 +289,89 @@ class FolderSource(CorpusSource):
     def files_read(self) -> set[str]:
         if self.members:
             return {os.path.realpath(file) for file in self.members}
-        found = visible_files(Path(self.location), "*.txt", self.include_hidden)
+        found = self.listed()
         return {os.path.realpath(file) for file in found if file.is_file()}
 
     def stream_fingerprint(self) -> str:
         return stream_fingerprint("files", self.location, self.members)
+
+
+@dataclass(frozen=True)
+class StdlibSource(FolderSource):
+    """The Python standard library's own source files (``--dataset stdlib``): the *.py files under
+    ``sysconfig.get_paths()["stdlib"]``, sorted, one text a file, long documents every machine has.
+
+    Left out: installed packages (site-packages, dist-packages), the library's test suites
+    (folders named test, tests, idle_test: some are deliberately not UTF-8) and hidden files.
+    """
+
+    @classmethod
+    def here(cls) -> StdlibSource:
+        """The standard library of the Python running this, fingerprinted by its files' contents."""
+        root = stdlib_root()
+        files = stdlib_files(root)
+        listed = "\n".join(f"{f.relative_to(root)}:{d}" for f, d in zip(files, _digests(files), strict=True))
+        fingerprint = f"stdlib:{hashlib.sha256(listed.encode()).hexdigest()[:32]}:{len(files)}"
+        return cls("stdlib", str(root), fingerprint)
+
+    def listed(self) -> list[Path]:
+        return stdlib_files(Path(self.location))
+
+
+#: the folders of the standard library that are not its own source (see :class:`StdlibSource`)
+STDLIB_LEFT_OUT = frozenset({"site-packages", "dist-packages", "test", "tests", "idle_test"})
+
+
+def stdlib_root() -> Path:
+    """The standard library's folder of the Python running this (``sysconfig``'s "stdlib" path)."""
+    import sysconfig
+
+    return Path(sysconfig.get_paths()["stdlib"]).resolve()
+
+
+def stdlib_files(root: Path) -> list[Path]:
+    """The *.py files of the standard library at ``root``, sorted, without :data:`STDLIB_LEFT_OUT`."""
+    found: list[Path] = []
+    for folder, subfolders, files in os.walk(root):  # pruned: site-packages is not walked
+        subfolders[:] = [name for name in subfolders if name not in STDLIB_LEFT_OUT and not name.startswith(".")]
+        found += [Path(folder, name) for name in files if name.endswith(".py") and not name.startswith(".")]
+    return sorted(path for path in found if path.is_file())
+
+
+#: how a corpus is read: each text a sequence (truncated), each document whole, or texts packed
+READ_MODES = ("rows", "document", "packed")
+
+
+def check_read_mode(read: str) -> str:
+    """``read`` if it is one of :data:`READ_MODES`, else an InputError naming them."""
+    if read not in READ_MODES:
+        raise InputError(f"--read {read!r} is not a way to read a corpus; choose one of {', '.join(READ_MODES)}")
+    return read
+
+
+def is_article_heading(text: str) -> bool:
+    """A WikiText top-level heading line (`` = Title = `` stripped to ``= Title =``), not a section's
+    ``= = Section = =``."""
+    return len(text) > 4 and "\n" not in text and text.startswith("= ") and text.endswith(" =") and text[2] != "="
+
+
+def documents(texts: Iterable[str]) -> Iterator[str]:
+    """Texts read as documents: a WikiText article heading (:func:`is_article_heading`) starts a
+    document, and its lines up to the next heading are joined with newlines; texts before the first
+    heading (and every text of a corpus without headings: a file of a folder, a review) are
+    documents of their own. A stream: one article held at a time."""
+    article: list[str] = []
+    for text in texts:
+        if is_article_heading(text.strip()):
+            if article:
+                yield "\n".join(article)
+            article = [text]
+        elif article:
+            article.append(text)
+        else:
+            yield text
+    if article:
+        yield "\n".join(article)
 
 
 @dataclass(frozen=True)
@@ -441,6 +542,8 @@ def resolve_source(
         return local
     if is_synthetic_spec(source):
         return SyntheticSource.of(source)
+    if source == "stdlib":
+        return StdlibSource.here()
     info = DATASETS.get(ALIASES.get(source.lower(), source.lower()))
     if info is None and _looks_like_path(source):
         raise InputError(f"file not found: {source}; check the path")

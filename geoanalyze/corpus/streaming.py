@@ -32,6 +32,7 @@ import scipy.sparse as sp
 from ..cache import KEY_FIELD, cache_dir, cache_entry, cache_holds, cache_key, caching, key_matches, write_cache
 from ..errors import FormatError, GeoanalyzeError, IncompatibleError, InputError, first_line
 from ..io import write_text
+from ..notes import note
 from ..progress import CountProgress, ShardCallbackProgress
 from .marginals import (
     PositionalCounts,
@@ -44,13 +45,23 @@ from .marginals import (
     tokenizer_fingerprint,
     tokenizer_identity,
 )
-from .sources import CorpusSource, Shard
-from .tokenize import Tokenizer, TokenizerSpec, fresh_tokenizer, get_tokenizer
+from .sources import CorpusSource, Shard, check_read_mode
+from .tokenize import (
+    DOCUMENT_MAX_LENGTH,
+    Tokenizer,
+    TokenizerSpec,
+    fresh_tokenizer,
+    get_tokenizer,
+    model_max_length,
+)
 
 BATCH = 4096
 # A batch also ends at this many characters: the tokenizer's per-token structures (~160 bytes a
 # token) of 4096 long reviews would hold ~200 MB; 1 M characters hold ~30 MB, at the same speed.
 BATCH_CHARS = 1_000_000
+# Encoded batches are handed to the counter in blocks of this many tokens (8 bytes an id): each
+# hand-over merges into the sorted keys, and long sequences bring mostly new (position, token) keys.
+BLOCK_TOKENS = 1 << 22
 FILES_PER_SHARD = 2000  # one-text-a-file folders: files per shard
 _SAMPLE_STREAM = 0x53414D50  # second seed word of the --sample stream ("SAMP")
 WORK_VERSION = 1
@@ -59,9 +70,14 @@ WORK_VERSION = 1
 # --- shards -------------------------------------------------------------------------------
 
 
-def shards_of(source: CorpusSource) -> list[Shard]:
-    """Cut a resolved source into shards, in corpus order (a folder: FILES_PER_SHARD files a shard)."""
-    return source.shards(FILES_PER_SHARD)
+def shards_of(source: CorpusSource, read: str = "rows") -> list[Shard]:
+    """Cut a resolved source into shards, in corpus order (a folder: FILES_PER_SHARD files a shard),
+    read as ``read`` (:data:`~geoanalyze.corpus.sources.READ_MODES`). Packed, the corpus is one
+    shard: a packed sequence may hold the end of one text and the start of the next."""
+    if read == "packed":
+        return [Shard(source.name, source, read)]
+    shards = source.shards(FILES_PER_SHARD)
+    return shards if read == "rows" else [replace(shard, read=read) for shard in shards]
 
 
 # --- one shard ----------------------------------------------------------------------------
@@ -159,15 +175,19 @@ def count_and_store(
     The counts' metadata carries ``n_read`` (texts read) and ``complete`` (read to its end).
     """
     tokenizer = fresh_tokenizer(job.tokenizer)
-    counter = SparseCounter(tokenizer, exclude_special=job.exclude_special)
     state = {"read": 0, "kept": 0, "complete": 0}
-    for batch in _selected_batches(job, state):
+    batches = _selected_batches(job, state)
+    encoded = packed(tokenizer, batches) if job.shard.read == "packed" else _encoded(tokenizer, batches)
+    counter = SparseCounter(_Encoded(tokenizer, job.shard.read != "packed"), exclude_special=job.exclude_special)
+    for block in _blocks(encoded, BLOCK_TOKENS):
         first = job.first + counter.n_sequences
-        in_half = uniforms(job.split_seed, first, len(batch)) < 0.5
-        tokens = counter.add(batch, in_half)
+        in_half = uniforms(job.split_seed, first, len(block)) < 0.5
+        tokens = counter.add(block, in_half)  # type: ignore[arg-type]  # encoded already: see _Encoded
         if progress is not None:
             progress(tokens)
     counts = counter.result(split_seed=job.split_seed)
+    if job.shard.read != "rows":
+        counts.metadata["read"] = job.shard.read
     counts.metadata.update(
         shard=job.shard.name,
         n_read=state["read"],
@@ -182,6 +202,106 @@ def count_and_store(
             counts.save(path)
             return replace(report, counts=None)
     return report
+
+
+@dataclass(frozen=True)
+class EncodedBlock:
+    """Sequences encoded already: flat ids and the sequence lengths (``len``: the sequences)."""
+
+    ids: np.ndarray
+    lengths: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.lengths.size)
+
+
+class _Encoded(Tokenizer):
+    """The counter's tokenizer of :class:`EncodedBlock` s: the counter is handed blocks of several
+    batches encoded already (:func:`_blocks`), so its merges are few however long the sequences
+    are; the vocabulary, special ids, identity and length are the encoding tokenizer's."""
+
+    def __init__(self, inner: Tokenizer, add_special_tokens: bool):
+        self.inner, self.name, self.max_length = inner, inner.name, inner.max_length
+        self.add_special_tokens = add_special_tokens and bool(getattr(inner, "add_special_tokens", False))
+
+    @property
+    def vocab_size(self) -> int:
+        return self.inner.vocab_size
+
+    @property
+    def special_ids(self) -> np.ndarray:
+        return self.inner.special_ids
+
+    def encode_batch(self, texts: Any) -> tuple[np.ndarray, np.ndarray]:
+        return texts.ids, texts.lengths
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    def vocabulary(self) -> list[str] | None:
+        return self.inner.vocabulary()
+
+    def spec(self) -> TokenizerSpec:
+        return self.inner.spec()
+
+
+def _encoded(tokenizer: Tokenizer, batches: Iterable[list[str]]) -> Iterator[EncodedBlock]:
+    """Each batch of texts encoded (one sequence a text, cut at ``max_length``)."""
+    for batch in batches:
+        yield EncodedBlock(*tokenizer.encode_batch(batch))
+
+
+def _blocks(encoded: Iterable[EncodedBlock], tokens: int) -> Iterator[EncodedBlock]:
+    """Consecutive encoded batches joined into blocks of about ``tokens`` ids (a batch is never cut)."""
+    held: list[EncodedBlock] = []
+    size = 0
+    for block in encoded:
+        held.append(block)
+        size += block.ids.size
+        if size >= tokens:
+            yield _joined(held)
+            held, size = [], 0
+    if held:
+        yield _joined(held)
+
+
+def _joined(blocks: list[EncodedBlock]) -> EncodedBlock:
+    if len(blocks) == 1:
+        return blocks[0]
+    return EncodedBlock(np.concatenate([b.ids for b in blocks]), np.concatenate([b.lengths for b in blocks]))
+
+
+def packing_separator(tokenizer: Tokenizer) -> tuple[int, str]:
+    """The id and name of the token packed mode puts between texts: EOS, else SEP; an InputError
+    for a tokenizer with neither (the corpus-built whitespace and char vocabularies)."""
+    found = tokenizer.separator()
+    if found is None:
+        raise InputError(
+            f"--read packed joins texts with the tokenizer's EOS (or SEP) token, and {tokenizer.name} has "
+            "neither; pass a tokenizer that has one (gpt2, bert-base-uncased) or --read document"
+        )
+    return found
+
+
+def packed(tokenizer: Tokenizer, batches: Iterable[list[str]]) -> Iterator[EncodedBlock]:
+    """Texts packed as decoder LMs are trained: each encoded whole (no special tokens, no
+    truncation), joined by the tokenizer's separator (EOS, else SEP), the stream cut into sequences
+    of ``max_length`` ids; the last holds what is left. The sequences laid end to end are the texts
+    joined by the separator."""
+    separator, length = packing_separator(tokenizer)[0], tokenizer.max_length
+    carry = np.zeros(0, dtype=np.int64)
+    first = True
+    for batch in batches:
+        ids, lengths = tokenizer.encode_whole(batch)
+        starts = np.cumsum(lengths) - lengths  # where each text begins: a separator goes before it
+        stream = np.concatenate([carry, np.insert(ids, starts[1:] if first else starts, separator)])
+        first = False
+        whole = stream.size // length * length
+        carry = stream[whole:]
+        if whole:
+            yield EncodedBlock(stream[:whole], np.full(whole // length, length, dtype=np.int64))
+    if carry.size:
+        yield EncodedBlock(carry, np.asarray([carry.size], dtype=np.int64))
 
 
 def shard_size(shard: Shard) -> int:
@@ -596,6 +716,9 @@ class CountJob:
     cluster: str | None = None
     work_dir: str | os.PathLike[str] | None = None
     fresh: bool = False
+    #: rows (each text a sequence, truncated), document (each document whole) or packed (texts
+    #: joined by EOS and cut into max_length sequences): :data:`~geoanalyze.corpus.sources.READ_MODES`
+    read: str = "rows"
 
 
 @dataclass(frozen=True)
@@ -653,8 +776,10 @@ def compute_counts(
                 return hit, CountReport(cached=True)
         if job.limit is not None and job.limit < 1:
             raise InputError(f"--limit must be at least 1, got {job.limit}")
-        shards = shards_of(source)
-        tok = get_tokenizer(job.tokenizer, max_length=job.max_length, add_special_tokens=job.add_special_tokens)
+        shards = shards_of(source, job.read)
+        special = job.add_special_tokens and job.read != "packed"  # packed: only the separator between texts
+        tok = get_tokenizer(job.tokenizer, max_length=read_max_length(job), add_special_tokens=special)
+        _note_reading(tok, job)
         bar = progress(f"counting {source.name}", len(shards)) if progress else None
         if bar is not None and not hasattr(bar, "shard_done"):
             bar = ShardCallbackProgress(bar)
@@ -698,7 +823,39 @@ def _counts_key(source: CorpusSource, job: CountJob) -> dict[str, Any]:
     }
     if job.sample is not None:
         key.update(sample=float(job.sample), sample_seed=int(job.sample_seed))
+    if job.read != "rows":
+        key.update(read=job.read)
     return key
+
+
+def read_max_length(job: CountJob) -> int | None:
+    """The length sequences are cut at: --max-length, else in document mode DOCUMENT_MAX_LENGTH (a
+    document is not cut at the tokenizer's model_max_length), else the tokenizer's own."""
+    check_read_mode(job.read)
+    if job.max_length is None and job.read == "document":
+        return DOCUMENT_MAX_LENGTH
+    return job.max_length
+
+
+def _note_reading(tok: Tokenizer, job: CountJob) -> None:
+    """Say how the corpus is cut, where it is not the tokenizer's usual reading: documents read
+    whole, a --max-length beyond the tokenizer's model_max_length (allowed for counting: positions
+    no model of that tokenizer saw), the token packed texts are joined by."""
+    if job.read == "packed":
+        separator = packing_separator(tok)
+        what = "EOS" if getattr(getattr(tok, "hf", None), "eos_token_id", None) == separator[0] else "SEP, no EOS"
+        note(f"--read packed: texts joined by {separator[1]} ({what}) and cut into sequences of {tok.max_length}")
+    if job.read == "document" and job.max_length is None:
+        note(
+            f"--read document: documents are read whole up to {DOCUMENT_MAX_LENGTH:,} tokens, past the "
+            "tokenizer's model_max_length; pass --max-length to cut them shorter"
+        )
+    hf = getattr(tok, "hf", None)
+    if hf is not None and job.max_length is not None and tok.max_length > model_max_length(hf, tok.name):
+        note(
+            f"sequences of up to {tok.max_length:,} tokens, beyond {tok.name}'s model_max_length "
+            f"{model_max_length(hf, tok.name)}: allowed for counting (a model of it never saw those positions)"
+        )
 
 
 def _job_description(source: CorpusSource, tok: Tokenizer, job: CountJob) -> dict[str, Any]:
@@ -714,6 +871,7 @@ def _job_description(source: CorpusSource, tok: Tokenizer, job: CountJob) -> dic
         "split_seed": int(job.split_seed),
         "limit": job.limit,
         "sample": None if job.sample is None else [float(job.sample), int(job.sample_seed)],
+        **({"read": job.read} if job.read != "rows" else {}),
     }
 
 

@@ -43,6 +43,8 @@ import numpy as np
 from ..errors import InputError
 
 KINDS = ("stationary", "drift", "shift", "rough")
+#: positions per block when marginals are built and sampled (bounds the temporaries at long lengths)
+BLOCK_ROWS = 256
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,13 @@ def drift_marginals(length: int, vocab_size: int, rng: np.random.Generator, anch
     x = np.linspace(0.0, anchors - 1, length)
     left = np.minimum(np.floor(x).astype(int), anchors - 2)
     lam = (x - left)[:, None]
-    return (1.0 - lam) * nus[left] + lam * nus[left + 1]
+    # Block by block (the same operations, so the same bits): the temporaries stay a block's size
+    # at 131,072 positions, not four copies of the (n, V) result.
+    out = np.empty((length, vocab_size))
+    for start in range(0, length, BLOCK_ROWS):
+        rows = slice(start, start + BLOCK_ROWS)
+        out[rows] = (1.0 - lam[rows]) * nus[left[rows]] + lam[rows] * nus[left[rows] + 1]
+    return out
 
 
 def shift_marginals(
@@ -153,16 +161,46 @@ _GENERATORS: dict[str, Callable[..., np.ndarray]] = {
 def sample_tokens(marginals: np.ndarray, n_sequences: int, rng: np.random.Generator) -> np.ndarray:
     """Draw an (n_sequences, n) array of token ids, column i i.i.d. from row i of ``marginals``.
 
-    Inverse-CDF sampling, vectorised over sequences (one searchsorted per position).
+    Inverse-CDF sampling: token = #{t : cdf_i(t) <= u}, the ``searchsorted(cdf_i, u, "right")`` of
+    each position, vectorised over a block of positions at once (:func:`_inverse_cdf`); the same
+    uniforms, so the same tokens as one search per position.
     """
     length, vocab_size = marginals.shape
-    cdf = np.cumsum(marginals, axis=1)
-    cdf[:, -1] = 1.0  # no draw may fall past the last token through rounding
     u = rng.random((n_sequences, length))
     tokens = np.empty((n_sequences, length), dtype=np.int64)
-    for i in range(length):
-        tokens[:, i] = np.searchsorted(cdf[i], u[:, i], side="right")
+    for start in range(0, length, BLOCK_ROWS):
+        stop = min(start + BLOCK_ROWS, length)
+        cdf = np.cumsum(marginals[start:stop], axis=1)
+        cdf[:, -1] = 1.0  # no draw may fall past the last token through rounding
+        tokens[:, start:stop] = _inverse_cdf(cdf, u[:, start:stop])
     return np.minimum(tokens, vocab_size - 1)
+
+
+def _inverse_cdf(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """``searchsorted(cdf[i], u[:, i], "right")`` for every column i at once, exactly.
+
+    One search into the rows laid end to end, row i shifted by i. Adding i never reverses an order
+    (rounding is monotone), it can only make a near pair equal; so an answer is exact unless the key
+    before it equals the query (a tie the shift may have made) or it falls outside its row (the
+    last entry, set to 1.0, may sit below a rounded 1 + ulp before it). Those few are searched
+    again one by one.
+    """
+    rows, vocab_size = cdf.shape
+    offsets = np.arange(rows, dtype=np.float64)
+    flat = (cdf + offsets[:, None]).ravel()
+    queries = u.T + offsets[:, None]  # one row of queries a position: each search starts near the last
+    found = np.searchsorted(flat, queries, side="right")
+    t = found - (np.arange(rows) * vocab_size)[:, None]
+    doubtful = (t < 0) | (t >= vocab_size) | (flat[np.maximum(found - 1, 0)] == queries)
+    for i, s in zip(*np.nonzero(doubtful), strict=True):
+        t[i, s] = np.searchsorted(cdf[i], u[s, i], side="right")
+    return t.T
+
+
+def join_tokens(tokens: np.ndarray, vocab: Sequence[str]) -> list[str]:
+    """Each row of token ids as text: the token strings joined by single spaces (one row at a time:
+    no string object per token is made, only a reference to the vocabulary's)."""
+    return [" ".join(map(vocab.__getitem__, row.tolist())) for row in tokens]
 
 
 def synthetic_corpus(
@@ -200,8 +238,7 @@ def synthetic_corpus(
     check_marginals(kind, marginals)
     tokens = sample_tokens(marginals, int(n_sequences), rng)
     vocab = [f"w{t}" for t in range(vocab_size)] if words is None else _pick_words(words, vocab_size, rng)
-    strings = np.asarray(vocab)[tokens]
-    texts = [" ".join(row) for row in strings.tolist()]
+    texts = join_tokens(tokens, vocab)
     return SyntheticCorpus(texts=texts, marginals=marginals, vocab=vocab, kind=kind, seed=seed)
 
 

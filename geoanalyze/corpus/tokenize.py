@@ -39,6 +39,9 @@ from ..notes import note
 
 BUILTIN_TOKENIZERS = ("whitespace", "char")
 DEFAULT_MAX_LENGTH = 512
+#: the length documents are cut at in document mode when --max-length is not given (a document is
+#: not cut at the tokenizer's model_max_length: lengths beyond it are allowed for counting)
+DOCUMENT_MAX_LENGTH = 131_072
 
 
 class Tokenizer(ABC):
@@ -75,6 +78,14 @@ class Tokenizer(ABC):
         """A picklable recipe that rebuilds this tokenizer in another process (see :func:`fresh_tokenizer`)."""
         raise NotImplementedError
 
+    def separator(self) -> tuple[int, str] | None:
+        """The id and name of the token that ends a text in packed mode: EOS, else SEP; None: neither."""
+        return None
+
+    def encode_whole(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(flat ids, lengths) of ``texts`` without special tokens and without truncation (packed mode)."""
+        raise NotImplementedError
+
 
 @dataclass(frozen=True)
 class TokenizerSpec:
@@ -91,6 +102,7 @@ class TokenizerSpec:
     vocab_size: int = 0
     special_ids: tuple[int, ...] = ()
     backend_json: str | None = None
+    separator: tuple[int, str] | None = None
 
 
 def fresh_tokenizer(spec: TokenizerSpec) -> Tokenizer:
@@ -125,6 +137,12 @@ class _BackendTokenizer(Tokenizer):
     def encode_batch(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         return encode_with_backend(self._backend, texts, self.add_special_tokens, self.name)
 
+    def separator(self) -> tuple[int, str] | None:
+        return self._spec.separator
+
+    def encode_whole(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        return encode_with_backend(_untruncated(self._spec.backend_json or ""), texts, False, self.name)
+
     def identity(self) -> dict[str, Any]:
         return dict(json.loads(self._spec.identity_json))
 
@@ -133,6 +151,17 @@ class _BackendTokenizer(Tokenizer):
 
 
 _backend_tokenizer = functools.lru_cache(maxsize=4)(_BackendTokenizer)
+
+
+@functools.lru_cache(maxsize=4)
+def _untruncated(backend_json: str) -> Any:
+    """A Rust tokenizer of ``backend_json`` that truncates nothing (packed mode reads texts whole)."""
+    from tokenizers import Tokenizer as RustTokenizer
+
+    backend = RustTokenizer.from_str(backend_json)
+    backend.no_truncation()
+    backend.no_padding()
+    return backend
 
 
 class HFTokenizer(Tokenizer):
@@ -164,6 +193,7 @@ class HFTokenizer(Tokenizer):
         self._backend = RustTokenizer.from_str(backend.to_str())
         self._backend.no_padding()
         self._backend.enable_truncation(self.max_length)
+        self._whole: Any = None  # the untruncated copy packed mode reads with (made when first asked)
         self._vocab_size = len(self.hf)
 
     @property
@@ -179,6 +209,17 @@ class HFTokenizer(Tokenizer):
     def encode_batch(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         return encode_with_backend(self._backend, texts, self.add_special_tokens, self.name)
 
+    def separator(self) -> tuple[int, str] | None:
+        for token_id, token in ((self.hf.eos_token_id, self.hf.eos_token), (self.hf.sep_token_id, self.hf.sep_token)):
+            if token_id is not None:
+                return int(token_id), str(token)
+        return None
+
+    def encode_whole(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        if self._whole is None:
+            self._whole = _untruncated(self._backend.to_str())
+        return encode_with_backend(self._whole, texts, False, self.name)
+
     def identity(self) -> dict[str, Any]:
         vocab = self.hf.get_vocab()
         digest = hashlib.sha256("\n".join(sorted(vocab, key=vocab.__getitem__)).encode()).hexdigest()
@@ -193,6 +234,7 @@ class HFTokenizer(Tokenizer):
             vocab_size=self.vocab_size,
             special_ids=tuple(int(i) for i in self.special_ids),
             backend_json=self._backend.to_str(),
+            separator=self.separator(),
         )
 
 
@@ -221,7 +263,12 @@ class _BuiltVocabTokenizer(Tokenizer):
         return np.zeros(0, dtype=np.int64)
 
     def encode_batch(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        pieces = [self._split(text)[: self.max_length] for text in texts]
+        return self._encode([self._split(text)[: self.max_length] for text in texts])
+
+    def encode_whole(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        return self._encode([self._split(text) for text in texts])
+
+    def _encode(self, pieces: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
         lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
         if lengths.sum() == 0:
             return np.zeros(0, dtype=np.int64), lengths
