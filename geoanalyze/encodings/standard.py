@@ -15,11 +15,13 @@ Each is registered as a spec family (registry.py): ``rope:d=64,base=500000`` cal
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
 from .registry import Parameter, encoding
+from .rope_scaling import check_scaling, scaled_table
 
 #: no encoding is wider, nor has more ALiBi heads, than this (a typo guard before any allocation)
 MAX_WIDTH = 1 << 16
@@ -61,10 +63,34 @@ def sinusoidal(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np
     return _unit_circles(positions, d, base, "sinusoidal", sine_first=True)
 
 
-@_pairs_family("rope", "RoPE's unit-circle vectors (cos, sin)(i theta_k)", "width", order=20)
-def rope(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np.ndarray:
-    """The unit-circle vectors of RoPE, interleaved (cos, sin) per frequency, (n, d)."""
-    return _unit_circles(positions, d, base, "rope", sine_first=False)
+#: rope's scaling keys (rope_scaling.py): a name, then numbers (original and length are lengths)
+SCALING = (
+    Parameter("scaling", str, shown="none; " + "|".join(("linear", "dynamic", "yarn", "llama3", "longrope"))),
+    Parameter("factor", float, shown="scaling factor (> 0)"),
+    Parameter("original", int, shown="training length (all but linear)"),
+    Parameter("length", int, shown="dynamic/longrope: evaluated length (factor x original)"),
+    *(Parameter(key, float, shown="yarn (32, 1)") for key in ("beta_fast", "beta_slow")),
+    *(Parameter(key, float, shown="llama3 (1, 4)") for key in ("low_freq_factor", "high_freq_factor")),
+    *(Parameter(key, float, shown="longrope, every frequency (1)") for key in ("short_factor", "long_factor")),
+)
+
+
+@encoding(
+    "rope",
+    "RoPE's unit-circle vectors (cos, sin)(i theta_k); scaling= as transformers computes it",
+    params=(Parameter("d", int, shown="width", default_width=True), BASE, *SCALING),
+    width="d",
+    order=20,
+)
+def rope(positions: np.ndarray, d: int = 768, base: float = 10000.0, **scaling: Any) -> np.ndarray:
+    """The unit-circle vectors of RoPE, interleaved (cos, sin) per frequency, (n, d); under ``scaling=``
+    (linear, dynamic, yarn, llama3, longrope) transformers' scaled frequencies times its attention
+    scaling (rope_scaling.py)."""
+    name = check_scaling(scaling)
+    if name is None:
+        return _unit_circles(positions, d, base, "rope", sine_first=False)
+    _unit_circles(np.arange(0), d, base, "rope", sine_first=False)  # d and base checked as plain rope's
+    return scaled_table(positions, d, base, name, scaling)
 
 
 def alibi_slopes(heads: int) -> np.ndarray:
