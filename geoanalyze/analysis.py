@@ -30,12 +30,14 @@ from .cache import KEY_FIELD, cache_entry, cache_holds, cache_key, caching, key_
 from .corpus.marginals import DEFAULT_MIN_COUNT
 from .corpus.sources import default_tokenizer, resolve_source
 from .corpus.streaming import CountJob, compute_counts
+from .encodings.rope_scaling import training_length
 from .encodings import Encoding, EncodingContext, get_encoding, is_encoding_spec, takes_model_width
 from .errors import FormatError, InputError
 from .geometry.distances import PositionGeometry, position_geometry
 from .geometry.null import ASPECT_WORDS, ASPECTS, D_ASPECTS, categories
 from .geometry.scores import all_scores
 from .geometry.shuffle import ShuffleNull, can_decide, decide
+from .geometry.windows import WindowScores, score_windows, window_count
 from .io import load_arrays, save_arrays
 from .notes import note
 from .results import (
@@ -114,6 +116,8 @@ class StressOptions:
     width: int | None = None
     #: the width of a spec that names none (sinusoidal, rope, random without d=): BERT-base's unless set
     default_width: int = DEFAULT_WIDTH
+    #: scores against position: N log-spaced windows, auto (geometry/windows.py) or none
+    windows: str = "auto"
 
 
 def split_specs(text: str) -> tuple[str, ...]:
@@ -184,6 +188,7 @@ def check_options(options: StressOptions) -> None:
         raise InputError(f"unknown --dtype {options.dtype!r}; choose one of {', '.join(DTYPES)}")
     if options.bootstrap and options.distance != "naive":
         raise InputError("--bootstrap resamples the naive Hellinger matrix; use --estimate naive")
+    window_count(options.windows, 0)
 
 
 @dataclass(frozen=True)
@@ -420,6 +425,7 @@ def analyze(
     decided = discriminability(probes, scored.nulls, corpus.geometry.summary, options.distance)
     peaks = layer_peaks(layers) if layers else {}
     geometry = corpus.geometry
+    windows = position_windows(scored.vectors, corpus, options)
     return StressResult(
         target=resolved.name,
         kind="encoding" if checkpoint is None else "checkpoint",
@@ -438,7 +444,30 @@ def analyze(
         geometry=geometry,
         vectors=scored.vectors,
         exact_distances=partial(known_distances, geometry),
+        windows=windows,
     )
+
+
+def position_windows(
+    vectors: Mapping[str, np.ndarray], corpus: Corpus, options: StressOptions
+) -> dict[str, WindowScores]:
+    """Each scored table's scores against position (--windows; geometry/windows.py), the optimal MDS left
+    out (fitted to D, it says nothing of position); D of a window from the dense D when it exists, else
+    from the window's own counts."""
+    count = window_count(options.windows, len(corpus.positions))
+    tables = {name: table for name, table in vectors.items() if name != "mds"}
+    if not count or not tables:
+        return {}
+    dense = corpus.distances
+
+    def distances(rows: np.ndarray) -> np.ndarray:
+        if dense is not None:
+            return dense[np.ix_(rows, rows)]
+        window = position_geometry(corpus.counts.select(corpus.positions[rows]), min_count=1)
+        return window.matrix(options.distance)
+
+    scored = score_windows(tables, corpus.positions, distances, count, options.seed, options.null_draws)
+    return {name: replace(found, training_length=training_length(name)) for name, found in scored.items()}
 
 
 def compared_encodings(specs: Sequence[str | Callable[..., Any]]) -> dict[str, Encoding]:

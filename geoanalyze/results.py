@@ -42,6 +42,7 @@ import numpy as np
 
 from .geometry.null import ALPHA, ASPECT_WORDS, ASPECTS, D_ASPECTS, TESTED_ASPECTS, RankTest
 from .geometry.shuffle import can_decide, draws_for
+from .geometry.windows import WindowScores
 from .io import markdown_table as gfm_table
 from .io import to_jsonable
 
@@ -258,6 +259,8 @@ class StressResult:
     #: what the analysis noted for the user (:mod:`geoanalyze.notes`): a fallback taken, a model read in a
     #: way worth knowing; the command line prints them on stderr, the JSON leaves them out
     notes: tuple[str, ...] = ()
+    #: scores against position (--windows; geometry/windows.py): per table, its windows; empty when off
+    windows: Mapping[str, WindowScores] = field(default_factory=dict)
 
     @property
     def target_scores(self) -> EncodingScores | None:
@@ -316,6 +319,8 @@ class StressResult:
         }
         if self.checkpoint is not None:
             record["checkpoint"] = self.checkpoint.to_dict()
+        if self.windows:
+            record["windows"] = {name: found.to_dict() for name, found in self.windows.items()}
         shown = {"verdict": self.verdict_from(base).to_dict(), "summary": summarize(self, base).to_dict()}
         return {**record, **shown}
 

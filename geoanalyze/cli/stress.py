@@ -185,6 +185,7 @@ COMPARED: opt.Options = (("layers", Layers, "all"), ("compare", Compare, "sinuso
 #: the null draws and the forward-pass sample of stress, report and track
 SAMPLING: opt.Options = (
     ("null_draws", NullDraws, None),
+    ("windows", opt.Windows, "auto"),
     ("max_sequences", MaxSequences, 1024),
     ("seed", Seed, 0),
     ("no_cache", opt.NoCache, False),
@@ -197,7 +198,7 @@ GATE: opt.Options = (("fail_above", FailAbove, None), ("fail_if", FailIf, None))
 
 _SAME_NAMES = (
     "dataset split text_column limit tokenizer max_positions min_count distance layers width null_draws "
-    "max_sequences seed trust_remote_code bootstrap device dtype batch_size"
+    "max_sequences seed trust_remote_code bootstrap device dtype batch_size windows"
 )
 #: the one mapping from the parameters of stress, report and track to the StressOptions fields they fill:
 #: parameter -> (field, how its value is read); tests/cli/test_option_mapping.py holds every parameter to it

@@ -120,3 +120,18 @@ def scaled_table(positions: np.ndarray, d: int, base: float, name: str, values: 
     table[:, 0::2] = np.cos(angles) * attention
     table[:, 1::2] = np.sin(angles) * attention
     return table
+
+
+def training_length(spec: str) -> int | None:
+    """The training length a rope scaling spec names (``original=8192``), or None."""
+    name, _, args = spec.partition(":")
+    if name != "rope":
+        return None
+    for part in args.split(","):
+        key, _, value = part.partition("=")
+        if key.strip() == "original":
+            try:
+                return int(float(value))
+            except ValueError:
+                return None
+    return None
