@@ -30,8 +30,8 @@ from .cache import KEY_FIELD, cache_entry, cache_holds, cache_key, caching, key_
 from .corpus.marginals import DEFAULT_MIN_COUNT
 from .corpus.sources import default_tokenizer, resolve_source
 from .corpus.streaming import CountJob, compute_counts
-from .encodings.rope_scaling import training_length
 from .encodings import Encoding, EncodingContext, get_encoding, is_encoding_spec, takes_model_width
+from .encodings.rope_scaling import training_length
 from .errors import FormatError, InputError
 from .geometry.distances import PositionGeometry, position_geometry
 from .geometry.null import ASPECT_WORDS, ASPECTS, D_ASPECTS, categories

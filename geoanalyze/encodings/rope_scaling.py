@@ -40,8 +40,10 @@ EXTRA: dict[str, tuple[str, ...]] = {
     "dynamic": ("length",),
 }
 #: every key a scaling may take (the rope family's parameters beyond d and base)
-KEYS = ("scaling", "factor", "original", "length", "beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor")
-KEYS += ("short_factor", "long_factor")
+KEYS = (
+    *("scaling", "factor", "original", "length", "beta_fast", "beta_slow"),
+    *("low_freq_factor", "high_freq_factor", "short_factor", "long_factor"),
+)
 #: llama3's defaults (Meta's Llama 3.1 values)
 LLAMA3_DEFAULTS = {"low_freq_factor": 1.0, "high_freq_factor": 4.0}
 

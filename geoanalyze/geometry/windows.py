@@ -131,7 +131,7 @@ class WindowScores:
                 "tests": self.tests,
                 "alpha": self.alpha,
                 "seed": self.seed,
-            },  # fmt: skip
+            },
             "limit": self.limit,
             "min_positions": self.min_positions,
             "training_length": self.training_length,
@@ -245,27 +245,32 @@ def _collect(
     """One table's columns of :class:`WindowScores` (NaN and undecided for a window too small to test)."""
     nan = math.nan
     rows = []
-    for j, window in enumerate(windows):
+    for j in range(len(windows)):
         test = tested.get((j, name))
         if test is None:
             rows.append((nan, nan, nan, nan, nan, UNDECIDED))
             continue
         score = found[j, name][0]
         rows.append((score, test.mean, test.beats, _number(test.p), _number(test.p_adjusted), test.category))
-    columns = list(zip(*rows, strict=True)) if rows else [()] * 6
+    columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 6
+    numbers = [tuple(float(v) for v in column) for column in columns[:5]]
     draws, tests, seed, limit = settings
     return WindowScores(
-        name,
-        tuple(w.start for w in windows),
-        tuple(w.end for w in windows),
-        tuple(int(w.members.size) for w in windows),
-        tuple(int(w.rows.size) for w in windows),
-        *(tuple(float(v) for v in column) for column in columns[:5]),  # type: ignore[arg-type]
-        tuple(str(c) for c in columns[5]),
-        draws,
-        tests,
-        seed,
-        limit,
+        encoding=name,
+        starts=tuple(w.start for w in windows),
+        ends=tuple(w.end for w in windows),
+        positions=tuple(int(w.members.size) for w in windows),
+        scored=tuple(int(w.rows.size) for w in windows),
+        scores=numbers[0],
+        null_means=numbers[1],
+        quantiles=numbers[2],
+        p=numbers[3],
+        p_adjusted=numbers[4],
+        categories=tuple(str(c) for c in columns[5]),
+        draws=draws,
+        tests=tests,
+        seed=seed,
+        limit=limit,
     )
 
 

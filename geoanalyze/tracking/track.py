@@ -295,7 +295,9 @@ def load_member(member: Member, trust_remote_code: bool = False) -> Loaded:
 
     folder = Path(member.location)
     if member.revision is None and folder.is_dir() and not (folder / "config.json").is_file():
-        return Loaded(member, error=f"{member.name} holds no config.json (a save cut short?); save the checkpoint again")
+        return Loaded(
+            member, error=f"{member.name} holds no config.json (a save cut short?); save the checkpoint again"
+        )
     try:
         if member.kind == "run":
             return Loaded(member, identity=dict(check_trained_config(folder)))
