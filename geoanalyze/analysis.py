@@ -425,7 +425,7 @@ def analyze(
     decided = discriminability(probes, scored.nulls, corpus.geometry.summary, options.distance)
     peaks = layer_peaks(layers) if layers else {}
     geometry = corpus.geometry
-    windows = position_windows(scored.vectors, corpus, options)
+    windows = position_windows(scored.vectors, corpus, options, resolved)
     return StressResult(
         target=resolved.name,
         kind="encoding" if checkpoint is None else "checkpoint",
@@ -449,11 +449,12 @@ def analyze(
 
 
 def position_windows(
-    vectors: Mapping[str, np.ndarray], corpus: Corpus, options: StressOptions
+    vectors: Mapping[str, np.ndarray], corpus: Corpus, options: StressOptions, resolved: Target
 ) -> dict[str, WindowScores]:
     """Each scored table's scores against position (--windows; geometry/windows.py), the optimal MDS left
     out (fitted to D, it says nothing of position); D of a window from the dense D when it exists, else
-    from the window's own counts."""
+    from the window's own counts. The training length: a spec's ``original=``, a checkpoint's
+    ``original_max_position_embeddings`` (its RoPE parameters, else its config)."""
     count = window_count(options.windows, len(corpus.positions))
     tables = {name: table for name, table in vectors.items() if name != "mds"}
     if not count or not tables:
@@ -467,7 +468,20 @@ def position_windows(
         return window.matrix(options.distance)
 
     scored = score_windows(tables, corpus.positions, distances, count, options.seed, options.null_draws)
-    return {name: replace(found, training_length=training_length(name)) for name, found in scored.items()}
+    lengths = {name: training_length(name) for name in scored}
+    if resolved.checkpoint is not None and resolved.name in lengths:
+        lengths[resolved.name] = checkpoint_training_length(resolved.checkpoint.config)
+    return {name: replace(found, training_length=lengths[name]) for name, found in scored.items()}
+
+
+def checkpoint_training_length(config: Mapping[str, Any]) -> int | None:
+    """``original_max_position_embeddings`` of a config's rope_parameters / rope_scaling, else its own."""
+    for key in ("rope_parameters", "rope_scaling"):
+        nested = config.get(key)
+        if isinstance(nested, Mapping) and isinstance(nested.get("original_max_position_embeddings"), int | float):
+            return int(nested["original_max_position_embeddings"])
+    value = config.get("original_max_position_embeddings")
+    return int(value) if isinstance(value, int | float) else None
 
 
 def compared_encodings(specs: Sequence[str | Callable[..., Any]]) -> dict[str, Encoding]:

@@ -702,10 +702,24 @@ def row_legend(result: StressResult, rows: Sequence[SummaryRow], base: Path | No
         family = row.encoding.split(":")[0]
         if row.encoding == result.target:
             what = "its own position vectors" if result.kind == "checkpoint" else "the encoding analysed"
+            what += rope_scaling_text(result.checkpoint)
             lines.append(f"{display_path(row.encoding, base)}: the target, {what}")
         elif family not in REFERENCES and (known := REGISTRY.families.get(family)) is not None:
             lines.append(f"{row.encoding}: {known.summary}")
     return lines
+
+
+def rope_scaling_text(checkpoint: CheckpointInfo | None) -> str:
+    """A checkpoint's RoPE scaling as its config sets it (read by transformers: the frequencies and the
+    attention scaling its rotary module holds), or "" (no checkpoint, no rope, or no scaling)."""
+    sets = (checkpoint.position_mechanism.get("rope") or {}) if checkpoint is not None else {}
+    scaled = {
+        str(rope.get("rope_type")): rope.get("attention_scaling", 1.0)
+        for rope in sets.values()
+        if rope.get("rope_type") not in (None, "default")
+    }
+    shown = ", ".join(f"{name} (attention scaling {fmt(value)})" for name, value in scaled.items())
+    return f", RoPE scaled by its config: {shown}" if shown else ""
 
 
 def vs_random_legend(null: NullSettings) -> str:

@@ -48,3 +48,28 @@ def test_hostile_windows_exit_2(tmp_path: Path, setting: str) -> None:
 )  # fmt: skip
 def test_hostile_scaling_specs_exit_2(tmp_path: Path, spec: str) -> None:
     refused(geoanalyze("stress", spec, "--dataset", "synthetic:drift,length=64,n=64,vocab=32", cwd=tmp_path), "rope")
+
+
+@pytest.mark.slow
+def test_a_checkpoint_shows_its_rope_scaling_and_training_length(tmp_path: Path) -> None:
+    """A tiny Llama (random weights) whose config sets yarn: the target's legend line names the scaling, and
+    its windows carry the config's original_max_position_embeddings as the training length."""
+    from transformers import AutoModel, LlamaConfig
+    from unit.checkpoints.model_zoo.zoo import corpus_tokenizer
+
+    from helpers import DRIFT_WORDS
+
+    tokenizer = corpus_tokenizer(DRIFT_WORDS)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+        num_key_value_heads=2, max_position_embeddings=512,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 128},
+    )  # fmt: skip
+    AutoModel.from_config(config).eval().save_pretrained(str(tmp_path / "llama"))
+    tokenizer.save_pretrained(str(tmp_path / "llama"))
+    common = ("--dataset", DRIFT_WORDS, "--layers", "none", "--windows", 4, "--compare", "random", "--min-count", 10)
+    table = ok(geoanalyze("stress", "llama", *common, cwd=tmp_path)).stdout
+    assert "RoPE scaled by its config: yarn (attention scaling" in " ".join(table.split())
+    document = json.loads(ok(geoanalyze("stress", "llama", *common, "-f", "json", cwd=tmp_path)).stdout)
+    assert document["windows"]["llama"]["training_length"] == 128
+    assert document["windows"]["random"]["training_length"] is None
