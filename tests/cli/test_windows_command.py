@@ -54,10 +54,9 @@ def test_hostile_scaling_specs_exit_2(tmp_path: Path, spec: str) -> None:
 def test_a_checkpoint_shows_its_rope_scaling_and_training_length(tmp_path: Path) -> None:
     """A tiny Llama (random weights) whose config sets yarn: the target's legend line names the scaling, and
     its windows carry the config's original_max_position_embeddings as the training length."""
+    from helpers import DRIFT_WORDS
     from transformers import AutoModel, LlamaConfig
     from unit.checkpoints.model_zoo.zoo import corpus_tokenizer
-
-    from helpers import DRIFT_WORDS
 
     tokenizer = corpus_tokenizer(DRIFT_WORDS)
     config = LlamaConfig(
