@@ -77,7 +77,7 @@ SCALING = (
 
 @encoding(
     "rope",
-    "RoPE's unit-circle vectors (cos, sin)(i theta_k); scaling= as transformers computes it",
+    "RoPE's unit-circle vectors (cos, sin)(i theta_k)",
     params=(Parameter("d", int, shown="width", default_width=True), BASE, *SCALING),
     width="d",
     order=20,
