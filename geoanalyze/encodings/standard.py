@@ -63,15 +63,18 @@ def sinusoidal(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np
     return _unit_circles(positions, d, base, "sinusoidal", sine_first=True)
 
 
-#: rope's scaling keys (rope_scaling.py): a name, then numbers (original and length are lengths)
+#: rope's scaling keys (rope_scaling.py, docs/long-context.md): a name, then numbers
 SCALING = (
-    Parameter("scaling", str, shown="none; " + "|".join(("linear", "dynamic", "yarn", "llama3", "longrope"))),
-    Parameter("factor", float, shown="scaling factor (> 0)"),
-    Parameter("original", int, shown="training length (all but linear)"),
-    Parameter("length", int, shown="dynamic/longrope: evaluated length (factor x original)"),
-    *(Parameter(key, float, shown="yarn (32, 1)") for key in ("beta_fast", "beta_slow")),
-    *(Parameter(key, float, shown="llama3 (1, 4)") for key in ("low_freq_factor", "high_freq_factor")),
-    *(Parameter(key, float, shown="longrope, every frequency (1)") for key in ("short_factor", "long_factor")),
+    Parameter("scaling", str, shown="none (linear, dynamic, yarn, llama3, longrope)"),
+    Parameter("factor", float, shown="the scaling factor"),
+    Parameter("original", int, shown="training length"),
+    Parameter("length", int, shown="factor x original"),
+    Parameter("beta_fast", float, shown="32"),
+    Parameter("beta_slow", float, shown="1"),
+    Parameter("low_freq_factor", float, shown="1"),
+    Parameter("high_freq_factor", float, shown="4"),
+    Parameter("short_factor", float, shown="1"),
+    Parameter("long_factor", float, shown="1"),
 )
 
 
