@@ -77,7 +77,7 @@ def test_a_large_window_is_scored_on_a_seeded_sample(drift) -> None:
 
 def test_random_is_better_in_no_window_and_rope_is_in_the_early_ones(drift) -> None:
     positions, distances, tables = drift
-    found = score_windows(tables, positions, lambda rows: distances[np.ix_(rows, rows)], 8)
+    found = score_windows(tables, positions, lambda rows: distances[np.ix_(rows, rows)], 6, limit=128)
     rope, random = found["rope:d=64,base=10000"], found["random:d=64"]
     assert "better" not in random.categories
     assert "in no window" in random.verdict()
