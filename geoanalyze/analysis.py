@@ -37,7 +37,7 @@ from .geometry.distances import PositionGeometry, position_geometry
 from .geometry.null import ASPECT_WORDS, ASPECTS, D_ASPECTS, categories
 from .geometry.scores import all_scores
 from .geometry.shuffle import ShuffleNull, can_decide, decide
-from .geometry.windows import WindowScores, score_windows, window_count
+from .geometry.windows import WindowScores, score_windows, window_count, window_distances
 from .io import load_arrays, save_arrays
 from .notes import note
 from .results import (
@@ -459,14 +459,7 @@ def position_windows(
     tables = {name: table for name, table in vectors.items() if name != "mds"}
     if not count or not tables:
         return {}
-    dense = corpus.distances
-
-    def distances(rows: np.ndarray) -> np.ndarray:
-        if dense is not None:
-            return dense[np.ix_(rows, rows)]
-        window = position_geometry(corpus.counts.select(corpus.positions[rows]), min_count=1)
-        return window.matrix(options.distance)
-
+    distances = window_distances(corpus.distances, corpus.counts, corpus.positions, options.distance)
     scored = score_windows(tables, corpus.positions, distances, count, options.seed, options.null_draws)
     lengths = {name: training_length(name) for name in scored}
     if resolved.checkpoint is not None and resolved.name in lengths:

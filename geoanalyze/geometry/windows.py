@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from .distances import Counts, position_geometry
 from .null import ALPHA, UNDECIDED, RankTest
 from .scores import scaled_stress
 from .shuffle import ShuffleNull, decide, draws_for
@@ -35,6 +36,9 @@ AUTO_WINDOWS = 12
 AUTO_FROM = 1024
 #: the most windows --windows takes
 MAX_WINDOWS = 64
+#: the default shuffles reach Holm's first level at this share of alpha (draws_for), so that a clear window's
+#: adjusted p shows its margin instead of sitting at the Monte Carlo floor, alpha itself
+MARGIN = 0.25
 #: a stream of its own for the window samples
 _WINDOW_STREAM = 0x77696E64
 
@@ -183,6 +187,18 @@ def window_verdict(result: WindowScores) -> str:
 Distances = Callable[[np.ndarray], np.ndarray]
 
 
+def window_distances(dense: np.ndarray | None, counts: Counts, positions: np.ndarray, which: str) -> Distances:
+    """``rows -> D`` between the kept positions of index ``rows``: a slice of the dense D when there is one,
+    else (past the dense limit) ``position_geometry(counts.select(...))`` on those positions alone."""
+
+    def distances(rows: np.ndarray) -> np.ndarray:
+        if dense is not None:
+            return dense[np.ix_(rows, rows)]
+        return position_geometry(counts.select(positions[rows]), min_count=1).matrix(which)
+
+    return distances
+
+
 @dataclass(frozen=True)
 class _Window:
     start: int
@@ -213,12 +229,13 @@ def score_windows(
     """Every table's :class:`WindowScores` over ``count`` log-spaced windows of ``positions``.
 
     ``distances(rows)``: D between the kept positions of index ``rows`` (a slice of the dense D, or the
-    window's own geometry past the dense limit). ``draws`` None: as many as Holm over every test needs.
+    window's own geometry past the dense limit). ``draws`` None: as many as Holm over every test needs at
+    :data:`MARGIN` x alpha (about four times what alpha needs).
     """
     windows = plan_windows(np.asarray(positions), count, seed, limit)
     live = [w for w in windows if w.members.size >= MIN_POSITIONS]
     tests = len(live) * len(tables)
-    draws = draws if draws is not None else draws_for(tests)
+    draws = draws if draws is not None else draws_for(tests, ALPHA * MARGIN)
     found: dict[tuple[int, str], tuple[float, RankTest]] = {}
     for j, window in enumerate(windows):
         if window.members.size < MIN_POSITIONS:

@@ -77,7 +77,7 @@ def test_a_large_window_is_scored_on_a_seeded_sample(drift) -> None:
 
 def test_random_is_better_in_no_window_and_rope_is_in_the_early_ones(drift) -> None:
     positions, distances, tables = drift
-    found = score_windows(tables, positions, lambda rows: distances[np.ix_(rows, rows)], 6, limit=128)
+    found = score_windows(tables, positions, lambda rows: distances[np.ix_(rows, rows)], 6, draws=999, limit=128)
     rope, random = found["rope:d=64,base=10000"], found["random:d=64"]
     assert "better" not in random.categories
     assert "in no window" in random.verdict()
@@ -140,3 +140,16 @@ def test_the_figure_draws_one_line_per_table_with_the_training_length(drift, tmp
     labels = [text.get_text() for text in axis.get_legend().get_texts()]
     assert {*tables, "training length 64"} <= set(labels)
     assert any(list(line.get_xdata()) == [64, 64] for line in axis.get_lines())
+
+
+@pytest.mark.parametrize("which", ["naive", "corrected"])
+def test_a_window_d_from_its_own_counts_equals_the_dense_slice(drift_counts, which: str) -> None:
+    """Past the dense limit a window's D comes from counts.select of its positions: the same entries."""
+    from geoanalyze.geometry.distances import position_geometry
+    from geoanalyze.geometry.windows import window_distances
+
+    geometry = position_geometry(drift_counts, min_count=1)
+    rows = np.array([0, 3, 4, 9, len(geometry.positions) - 1])
+    dense = window_distances(geometry.matrix(which), drift_counts, geometry.positions, which)(rows)
+    own = window_distances(None, drift_counts, geometry.positions, which)(rows)
+    np.testing.assert_allclose(own, dense, atol=1e-12)
