@@ -185,12 +185,13 @@ COMPARED: opt.Options = (("layers", Layers, "all"), ("compare", Compare, "sinuso
 #: the null draws and the forward-pass sample of stress, report and track
 SAMPLING: opt.Options = (
     ("null_draws", NullDraws, None),
-    ("windows", opt.Windows, "auto"),
     ("max_sequences", MaxSequences, 1024),
     ("seed", Seed, 0),
     ("no_cache", opt.NoCache, False),
     ("trust_remote_code", TrustRemoteCode, False),
 )
+#: scores against position (stress only: report and track show no windows)
+WINDOWS: opt.Options = (("windows", opt.Windows, "auto"),)
 #: where the forward pass runs
 FORWARD: opt.Options = (("device", Device, "auto"), ("dtype", DType, "auto"), ("batch_size", BatchSize, 32))
 #: the gate of stress and report
@@ -489,7 +490,7 @@ def refuse_worse(comparison: Any) -> None:
 
 
 @handles_errors
-@opt.takes((ANALYSIS + COMPARED, "width"), (SAMPLING, "bootstrap"), (FORWARD, "format"), (GATE, None))
+@opt.takes((ANALYSIS + COMPARED, "width"), (SAMPLING + WINDOWS, "bootstrap"), (FORWARD, "format"), (GATE, None))
 def stress(
     ctx: typer.Context,
     target: Annotated[
