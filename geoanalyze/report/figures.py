@@ -373,11 +373,10 @@ def window_figure(windows: Mapping[str, WindowScores], path: str | os.PathLike[s
     marked: set[int] = set()
     for name, line in lines.items():
         look = looks(name)
-        axis.plot(line["x"], line["y"], color=look.colour, linewidth=1.2, label=name)
-        for filled in (True, False):
-            keep = line["filled"] == filled
-            axis.plot(line["x"][keep], line["y"][keep], linestyle="none", marker="o", markersize=6,
-                      color=look.colour, markerfacecolor=look.colour if filled else "white")  # fmt: skip
+        axis.plot(line["x"], line["y"], color=look.colour, linestyle=look.linestyle, linewidth=1.2, marker=look.marker,
+                  markerfacecolor="none", label=name)  # fmt: skip
+        keep = line["filled"]  # better than its shuffles: the marker filled in
+        axis.plot(line["x"][keep], line["y"][keep], linestyle="none", marker=look.marker, color=look.colour)
         length = line["training_length"]
         if length is not None and length not in marked:
             axis.axvline(length, color=look.colour, linestyle="--", linewidth=1, label=f"training length {length}")
