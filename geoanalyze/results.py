@@ -41,6 +41,7 @@ import numpy as np
 
 from .geometry.null import ALPHA, ASPECT_WORDS, ASPECTS, D_ASPECTS, TESTED_ASPECTS, RankTest
 from .geometry.shuffle import can_decide, draws_for
+from .geometry.windows import WindowScores
 from .io import FLAT, IF_SET, NOT_IN_JSON, Record, dumps, serialise, serialise_fields
 from .io import markdown_table as gfm_table
 
@@ -229,6 +230,8 @@ class StressResult:
     notes: tuple[str, ...] = field(default=(), metadata=NOT_IN_JSON)
     #: past the dense limit, the seeded sample of positions the scores were estimated on (geometry/sampled.py)
     sample: PositionSample | None = field(default=None, metadata=IF_SET)
+    #: scores against position (--windows; geometry/windows.py): per table, its windows; empty when off
+    windows: Mapping[str, WindowScores] = field(default_factory=dict, metadata=IF_SET)
 
     @property
     def target_scores(self) -> EncodingScores | None:
@@ -642,10 +645,24 @@ def row_legend(result: StressResult, rows: Sequence[SummaryRow], base: Path | No
         family = row.encoding.split(":")[0]
         if row.encoding == result.target:
             what = "its own position vectors" if result.kind == "checkpoint" else "the encoding analysed"
+            what += rope_scaling_text(result.checkpoint)
             lines.append(f"{display_path(row.encoding, base)}: the target, {what}")
         elif family not in REFERENCES and (known := REGISTRY.families.get(family)) is not None:
             lines.append(f"{row.encoding}: {known.summary}")
     return lines
+
+
+def rope_scaling_text(checkpoint: CheckpointInfo | None) -> str:
+    """A checkpoint's RoPE scaling as its config sets it (read by transformers: the frequencies and the
+    attention scaling its rotary module holds), or "" (no checkpoint, no rope, or no scaling)."""
+    sets = (checkpoint.position_mechanism.get("rope") or {}) if checkpoint is not None else {}
+    scaled = {
+        str(rope.get("rope_type")): rope.get("attention_scaling", 1.0)
+        for rope in sets.values()
+        if rope.get("rope_type") not in (None, "default")
+    }
+    shown = ", ".join(f"{name} (attention scaling {fmt(value)})" for name, value in scaled.items())
+    return f", RoPE scaled by its config: {shown}" if shown else ""
 
 
 def vs_random_legend(null: NullSettings) -> str:

@@ -350,6 +350,14 @@ Sample = Annotated[
     typer.Option("--sample", min=0.0, max=1.0, help="Count a seeded random FRACTION of the texts, while streaming."),
 ]
 SampleSeed = Annotated[int, seed_option("--sample-seed", help="Seed of --sample.")]
+Windows = Annotated[
+    str,
+    text_option(
+        "--windows",
+        help="Scores against position in N log-spaced windows of the scored positions, each against its own "
+        "position shuffles (Holm over the windows): N (2-64), auto (12 past 1024 positions) or none.",
+    ),
+]
 MinCount = Annotated[int, typer.Option("--min-count", min=1, help="Leave out positions seen in fewer sequences (N_i).")]
 Metric = Annotated[str, text_option("--metric", help="hellinger or fisher-rao.")]
 Format = Annotated[

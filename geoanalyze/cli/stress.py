@@ -201,6 +201,8 @@ SAMPLING: opt.Options = (
     ("no_cache", opt.NoCache, False),
     ("trust_remote_code", TrustRemoteCode, False),
 )
+#: scores against position (stress only: report and track show no windows)
+WINDOWS: opt.Options = (("windows", opt.Windows, "auto"),)
 #: where the forward pass runs
 FORWARD: opt.Options = (
     ("device", Device, "auto"),
@@ -213,7 +215,7 @@ GATE: opt.Options = (("fail_above", FailAbove, None), ("fail_if", FailIf, None))
 
 _SAME_NAMES = (
     "dataset split text_column limit tokenizer max_positions min_count distance layers width null_draws "
-    "max_sequences seed trust_remote_code bootstrap device dtype batch_size chunk_size read"
+    "max_sequences seed trust_remote_code bootstrap device dtype batch_size chunk_size read windows"
 )
 #: the one mapping from the parameters of stress, report and track to the StressOptions fields they fill:
 #: parameter -> (field, how its value is read); tests/cli/test_option_mapping.py holds every parameter to it
@@ -504,7 +506,7 @@ def refuse_worse(comparison: Any) -> None:
 
 
 @handles_errors
-@opt.takes((ANALYSIS + COMPARED, "width"), (SAMPLING, "bootstrap"), (FORWARD, "format"), (GATE, None))
+@opt.takes((ANALYSIS + COMPARED, "width"), (SAMPLING + WINDOWS, "bootstrap"), (FORWARD, "format"), (GATE, None))
 def stress(
     ctx: typer.Context,
     target: Annotated[

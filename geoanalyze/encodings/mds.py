@@ -34,7 +34,7 @@ def mds_encoding(spec: str, args: str) -> Encoding:
     given = parse_parameters(args, spec)
     reject_unknown(given, (RANK,), "mds")
     rank = RANK.value(given)
-    if rank is not None and rank < 1:
+    if rank is not None and not isinstance(rank, str) and rank < 1:
         raise InputError(f"mds:rank must be at least 1, got {rank}")
     return Encoding(
         spec,

@@ -21,7 +21,7 @@ the registry loads them on its first use and never imports them itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -99,11 +99,12 @@ class Parameter:
     """One ``key=value`` parameter of a spec: its name, its type, its default and its listing text.
 
     Every value is read as a finite number (:func:`parse_parameters`); an ``int`` parameter must be
-    integral (``d=64.5`` is refused when the vectors are built).
+    integral (``d=64.5`` is refused when the vectors are built); a ``str`` parameter keeps its text
+    (a name, ``scaling=yarn``: the builder checks it).
     """
 
     name: str
-    type: type[int] | type[float] = float
+    type: type[int] | type[float] | type[str] = float
     #: the value when the spec leaves the key out; None: absent (the builder's own meaning, e.g. all heads)
     default: int | float | None = None
     #: what ``encodings list`` shows for it (its default, or what the default means)
@@ -111,12 +112,14 @@ class Parameter:
     #: the default is the context's width instead (the checkpoint's hidden size, else 768)
     default_width: bool = False
 
-    def value(self, given: Mapping[str, float], width: int | None = None) -> int | float | None:
+    def value(self, given: Mapping[str, float | str], width: int | None = None) -> int | float | str | None:
         """The spec's value (an int for an int parameter), else the default (``width`` for a width default)."""
         raw = given.get(self.name)
         if raw is None:
             # Only an absent key takes the default: an explicit 0 must reach the encoding's own check.
             return width if self.default_width else self.default
+        if isinstance(raw, str):
+            return raw
         if self.type is int:
             if not float(raw).is_integer():
                 raise InputError(f"{self.name} must be an integer, got {raw}")
@@ -247,7 +250,7 @@ def parameter_resolver(name: str, params: tuple[Parameter, ...], table: Callable
     """The resolver of a ``key=value`` family: the keys are parsed and checked now, typed when built."""
 
     def resolve(spec: str, args: str) -> Encoding:
-        given = parse_parameters(args, spec)
+        given = parse_parameters(args, spec, {parameter.name for parameter in params if parameter.type is str})
         reject_unknown(given, params, name)
 
         def build(positions: np.ndarray, context: EncodingContext) -> np.ndarray:
@@ -259,9 +262,10 @@ def parameter_resolver(name: str, params: tuple[Parameter, ...], table: Callable
     return resolve
 
 
-def parse_parameters(args: str, spec: str) -> dict[str, float]:
-    """``"d=64, base=500000"`` -> {"d": 64.0, "base": 500000.0}: finite numbers, each key once."""
-    given: dict[str, float] = {}
+def parse_parameters(args: str, spec: str, text: Collection[str] = ()) -> dict[str, float | str]:
+    """``"d=64, base=500000"`` -> {"d": 64.0, "base": 500000.0}: finite numbers, each key once; the keys
+    ``text`` keep their value as written (stripped; ``scaling=yarn`` -> "yarn")."""
+    given: dict[str, float | str] = {}
     for part in filter(None, (p.strip() for p in args.split(","))):
         key, sep, value = part.partition("=")
         if not sep:
@@ -269,16 +273,19 @@ def parse_parameters(args: str, spec: str) -> dict[str, float]:
         key = key.strip()
         if key in given:
             raise InputError(f"parameter {key} is given twice in {spec!r}; keep one")
+        if key in text:
+            given[key] = value.strip()
+            continue
         try:
             given[key] = float(value)
         except ValueError as exc:
             raise InputError(f"parameter {key}={value!r} in {spec!r} is not a number") from exc
-        if not np.isfinite(given[key]):
+        if not np.isfinite(float(given[key])):
             raise InputError(f"parameter {key}={value.strip()} in {spec!r} must be a finite number")
     return given
 
 
-def reject_unknown(given: Mapping[str, float], params: tuple[Parameter, ...], name: str) -> None:
+def reject_unknown(given: Mapping[str, float | str], params: tuple[Parameter, ...], name: str) -> None:
     """InputError naming the first key ``name`` does not take, and the keys it does."""
     allowed = {parameter.name for parameter in params}
     unknown = set(given) - allowed

@@ -15,11 +15,13 @@ Each is registered as a spec family (registry.py): ``rope:d=64,base=500000`` cal
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
 from .registry import Parameter, encoding
+from .rope_scaling import check_scaling, scaled_table
 
 #: no encoding is wider, nor has more ALiBi heads, than this (a typo guard before any allocation)
 MAX_WIDTH = 1 << 16
@@ -61,10 +63,37 @@ def sinusoidal(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np
     return _unit_circles(positions, d, base, "sinusoidal", sine_first=True)
 
 
-@_pairs_family("rope", "RoPE's unit-circle vectors (cos, sin)(i theta_k)", "width", order=20)
-def rope(positions: np.ndarray, d: int = 768, base: float = 10000.0) -> np.ndarray:
-    """The unit-circle vectors of RoPE, interleaved (cos, sin) per frequency, (n, d)."""
-    return _unit_circles(positions, d, base, "rope", sine_first=False)
+#: rope's scaling keys (rope_scaling.py, docs/long-context.md): a name, then numbers
+SCALING = (
+    Parameter("scaling", str, shown="none (linear, dynamic, yarn, llama3, longrope)"),
+    Parameter("factor", float, shown="the scaling factor"),
+    Parameter("original", int, shown="training length"),
+    Parameter("length", int, shown="factor x original"),
+    Parameter("beta_fast", float, shown="32"),
+    Parameter("beta_slow", float, shown="1"),
+    Parameter("low_freq_factor", float, shown="1"),
+    Parameter("high_freq_factor", float, shown="4"),
+    Parameter("short_factor", float, shown="1"),
+    Parameter("long_factor", float, shown="1"),
+)
+
+
+@encoding(
+    "rope",
+    "RoPE's unit-circle vectors (cos, sin)(i theta_k)",
+    params=(Parameter("d", int, shown="width", default_width=True), BASE, *SCALING),
+    width="d",
+    order=20,
+)
+def rope(positions: np.ndarray, d: int = 768, base: float = 10000.0, **scaling: Any) -> np.ndarray:
+    """The unit-circle vectors of RoPE, interleaved (cos, sin) per frequency, (n, d); under ``scaling=``
+    (linear, dynamic, yarn, llama3, longrope) transformers' scaled frequencies times its attention
+    scaling (rope_scaling.py)."""
+    name = check_scaling(scaling)
+    if name is None:
+        return _unit_circles(positions, d, base, "rope", sine_first=False)
+    _unit_circles(np.arange(0), d, base, "rope", sine_first=False)  # d and base checked as plain rope's
+    return scaled_table(positions, d, base, name, scaling)
 
 
 def alibi_slopes(heads: int) -> np.ndarray:

@@ -21,7 +21,14 @@ SMOKE_EVAL_CORPUS = "synthetic:drift,n=100,length=16,vocab=40,seed=1"
 #: the smoke preset's LM: one layer of width 16
 SMOKE_LM = ["model.d_model=16", "model.n_heads=2", "model.n_layers=1", "model.d_ff=32", "model.dropout=0.0"]
 #: the ci language model of length-generalization and lm-vocab (64 positions, width 64, 2 layers)
-CI_LM = ["model.n_positions=64", "model.d_model=64", "model.n_layers=2", "model.n_heads=4", "model.d_ff=256", "model.dropout=0.0"]
+CI_LM = [
+    "model.n_positions=64",
+    "model.d_model=64",
+    "model.n_layers=2",
+    "model.n_heads=4",
+    "model.d_ff=256",
+    "model.dropout=0.0",
+]
 
 
 def block_perplexity(

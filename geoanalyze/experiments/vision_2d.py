@@ -35,7 +35,15 @@ from .settings import Settings
 
 VISION_ROTATIONS = ("none", "rope2d", "rope2d-learned", "joformer-fixed", "joformer-learned", "dense")
 #: the ci model: 8x8 digit images in 2x2 patches
-CI_MODEL: dict[str, Any] = {"image_size": 8, "patch": 2, "channels": 1, "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 128}
+CI_MODEL: dict[str, Any] = {
+    "image_size": 8,
+    "patch": 2,
+    "channels": 1,
+    "d_model": 64,
+    "n_layers": 2,
+    "n_heads": 4,
+    "d_ff": 128,
+}
 
 
 @dataclass(frozen=True)

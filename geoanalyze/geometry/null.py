@@ -175,8 +175,16 @@ def rank_test(value: float, null: np.ndarray, lower_is_better: bool = True, alph
     x = float(value)
     spread = (mean, sd, float(values.min()), float(values.max()))
     if math.isnan(x):
-        return RankTest(*spread, z=math.nan, beats=0.0, rank=None, p_better=math.nan, p_worse=math.nan,
-                        effect=math.nan, category=UNDECIDED)
+        return RankTest(
+            *spread,
+            z=math.nan,
+            beats=0.0,
+            rank=None,
+            p_better=math.nan,
+            p_worse=math.nan,
+            effect=math.nan,
+            category=UNDECIDED,
+        )
     if lower_is_better:
         strictly_better_null, as_good, as_bad = values < x, values <= x, values >= x
         beats = values > x
@@ -222,9 +230,7 @@ def calibrate(scores: Mapping[str, float], null: Mapping[str, np.ndarray], alpha
 def categories(calibrated: Mapping[str, RankTest]) -> dict[str, str | None]:
     """aspect -> category, from score -> test (a :func:`calibrate` result, or the shuffle tests of
     :func:`geoanalyze.geometry.shuffle.decide`); None for an aspect with no test (separation)."""
-    return {
-        aspect: (calibrated[score].category if score in calibrated else None) for aspect, score in ASPECTS.items()
-    }
+    return {aspect: (calibrated[score].category if score in calibrated else None) for aspect, score in ASPECTS.items()}
 
 
 def null_calibration(

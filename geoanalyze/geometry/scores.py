@@ -453,4 +453,3 @@ def all_scores(
     if anchored:
         result["anchored_monotonicity_violation"] = _anchored_violation(e, d, p.shape[0])
     return result
-

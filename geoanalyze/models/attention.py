@@ -69,7 +69,9 @@ class SelfAttention(nn.Module):
         self.proj = nn.Linear(config.d_model, config.d_model)
         self.resid_dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x: torch.Tensor, rotation: CosSin | None = None, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, rotation: CosSin | None = None, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """x (B, T, C) -> (B, T, C).
 
         rotation : RoPE's (cos, sin), each (T, hs/2), applied to q and k.

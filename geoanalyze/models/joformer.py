@@ -368,7 +368,9 @@ class JoFormerAttention(SelfAttention):
         self.transport_values = transport_values
         self.journey = make_journey(variant, config, grid)
 
-    def forward(self, x: torch.Tensor, rotation: CosSin | None = None, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, rotation: CosSin | None = None, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """x (B, T, C) -> (B, T, C).
 
         rotation : must be None: JoFormer carries its own positions (build the model with pe none).

@@ -72,7 +72,9 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.d_model)
         self.mlp = MLP(config)
 
-    def forward(self, x: torch.Tensor, rotation: CosSin | None = None, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, rotation: CosSin | None = None, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         x = x + self.attn(self.ln_1(x), rotation, mask)  # (B, T, d)
         return x + self.mlp(self.ln_2(x))  # (B, T, d)
 

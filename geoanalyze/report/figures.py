@@ -27,6 +27,7 @@ from ..plotting import save as _save
 if TYPE_CHECKING:
     from ..geometry.distances import PositionGeometry
     from ..geometry.mds import MDSResult
+    from ..geometry.windows import WindowScores
 
 
 #: the legend label of every curve or point set drawn from a synthetic corpus's true marginals
@@ -342,6 +343,52 @@ def null_figure(
         for handle, label in zip(*axis.get_legend_handles_labels(), strict=True)
     }
     figure.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=5, fontsize=8)
+    _save(figure, path)
+    return figure
+
+
+def window_lines(windows: Mapping[str, WindowScores]) -> dict[str, dict[str, Any]]:
+    """What :func:`window_figure` draws per table: x (each window's geometric centre), y (its scaled stress),
+    filled (better than its shuffles), and the training length (None: not known)."""
+    lines = {}
+    for name, found in windows.items():
+        starts, ends = np.asarray(found.starts, dtype=float), np.asarray(found.ends, dtype=float)
+        lines[name] = {
+            "x": np.sqrt((starts + 1) * ends) - 0.5,
+            "y": np.asarray(found.scores, dtype=float),
+            "filled": np.asarray([c == "better" for c in found.categories]),
+            "training_length": found.training_length,
+        }
+    return lines
+
+
+def window_figure(windows: Mapping[str, WindowScores], path: str | os.PathLike[str], subtitle: str = "") -> Any:
+    """Scaled stress against position (log x): one line per table, a marker per window, filled where the
+    window is better than its own position shuffles (Holm) and hollow where not; the training length of a
+    scaled encoding (``original=``) as a dashed vertical line."""
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(8, 4.5), layout="constrained")
+    lines = window_lines(windows)
+    looks = style.Looks(*lines)
+    marked: set[int] = set()
+    for name, line in lines.items():
+        look = looks(name)
+        axis.plot(line["x"], line["y"], color=look.colour, linestyle=look.linestyle, linewidth=1.2, marker=look.marker,
+                  markerfacecolor="none", label=name)  # fmt: skip
+        keep = line["filled"]  # better than its shuffles: the marker filled in
+        axis.plot(line["x"][keep], line["y"][keep], linestyle="none", marker=look.marker, color=look.colour)
+        length = line["training_length"]
+        if length is not None and length not in marked:
+            axis.axvline(length, color=look.colour, linestyle="--", linewidth=1, label=f"training length {length}")
+            marked.add(length)
+    axis.plot([], [], linestyle="none", marker="o", color=style.GREY, label="better than its shuffles")
+    axis.plot([], [], linestyle="none", marker="o", color=style.GREY, markerfacecolor="white",
+              label="not better (or undecided)")  # fmt: skip
+    axis.set_xscale("log")
+    axis.set_xlabel("position (window centre, log scale)")
+    axis.set_ylabel("scaled stress in the window (lower is better)")
+    axis.set_title(f"scores against position {subtitle}".strip())
+    axis.legend(fontsize=8)
     _save(figure, path)
     return figure
 

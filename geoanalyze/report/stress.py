@@ -77,6 +77,8 @@ def terminal_report(result: StressResult, show_legend: bool, gate: Judgement | N
     ]
     parts += fitted_tables("scores against D (lower is better except rel. sep.)", header, rows, width)
     parts += labelled("verdict:", summary.verdict, "bold", width)
+    for line in window_lines(result):
+        parts += labelled("by position:", line, "bold", width)
     for line in summary.caveats:
         parts += labelled("about:", line, "bold", width)
     for line in summary.limits:
@@ -96,6 +98,14 @@ def terminal_report(result: StressResult, show_legend: bool, gate: Judgement | N
     if gate:
         parts += gate_lines(gate, width)
     return parts
+
+
+def window_lines(result: StressResult) -> list[str]:
+    """The verdict of scores against position (--windows): the target's, else every table's."""
+    found = result.windows
+    if result.target in found:
+        return [found[result.target].verdict()]
+    return [scores.verdict() for scores in found.values()]
 
 
 def layer_report(result: StressResult, show_legend: bool, width: int) -> list[Any]:
@@ -258,6 +268,12 @@ def write_figures(
             shape_not_ranked=shape.reason if shape is not None and shape.discriminates is False else None,
         )
         written.append(Figure("stress per layer", layers))
+    if result.windows:
+        from .figures import window_figure
+
+        windows = folder / f"{prefix}windows.png"
+        window_figure(result.windows, windows, subtitle=f"({named})")
+        written.append(Figure("scaled stress against position, per window, against its shuffles", windows))
     return tuple(written)
 
 

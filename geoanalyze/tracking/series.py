@@ -203,5 +203,3 @@ def find_several(sources: list[str], order: str = "steps") -> tuple[Member, ...]
         twice = next(source for source in sources if sources.count(source) > 1)
         raise InputError(f"--series: {twice} is given twice; pass each series once")
     return tuple(replace(member, series=source) for source in sources for member in find_series([source], None, order))
-
-
