@@ -46,6 +46,7 @@ from .io import markdown_table as gfm_table
 from .io import to_jsonable
 
 if TYPE_CHECKING:
+    from .corpus.positions import PositionSet
     from .geometry.distances import NoiseSummary, PositionGeometry
 
 
@@ -258,6 +259,8 @@ class StressResult:
     #: what the analysis noted for the user (:mod:`geoanalyze.notes`): a fallback taken, a model read in a
     #: way worth knowing; the command line prints them on stderr, the JSON leaves them out
     notes: tuple[str, ...] = ()
+    #: the position set scored when --positions is not ``all`` (its spec and each position's bucket)
+    position_set: PositionSet | None = None
 
     @property
     def target_scores(self) -> EncodingScores | None:
@@ -316,6 +319,8 @@ class StressResult:
         }
         if self.checkpoint is not None:
             record["checkpoint"] = self.checkpoint.to_dict()
+        if self.position_set is not None:
+            record["position_set"] = self.position_set.to_dict()
         shown = {"verdict": self.verdict_from(base).to_dict(), "summary": summarize(self, base).to_dict()}
         return {**record, **shown}
 
@@ -732,9 +737,11 @@ def width_legend(result: StressResult, rows: Sequence[SummaryRow]) -> str:
 def header_rows(result: StressResult, base: Path | None = None) -> list[tuple[str, Any]]:
     """The corpus, tokenizer, positions, the distance D every score compares with, and the noise."""
     source, noise = result.dataset.source, result.noise
+    scored = [("positions scored", result.position_set.line())] if result.position_set is not None else []
     return [
         ("corpus", display_path(source["location"], base) + (f" (split {source['split']})" if source["split"] else "")),
         ("tokenizer", display_path(result.dataset.tokenizer, base)),
+        *scored,
         ("positions kept", f"{len(result.positions)} (min-count {result.left_out.get('min_count')})"),
         ("left out", fmt(result.left_out.get("positions"))),
         ("distance D", f"{result.distance} Hellinger"),
@@ -1168,6 +1175,8 @@ def display_path(path: str | os.PathLike[str], base: str | os.PathLike[str] | No
 
 #: a field of a command's result that its printer reads but its JSON leaves out
 NOT_IN_JSON = {"json": False}
+#: a field of a command's result that its JSON holds only when it is not None
+UNLESS_NONE = {"json": "unless None"}
 
 
 class CommandResult:
@@ -1175,7 +1184,11 @@ class CommandResult:
     values as plain ones and non-finite numbers as null (fields marked :data:`NOT_IN_JSON` left out)."""
 
     def to_json(self) -> str:
-        hidden = [f.name for f in fields(self) if not f.metadata.get("json", True)]  # type: ignore[arg-type]
+        hidden = [
+            f.name
+            for f in fields(self)  # type: ignore[arg-type]
+            if not f.metadata.get("json", True) or (f.metadata == UNLESS_NONE and getattr(self, f.name) is None)
+        ]
         record = asdict(self)  # type: ignore[call-overload]
         return json.dumps(to_jsonable({k: v for k, v in record.items() if k not in hidden}), indent=2, allow_nan=False)
 
@@ -1237,6 +1250,8 @@ class DistancesResult(CommandResult):
     output: str | None
     heatmap: str | None
     warnings: Sequence[str]
+    #: the position set scored when --positions is not ``all``
+    position_set: PositionSet | None = field(default=None, metadata=UNLESS_NONE)
 
     @classmethod
     def of(
@@ -1284,6 +1299,8 @@ class MdsResult(CommandResult):
     checkpoint: Mapping[str, Any] | None
     #: only the top eigenpairs were computed (the effective rank is a lower bound)
     partial: bool = field(default=False, metadata=NOT_IN_JSON)
+    #: the position set scored when --positions is not ``all``
+    position_set: PositionSet | None = field(default=None, metadata=UNLESS_NONE)
 
     @classmethod
     def of(

@@ -86,6 +86,11 @@ class PositionSpec:
             raise InputError(f"--positions {spec}: {value} is too small, it needs {what}")
         return cls(kind, value)
 
+    @classmethod
+    def of(cls, spec: PositionSpec | str) -> PositionSpec:
+        """``spec`` parsed when it is text (a Python caller's ``positions="log:64"``)."""
+        return cls.parse(spec) if isinstance(spec, str) else spec
+
     @property
     def is_all(self) -> bool:
         """Whether every position is scored (today's behaviour)."""
@@ -208,7 +213,7 @@ def pool_positions(counts: PositionalCounts, spec: PositionSpec | str = ALL) -> 
     One sparse product: an n x n indicator P with P[label_b, i] = 1 for position i in bucket b sums
     the count rows and the split-half rows of each bucket into its representative row.
     """
-    spec = PositionSpec.parse(spec) if isinstance(spec, str) else spec
+    spec = PositionSpec.of(spec)
     if spec.is_all:
         return counts
     n = counts.n_positions
@@ -236,7 +241,7 @@ class PositionSet:
     the [start, end) interval of positions its counts pool."""
 
     spec: str
-    ranges: np.ndarray
+    buckets: np.ndarray
 
     @classmethod
     def of(cls, counts: Any, positions: np.ndarray) -> PositionSet | None:
@@ -246,9 +251,9 @@ class PositionSet:
         return cls(str(counts.spec), counts.ranges_at(positions))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"spec": self.spec, "buckets": self.ranges.tolist()}
+        return {"spec": self.spec, "buckets": self.buckets.tolist()}
 
     def line(self) -> str:
         """The table's line: the spec, how many positions it scores and the positions they pool."""
-        pooled = int((self.ranges[:, 1] - self.ranges[:, 0]).sum()) if self.ranges.size else 0
-        return f"{self.spec}: {len(self.ranges)} scored, pooling {pooled} positions"
+        pooled = int((self.buckets[:, 1] - self.buckets[:, 0]).sum()) if self.buckets.size else 0
+        return f"{self.spec}: {len(self.buckets)} scored, pooling {pooled} positions"
