@@ -367,6 +367,8 @@ def position_spec(text: str) -> Any:
     from ..corpus.positions import PositionSpec
 
     return PositionSpec.parse(text)
+
+
 Format = Annotated[
     str, text_option("--format", "-f", help="table, json or markdown (GitHub tables; all say the same).")
 ]

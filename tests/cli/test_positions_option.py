@@ -62,7 +62,9 @@ def test_stride_scores_those_positions(tmp_path: Path) -> None:
 
 
 def test_distances_and_mds_take_the_set(tmp_path: Path) -> None:
-    distances = json.loads(ok(geoanalyze("distances", *SHORT, "--positions", "log:16", "-f", "json", cwd=tmp_path)).stdout)
+    distances = json.loads(
+        ok(geoanalyze("distances", *SHORT, "--positions", "log:16", "-f", "json", cwd=tmp_path)).stdout
+    )
     assert distances["position_set"]["spec"] == "log:16" and len(distances["positions"]) == 16
     mds = json.loads(ok(geoanalyze("mds", *SHORT, "--positions", "range:10-50", "-f", "json", cwd=tmp_path)).stdout)
     assert mds["positions"] == list(range(10, 50)) and mds["n_positions"] == 40

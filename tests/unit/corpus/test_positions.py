@@ -55,7 +55,7 @@ def brute_representative(totals: np.ndarray, start: int, stop: int) -> int:
     mass = sum(int(totals[i]) for i in range(start, stop))
     if mass == 0:
         return start
-    return int(math.floor(sum(i * int(totals[i]) for i in range(start, stop)) / mass + 0.5))
+    return math.floor(sum(i * int(totals[i]) for i in range(start, stop)) / mass + 0.5)
 
 
 # --- parsing --------------------------------------------------------------------------------------
