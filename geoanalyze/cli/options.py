@@ -364,7 +364,7 @@ Metric = Annotated[str, text_option("--metric", help="hellinger or fisher-rao.")
 
 def position_spec(text: str) -> Any:
     """``--positions`` parsed (:class:`~geoanalyze.corpus.positions.PositionSpec`; InputError when malformed)."""
-    from ..corpus.positions import PositionSpec
+    from ..api import PositionSpec
 
     return PositionSpec.parse(text)
 

@@ -183,8 +183,7 @@ def distances(
 
     Prints the signal-to-noise summary: how much of the naive distance is sampling noise.
     """
-    from ..api import position_geometry
-    from ..corpus.positions import PositionSet, pool_positions
+    from ..api import PositionSet, pool_positions, position_geometry
 
     sources = _corpora(given)
     spec = opt.position_spec(positions)
@@ -330,8 +329,7 @@ def _chosen_geometry(
 ) -> tuple[Any, list[dict[str, str]], Any]:
     """The geometry mds embeds, its sources' notes and the position set (None for ``all``): a distances
     file or the counts as today, or the counts pooled into ``spec`` (which needs counts, not distances)."""
-    from ..api import position_geometry
-    from ..corpus.positions import PositionSet, pool_positions
+    from ..api import PositionSet, pool_positions, position_geometry
     from ..io import file_kind
 
     metric, min_count = measure

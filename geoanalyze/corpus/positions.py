@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputError
-from .marginals import DEFAULT_MIN_COUNT, PositionalCounts, _ranges
+from .marginals import DEFAULT_MIN_COUNT, PositionalCounts, position_runs
 
 KINDS = ("all", "stride", "log", "range")
 _FIX = "use all, stride:K, log:N or range:A-B (positions A to B-1)"
@@ -177,7 +177,7 @@ class PooledCounts(PositionalCounts):
         positions = np.concatenate(members) if members else np.zeros(0, dtype=np.int64)
         return {
             "min_count": int(min_count),
-            "positions": _ranges(positions),
+            "positions": position_runs(positions),
             "count": int(dropped.sum()),
             "reason": f"N < {min_count} sequences in the bucket ({self.spec})",
         }
