@@ -28,6 +28,8 @@ import numpy as np
 
 from .cache import KEY_FIELD, cache_entry, cache_holds, cache_key, caching, key_matches, write_cache
 from .corpus.marginals import DEFAULT_MIN_COUNT
+from .corpus.positions import ALL as ALL_POSITIONS
+from .corpus.positions import PositionSet, PositionSpec, pool_positions
 from .corpus.sources import default_tokenizer, resolve_source
 from .corpus.streaming import CountJob, compute_counts
 from .encodings import Encoding, EncodingContext, get_encoding, is_encoding_spec, takes_model_width
@@ -99,6 +101,8 @@ class StressOptions:
     tokenizer: str | None = None
     max_positions: int | None = None
     min_count: int = DEFAULT_MIN_COUNT
+    #: which positions are scored (``all``, ``stride:K``, ``log:N``, ``range:A-B``; corpus/positions.py)
+    positions: PositionSpec | str = ALL_POSITIONS
     distance: str = "naive"
     layers: str = "all"
     #: specs, or callables ``f(positions) -> (n, k)`` (from Python), named by their ``__name__``
@@ -194,6 +198,8 @@ def check_options(options: StressOptions) -> None:
     if options.bootstrap and options.distance != "naive":
         raise InputError("--bootstrap resamples the naive Hellinger matrix; use --estimate naive")
     window_count(options.windows, 0)
+    if options.bootstrap and not PositionSpec.of(options.positions).is_all:
+        raise InputError("--bootstrap resamples each position's own counts; use it with --positions all")
 
 
 @dataclass(frozen=True)
@@ -292,6 +298,7 @@ def target_geometry(resolved: Target, options: StressOptions, progress: Progress
             f"the sequences of {source.name} reach {counts.n_positions} positions, fewer than --max-length "
             f"{options.max_positions}; lower --max-length"
         )
+    counts = pool_positions(counts, options.positions)  # all: the counts themselves
     geometry, sample = scaled_geometry(counts, options)
     if geometry is None:  # within the dense limit: every kept position, exactly
         geometry = position_geometry(counts, metric="hellinger", min_count=options.min_count)
@@ -490,6 +497,7 @@ def analyze(
         geometry=geometry,
         vectors=scored.vectors,
         exact_distances=partial(known_distances, geometry),
+        position_set=PositionSet.of(corpus.counts, geometry.positions),
         sample=corpus.sample,
         windows=windows,
     )
@@ -1070,7 +1078,7 @@ def known_distances(geometry: PositionGeometry) -> np.ndarray | None:
 
     metadata = geometry.metadata or {}
     corpora = metadata.get("corpus") or []
-    if len(corpora) != 1:
+    if len(corpora) != 1 or metadata.get("pooled"):  # a bucket's marginal is a mixture of the true ones
         return None
     marginals = true_marginals(corpora[0])
     if marginals is None:

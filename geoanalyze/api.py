@@ -55,6 +55,7 @@ _FACE = {
     "checkpoints.load": "resolve_checkpoint",
     "checkpoints.write": "write_into_checkpoint",
     "corpus.marginals": "DEFAULT_MIN_COUNT PositionalCounts check_mergeable tokenizer_identity",
+    "corpus.positions": "PositionSet PositionSpec pool_positions",
     "corpus.sources": "DATASETS data_dir_from_env default_tokenizer files_read reads_columns resolve_source",
     "corpus.streaming": "CountJob compute_counts connect",
     "corpus.synthetic": "KINDS synthetic_corpus tokenizer_words",

@@ -46,6 +46,7 @@ from .io import FLAT, IF_SET, NOT_IN_JSON, Record, dumps, serialise, serialise_f
 from .io import markdown_table as gfm_table
 
 if TYPE_CHECKING:
+    from .corpus.positions import PositionSet
     from .geometry.distances import NoiseSummary, PositionGeometry
     from .geometry.sampled import PositionSample
 
@@ -228,6 +229,8 @@ class StressResult:
     #: what the analysis noted for the user (:mod:`geoanalyze.notes`): a fallback taken, a model read in a
     #: way worth knowing; the command line prints them on stderr, the JSON leaves them out
     notes: tuple[str, ...] = field(default=(), metadata=NOT_IN_JSON)
+    #: the position set scored when --positions is not ``all`` (its spec and each position's bucket)
+    position_set: PositionSet | None = field(default=None, metadata=IF_SET)
     #: past the dense limit, the seeded sample of positions the scores were estimated on (geometry/sampled.py)
     sample: PositionSample | None = field(default=None, metadata=IF_SET)
     #: scores against position (--windows; geometry/windows.py): per table, its windows; empty when off
@@ -696,9 +699,11 @@ def header_rows(result: StressResult, base: Path | None = None) -> list[tuple[st
     source, noise = result.dataset.source, result.noise
     split = f" (split {source['split']})" if source["split"] else ""
     read = f", read as {source['read']}" if source.get("read") else ""  # --read, when not rows
+    scored = [("positions scored", result.position_set.line())] if result.position_set is not None else []
     return [
         ("corpus", display_path(source["location"], base) + split + read),
         ("tokenizer", display_path(result.dataset.tokenizer, base)),
+        *scored,
         ("positions kept", f"{kept_count(result)} (min-count {result.left_out.get('min_count')})"),
         ("left out", fmt(result.left_out.get("positions"))),
         ("distance D", f"{result.distance} Hellinger"),
@@ -1213,6 +1218,8 @@ class DistancesResult(CommandResult):
     output: str | None
     heatmap: str | None
     warnings: Sequence[str]
+    #: the position set scored when --positions is not ``all``
+    position_set: PositionSet | None = field(default=None, metadata=IF_SET)
 
     @classmethod
     def of(
@@ -1260,6 +1267,8 @@ class MdsResult(CommandResult):
     checkpoint: Mapping[str, Any] | None
     #: only the top eigenpairs were computed (the effective rank is a lower bound)
     partial: bool = field(default=False, metadata=NOT_IN_JSON)
+    #: the position set scored when --positions is not ``all``
+    position_set: PositionSet | None = field(default=None, metadata=IF_SET)
 
     @classmethod
     def of(

@@ -359,7 +359,24 @@ Windows = Annotated[
     ),
 ]
 MinCount = Annotated[int, typer.Option("--min-count", min=1, help="Leave out positions seen in fewer sequences (N_i).")]
+Positions = Annotated[
+    str,
+    text_option(
+        "--positions",
+        help="Which positions are scored: all, stride:K (0, K, 2K, ...), log:N (N log-spaced buckets, each "
+        "pooling its positions' counts) or range:A-B (positions A to B-1).",
+    ),
+]
 Metric = Annotated[str, text_option("--metric", help="hellinger or fisher-rao.")]
+
+
+def position_spec(text: str) -> Any:
+    """``--positions`` parsed (:class:`~geoanalyze.corpus.positions.PositionSpec`; InputError when malformed)."""
+    from ..api import PositionSpec
+
+    return PositionSpec.parse(text)
+
+
 Format = Annotated[
     str, text_option("--format", "-f", help="table, json or markdown (GitHub tables; all say the same).")
 ]

@@ -9,6 +9,7 @@ object with ``-f json``, tables otherwise.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -175,6 +176,7 @@ def distances(
     heatmap: Heatmap = None,
     metric: opt.Metric = "hellinger",
     min_count: opt.MinCount = DEFAULT_MIN_COUNT,
+    positions: opt.Positions = "all",
     format: opt.Format = "table",
     **given: Any,
 ) -> None:
@@ -182,9 +184,10 @@ def distances(
 
     Prints the signal-to-noise summary: how much of the naive distance is sampling noise.
     """
-    from ..api import check_dense, position_geometry
+    from ..api import PositionSet, check_dense, pool_positions, position_geometry
 
     sources = _corpora(given)
+    spec = opt.position_spec(positions)
     heatmap = _figure(plot_dir, f"{metric}.png", heatmap)
     check_format(format)
     check_output_suffix(output, ".safetensors", "distances")
@@ -195,6 +198,7 @@ def distances(
         [Output("--output", output), Output("--heatmap", heatmap), Folder("--work-dir", given["work_dir"])],
     )
     counts, notes = load_counts(sources, corpus_options(ctx.params, given_options(ctx)))
+    counts = pool_positions(counts, spec)  # all: the counts themselves
     if min_count >= 1:  # past the dense limit the n x n file is refused (geometry/sampled.py)
         check_dense(counts.kept_positions(min_count).size)
     geometry = position_geometry(counts, metric=metric, min_count=min_count)
@@ -206,6 +210,7 @@ def distances(
 
             distance_heatmap(geometry, stage(heatmap))
     result = DistancesResult.of(geometry, notes, output, heatmap)
+    result = replace(result, position_set=PositionSet.of(counts, geometry.positions))
     if format == "json":
         print(result.to_json())
         return
@@ -216,6 +221,7 @@ def _print_distances(result: DistancesResult, format: str) -> None:
     summary = result.noise
     rows = [
         ("sources", _sources_line(result.sources)),
+        *_scored_line(result.position_set),
         ("positions kept", f"{len(result.positions)} ({fmt(result.positions[[0, -1]].tolist())})"),
         ("left out", result.left_out.get("positions")),
         ("median naive distance", summary["median_naive"]),
@@ -255,6 +261,7 @@ def mds(
     method: Method = "auto",
     metric: opt.Metric = "hellinger",
     min_count: opt.MinCount = DEFAULT_MIN_COUNT,
+    positions: opt.Positions = "all",
     format: opt.Format = "table",
     **given: Any,
 ) -> None:
@@ -266,6 +273,9 @@ def mds(
     from ..api import mds_encoding, write_into_checkpoint
 
     sources = _corpora(given)
+    spec = opt.position_spec(positions)
+    if not spec.is_all and into_checkpoint is not None:
+        raise InputError("--into-checkpoint writes a vector for every position; leave --positions out with it")
     into_checkpoint = _local_checkpoint(into_checkpoint)
     plot = _figure(plot_dir, "mds.png", plot)
     check_format(format)
@@ -284,7 +294,9 @@ def mds(
     _check_mds_options(distance, into_checkpoint, checkpoint_output)
     if into_checkpoint is not None and dim is None:
         dim = _hidden_size(into_checkpoint)
-    geometry, notes = load_geometry(sources, corpus_options(ctx.params, given_options(ctx)), metric, min_count)
+    geometry, notes, position_set = _chosen_geometry(
+        sources, corpus_options(ctx.params, given_options(ctx)), (metric, min_count), spec
+    )
     matrix = _embeddable(geometry, distance)
     about = {"metric": metric, "distance": distance, "counts": geometry.metadata}
     fitted, curve, encoding = mds_encoding(
@@ -308,10 +320,37 @@ def mds(
             staged = stage(checkpoint_output, folder=True, create=False)
             written = {**write_into_checkpoint(encoding, into_checkpoint, staged), "checkpoint": str(checkpoint_output)}
     result = MdsResult.of(fitted, curve, encoding, geometry.positions, notes, output, written)
+    result = replace(result, position_set=position_set)
     if format == "json":
         print(result.to_json())
         return
     _print_mds(result, dim, format)
+
+
+def _chosen_geometry(
+    sources: list[str], options: Any, measure: tuple[str, int], spec: Any
+) -> tuple[Any, list[dict[str, str]], Any]:
+    """The geometry mds embeds, its sources' notes and the position set (None for ``all``): a distances
+    file or the counts as today, or the counts pooled into ``spec`` (which needs counts, not distances)."""
+    from ..api import PositionSet, pool_positions, position_geometry
+    from ..io import file_kind
+
+    metric, min_count = measure
+    if spec.is_all:
+        return (*load_geometry(sources, options, metric, min_count), None)
+    if len(sources) == 1 and Path(sources[0]).is_file() and file_kind(sources[0]) == "distances":
+        raise InputError(
+            f"--positions {spec} pools counts, and {sources[0]} holds distances; give its counts or corpus instead"
+        )
+    counts, notes = load_counts(sources, options)
+    pooled = pool_positions(counts, spec)
+    geometry = position_geometry(pooled, metric=metric, min_count=min_count)
+    return geometry, notes, PositionSet.of(pooled, geometry.positions)
+
+
+def _scored_line(position_set: Any) -> list[tuple[str, Any]]:
+    """The table's row naming the position set scored (none for every position)."""
+    return [] if position_set is None else [("positions scored", position_set.line())]
 
 
 def _local_checkpoint(checkpoint: Path | None) -> Path | None:
@@ -360,6 +399,7 @@ def _plot_mds(fitted: Any, curve: dict[int, float], geometry: Any, path: Path, r
 def _print_mds(result: MdsResult, dim: int | None, format: str) -> None:
     rows = [
         ("sources", _sources_line(result.sources)),
+        *_scored_line(result.position_set),
         ("positions n", result.n_positions),
         ("matrix", f"{result.distance} {result.metric}"),
         ("effective rank", _rank_line(result)),

@@ -189,6 +189,7 @@ ANALYSIS: opt.Options = (
     ("tokenizer", Tokenizer, None),
     ("max_positions", MaxPositions, None),
     ("min_count", opt.MinCount, DEFAULT_MIN_COUNT),
+    ("positions", opt.Positions, "all"),
     ("distance", Distance, "naive"),
 )
 #: what stress and report score beside the target
@@ -224,6 +225,7 @@ TO_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "data_dir": ("data_dir", lambda folder: str(folder) if folder is not None else None),
     "compare": ("compare", split_compare),  # a comma inside quotes or after a backslash is a file name's
     "no_cache": ("cache", cache_option),
+    "positions": ("positions", opt.position_spec),
 }
 #: the parameters of stress, report and track that are the command's own, not analysis options
 COMMAND_ONLY = frozenset(

@@ -99,7 +99,7 @@ class PositionalCounts:
         dropped = np.flatnonzero(self.totals < min_count)
         return {
             "min_count": int(min_count),
-            "positions": _ranges(dropped),
+            "positions": position_runs(dropped),
             "count": int(dropped.size),
             "reason": f"N_i < {min_count} sequences",
         }
@@ -528,7 +528,7 @@ def _remap_columns(matrix: sp.csr_array, remap: np.ndarray, width: int) -> sp.cs
     return sp.coo_array((coo.data, (coo.row, remap[coo.col])), shape=(matrix.shape[0], width)).tocsr()
 
 
-def _ranges(indices: np.ndarray) -> list[list[int]]:
+def position_runs(indices: np.ndarray) -> list[list[int]]:
     """[[start, stop], ...] inclusive runs of consecutive indices, for compact reports."""
     if indices.size == 0:
         return []
