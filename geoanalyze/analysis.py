@@ -473,7 +473,7 @@ def analyze(
     decided = discriminability(probes, scored.nulls, corpus.geometry.summary, options.distance)
     peaks = layer_peaks(layers) if layers else {}
     geometry = corpus.geometry
-    windows = position_windows(scored.vectors, corpus, options, resolved)
+    windows = position_windows(scored, corpus, options, resolved, compared)
     return StressResult(
         target=resolved.name,
         kind="encoding" if checkpoint is None else "checkpoint",
@@ -504,22 +504,54 @@ def analyze(
 
 
 def position_windows(
-    vectors: Mapping[str, np.ndarray], corpus: Corpus, options: StressOptions, resolved: Target
+    scored: Scored, corpus: Corpus, options: StressOptions, resolved: Target, compared: Mapping[str, Encoding]
 ) -> dict[str, WindowScores]:
     """Each scored table's scores against position (--windows; geometry/windows.py), the optimal MDS left
     out (fitted to D, it says nothing of position); D of a window from the dense D when it exists, else
-    from the window's own counts. The training length: a spec's ``original=``, a checkpoint's
+    from the window's own counts. Past the dense limit the windows cover every kept position, not only the
+    scored sample (whose few early positions would leave the first windows undecided): each window reads
+    its own positions' vectors and counts. The training length: a spec's ``original=``, a checkpoint's
     ``original_max_position_embeddings`` (its RoPE parameters, else its config)."""
-    count = window_count(options.windows, len(corpus.positions))
-    tables = {name: table for name, table in vectors.items() if name != "mds"}
+    names = [name for name in scored.vectors if name.partition(":")[0] != "mds"]
+    positions = corpus.positions
+    dense: np.ndarray | None = corpus.distances
+    tables: dict[str, Any] = {name: scored.vectors[name] for name in names}
+    if corpus.sample is not None:
+        positions, dense = corpus.counts.kept_positions(options.min_count), None
+        context = EncodingContext(width=scored.width, counts=corpus.counts.metadata)
+        tables = {name: RowsAt(table_reader(name, resolved, compared, context), positions) for name in names}
+    count = window_count(options.windows, len(positions))
     if not count or not tables:
         return {}
-    distances = window_distances(corpus.distances, corpus.counts, corpus.positions, options.distance)
-    scored = score_windows(tables, corpus.positions, distances, count, options.seed, options.null_draws)
-    lengths = {name: training_length(name) for name in scored}
+    distances = window_distances(dense, corpus.counts, positions, options.distance)
+    found = score_windows(tables, positions, distances, count, options.seed, options.null_draws)
+    lengths = {name: training_length(name) for name in found}
     if resolved.checkpoint is not None and resolved.name in lengths:
         lengths[resolved.name] = checkpoint_training_length(resolved.checkpoint.config)
-    return {name: replace(found, training_length=lengths[name]) for name, found in scored.items()}
+    return {name: replace(window, training_length=lengths[name]) for name, window in found.items()}
+
+
+@dataclass(frozen=True)
+class RowsAt:
+    """A table of position vectors read only at the rows asked for (``table[rows]``): past the dense limit a
+    window reads its own positions' vectors, and no table over every kept position is built."""
+
+    read: Callable[[np.ndarray], np.ndarray]
+    positions: np.ndarray
+
+    def __getitem__(self, rows: np.ndarray) -> np.ndarray:
+        return self.read(self.positions[rows])
+
+
+def table_reader(
+    name: str, resolved: Target, compared: Mapping[str, Encoding], context: EncodingContext
+) -> Callable[[np.ndarray], np.ndarray]:
+    """The function that draws the table ``name`` (the target's, or a compared encoding's) at positions."""
+    if name == resolved.name and resolved.checkpoint is not None:
+        return resolved.checkpoint.position_vectors
+    encoding = resolved.encoding if name == resolved.name else compared[name]
+    assert encoding is not None  # a target without vectors has no table to window
+    return partial(encoding.vectors, context=context)
 
 
 def checkpoint_training_length(config: Mapping[str, Any]) -> int | None:

@@ -67,3 +67,31 @@ def test_an_n_by_n_output_past_the_limit_is_refused(tmp_path: Path, command: str
     )
     assert "would be 0.000147 GB" in line
     assert files_under(tmp_path) == before
+
+
+def test_windows_past_the_limit_cover_every_kept_position_not_only_the_sample(tmp_path: Path) -> None:
+    """Past the dense limit the windows span every kept position (their first starts at the first kept one,
+    not at the sample's), and each window's scaled stress equals one computed by hand from that window's
+    own counts and the encoding drawn at its positions."""
+    from geoanalyze.corpus.marginals import PositionalCounts
+    from geoanalyze.encodings import get_encoding
+    from geoanalyze.geometry.distances import position_geometry
+    from geoanalyze.geometry.scores import scaled_stress
+    from geoanalyze.geometry.windows import plan_windows
+
+    run = geoanalyze(*STRESS, "--windows", 4, "-f", "json", cwd=tmp_path, env=limited("40"))
+    document = json.loads(ok(run).stdout)
+    assert document["sample"]["positions"] == 40
+    windows = document["windows"]["rope:d=32"]["windows"]
+    assert windows[0]["start"] == 0 and windows[-1]["end"] == 96  # every one of the 96 positions is kept
+    ok(geoanalyze("marginals", *CORPUS[:4], "-o", "counts.safetensors", cwd=tmp_path))  # the same counts, on disk
+    counts = PositionalCounts.load(tmp_path / "counts.safetensors")
+    kept = counts.kept_positions(32)
+    for planned, shown in zip(plan_windows(kept, 4, seed=0), windows, strict=True):
+        assert (planned.start, planned.end) == (shown["start"], shown["end"])
+        if planned.members.size < 8:
+            continue
+        positions = kept[planned.rows]
+        target = position_geometry(counts.select(positions), min_count=1).matrix("naive")
+        table = get_encoding("rope:d=32").vectors(positions)
+        assert shown["scaled_stress"] == pytest.approx(scaled_stress(table, target), rel=1e-9)
