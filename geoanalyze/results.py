@@ -41,7 +41,6 @@ import numpy as np
 
 from .geometry.null import ALPHA, ASPECT_WORDS, ASPECTS, D_ASPECTS, TESTED_ASPECTS, RankTest
 from .geometry.shuffle import can_decide, draws_for
-from .geometry.windows import WindowScores
 from .io import FLAT, IF_SET, NOT_IN_JSON, Record, dumps, serialise, serialise_fields
 from .io import markdown_table as gfm_table
 
@@ -49,6 +48,7 @@ if TYPE_CHECKING:
     from .corpus.positions import PositionSet
     from .geometry.distances import NoiseSummary, PositionGeometry
     from .geometry.sampled import PositionSample
+    from .geometry.windows import WindowScores
 
 
 # --- the typed result -----------------------------------------------------------------------------

@@ -851,11 +851,15 @@ def _note_reading(tok: Tokenizer, job: CountJob) -> None:
             "tokenizer's model_max_length; pass --max-length to cut them shorter"
         )
     hf = getattr(tok, "hf", None)
-    if hf is not None and job.max_length is not None and tok.max_length > model_max_length(hf, tok.name):
-        note(
-            f"sequences of up to {tok.max_length:,} tokens, beyond {tok.name}'s model_max_length "
-            f"{model_max_length(hf, tok.name)}: allowed for counting (a model of it never saw those positions)"
-        )
+    if hf is None or job.max_length is None:
+        return
+    with contextlib.suppress(InputError):  # a model_max_length that is no number gives way to --max-length
+        ceiling = model_max_length(hf, tok.name)
+        if tok.max_length > ceiling:
+            note(
+                f"sequences of up to {tok.max_length:,} tokens, beyond {tok.name}'s model_max_length "
+                f"{ceiling}: allowed for counting (a model of it never saw those positions)"
+            )
 
 
 def _job_description(source: CorpusSource, tok: Tokenizer, job: CountJob) -> dict[str, Any]:

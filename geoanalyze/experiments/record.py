@@ -18,11 +18,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..io import dumps, to_jsonable, write_text
 from ..io import markdown_table as gfm_table
-from ..results import Provenance
+
+if TYPE_CHECKING:
+    from ..results import Provenance  # a type only: importing results pulls in scipy
 
 PRESET_NAMES = ("smoke", "ci", "paper")
 

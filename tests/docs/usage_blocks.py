@@ -103,7 +103,7 @@ def blocks(text: str | None = None) -> list[Block]:
         if match is None:
             continue
         if not lines[index + 1].startswith("```"):
-            raise ValueError(f"docs/usage.md:{index + 1}: a regenerate marker must sit right above a ``` fence")
+            raise ValueError(f"line {index + 1}: a regenerate marker must sit right above a ``` fence")
         end = lines.index("```", index + 2)
         inside = lines[index + 2 : end]
         commands, outputs = ((), ("\n".join(inside),)) if match["file"] else parse_block(inside)

@@ -245,3 +245,21 @@ def test_the_chunk_size_option_refuses_hostile_values_with_exit_2(
         main()
     assert exit.value.code == 2
     assert "--chunk-size" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_rows_of_stdlib_documents_at_32768_tokens_equal_an_independent_full_forward(
+    llama: dict[str, tuple[Path, Any]],
+) -> None:
+    """The issue's done-when: the standard library read as documents (the two longest files, past 32k
+    tokens), --max-length 32768 in chunks of 2048, against the plain full forward of each."""
+    from geoanalyze.checkpoints.hidden import forward_pass
+    from geoanalyze.checkpoints.load import load_checkpoint
+    from geoanalyze.corpus.sources import resolve_source
+
+    folder, model = llama["yarn"]
+    texts = sorted(resolve_source("stdlib").read(read="document"), key=len)[-2:]
+    checkpoint = load_checkpoint(str(folder))
+    result = forward_pass(checkpoint, texts, 32768, batch_size=2, device="cpu", dtype="float32", chunk_size=2048)
+    assert result.centroids.shape[1] == 32768
+    _check_rows(result, _independent(model, folder, texts, 32768), 2)

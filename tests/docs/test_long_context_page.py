@@ -1,0 +1,36 @@
+"""docs/long-context.md shows real output: its blocks of commands are regenerated as docs/usage.md's are
+(``python tests/docs/regenerate_usage.py --page docs/long-context.md``; usage_blocks.py has the convention),
+every block that shows a command is one of them, and the slow job checks that each is what its commands
+print now (they count the standard library and 131,072-token sequences: minutes)."""
+
+from __future__ import annotations
+
+import pytest
+from test_usage_blocks import fenced_commands
+from usage_blocks import REPO_ROOT, blocks, comparable, run_session, sessions
+
+PAGE = REPO_ROOT / "docs" / "long-context.md"
+BLOCKS = blocks(PAGE.read_text(encoding="utf-8"))
+SESSIONS = sessions(BLOCKS)
+
+
+def test_every_block_of_commands_on_the_page_is_regenerated() -> None:
+    marked = {block.start - 1 for block in BLOCKS}
+    unmarked = [line for start, line in fenced_commands(PAGE.read_text(encoding="utf-8")) if start not in marked]
+    assert not unmarked, f"blocks of commands with no <!-- regenerate: SESSION --> marker: {unmarked}"
+    assert {"long-drift", "long-study", "long-llama", "long-docs"} <= set(SESSIONS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SESSIONS))
+def test_a_session_of_the_page_is_current(name: str) -> None:
+    members = SESSIONS[name]
+    for block, outputs in zip(members, run_session(members), strict=True):
+        if block.file is not None:
+            continue  # a script the session writes, not an output
+        for command, shown, now in zip(block.commands, block.outputs, outputs, strict=True):
+            assert comparable(shown) == comparable(now), (
+                f"docs/long-context.md is stale after `$ {command}` (session {name}); "
+                f"run python tests/docs/regenerate_usage.py --page docs/long-context.md --session {name}\n"
+                f"--- now\n{now}"
+            )
