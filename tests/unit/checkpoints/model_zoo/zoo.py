@@ -637,6 +637,7 @@ TYPE_KINDS = {
     "doge": "rope",
     "ernie4_5": "rope",
     "ernie4_5_moe": "rope family=moe",
+    "ergo": "rope nope=4 family=moe",  # rope_parameters["full_attention"] is None: NoPE full attention
     "esmc": "rope family=encoder",
     "eurobert": "rope family=encoder",
     "exaone": "rope",
@@ -683,6 +684,7 @@ TYPE_KINDS = {
     "jina_embeddings_v3": "rope family=encoder",
     "kimi_linear": "none family=hybrid",  # MLA layers without RoPE, linear attention beside
     "kolibri1": "rope nope=2",
+    "kolibri1_1": "rope nope=5",  # RoPE only `if self.is_sliding`: the indexed attention blocks skip it
     "laguna": "rope family=moe",
     # its model's loop passes position_embeddings only to sliding layers (None to full attention: NoPE);
     # block 1 is a gated delta net (no attention)
@@ -701,6 +703,7 @@ TYPE_KINDS = {
     "mellum": "rope",
     "mimo_v2_flash": "rope sets=2 family=moe",
     "minicpm3": "rope",
+    "minicpm5_moe": "rope family=moe",
     "minimax": "rope family=hybrid",
     "minimax_m2": "rope family=moe",
     "minimax_m3_vl_text": "rope family=moe",
@@ -725,6 +728,7 @@ TYPE_KINDS = {
     "openai-gpt": "learned",  # positions_embed
     "pegasus": "fixed",  # PegasusSinusoidalPositionalEmbedding.create_weight()
     "pegasus_x": "fixed",  # PegasusXSinusoidalPositionalEmbedding: computed in forward
+    "param2moe": "rope family=moe",
     "persimmon": "rope",
     "phimoe": "rope family=moe",
     "plbart": "learned@2",
