@@ -405,9 +405,12 @@ def markdown_table() -> str:
     counts: dict[str, int] = {}
     for entry in entries:
         counts[verdict(entry)] = counts.get(verdict(entry), 0) + 1
+    import transformers
+
     types = text_model_types()
     lines = [
-        f"{len(types)} text model types in the installed transformers' auto mappings; {len(entries)} zoo entries "
+        f"{len(types)} text model types in the auto mappings of transformers {transformers.__version__} (the "
+        f"version CI pins); {len(entries)} zoo entries "
         f"of {len({e.model_type for e in entries})} types; {len(UNBUILDABLE)} types cannot be built at tiny width "
         f"and {len(NOT_TEXT_BASE)} takes no token ids (both lists in zoo.py, with reasons). By verdict: "
         + ", ".join(f"{name} {count}" for name, count in sorted(counts.items()))
