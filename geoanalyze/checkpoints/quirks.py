@@ -152,11 +152,13 @@ def _cos_sin(attention: Any, call: Call, heads: Any) -> Any:
     """Falcon up to transformers 5.24 (FalconAttention.forward, where it is handed no ``alibi``) and GPT-NeoX-Japanese
     (GPTNeoXJapaneseAttention.forward): the (cos, sin) the model's rotary_emb hands the call as
     ``position_embeddings``, applied by the attention's file's ``apply_rotary_pos_emb`` to the first
-    cos.shape[-1] dims of each head (GPT-NeoX-Japanese's rotary_ndims); the rest passes unrotated."""
+    cos.shape[-1] dims of each head (GPT-NeoX-Japanese's rotary_ndims); the rest passes unrotated. Falcon with
+    ALiBi rotates nothing: 5.24 hands it ``alibi``, 5.25 hands it the tables too but reads ``config.alibi``."""
     import torch
 
     tables = call.get("position_embeddings")
-    if tables is None or call.get("alibi") is not None:
+    alibi = call.get("alibi") is not None or bool(getattr(getattr(attention, "config", None), "alibi", False))
+    if tables is None or alibi:
         return heads
     cos, sin = tables
     apply = importlib.import_module(_FILE_ROTARY[type(attention).__name__]).apply_rotary_pos_emb

@@ -172,3 +172,30 @@ def test_rotated_queries_and_keys_equal_an_independent_recomputation(
     assert not [note for note in result.notes if "rotates" in note], result.notes
     worst, _ = compare_rows(result, expected)
     print(f"\n{name}: max |diff| {worst:.2e}")
+
+
+@pytest.mark.parametrize("alibi", [False, True])
+def test_falcon_projections_rotate_only_without_alibi(alibi: bool) -> None:
+    """The projections route's Falcon rotation (taken where the interface cannot be: 5.24, or an attention
+    implementation the capture does not wrap) rotates as the model's file does: with ALiBi nothing, though
+    5.25's model hands every block the rotary tables; without, rotate-half at the config's base."""
+    import torch
+    from transformers import FalconConfig
+    from transformers.models.falcon.modeling_falcon import FalconAttention, FalconRotaryEmbedding
+
+    from geoanalyze.checkpoints.quirks import quirks
+
+    config = FalconConfig(hidden_size=32, num_attention_heads=HEADS, num_hidden_layers=1, alibi=alibi)
+    attention = FalconAttention(config, 0)
+    length = 6
+    heads = torch.randn(1, HEADS, length, SIZE, dtype=torch.float64)
+    tables = FalconRotaryEmbedding(config)(heads, torch.arange(length)[None])
+    rotation = quirks("falcon").rotation
+    assert rotation is not None
+    rotated = rotation(attention, {"position_embeddings": tables}, heads)
+    if alibi:
+        assert torch.equal(rotated, heads)
+    else:
+        base = float(config.rope_parameters["rope_theta"])
+        expected = rotate_half(heads[0].transpose(0, 1), base).transpose(0, 1)[None]
+        torch.testing.assert_close(rotated, expected, rtol=0, atol=1e-6)
