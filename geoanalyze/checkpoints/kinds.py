@@ -46,7 +46,8 @@ class Mechanism:
     kind : the tag, a class attribute: learned | fixed | rope | alibi | relative | none.
     layers : number of blocks whose hidden states the forward pass returns.
     relative : a description of a relative scheme, also when it sits beside another kind.
-    attention_layers : the blocks (1-based) that hold an attention module.
+    attention_layers : the blocks (1-based) that hold an attention module (blocks run by reused modules,
+        HRM's stacks over their cycles, as the modules they run).
     qk_weights : per block, (query weight, key weight, layout) tensor names of the separate
         projections that read the table (layout "linear" is (out, in); "fused-conv1d" is GPT-2's
         (in, 3h) [Q | K | V]); empty where the projections are fused otherwise.

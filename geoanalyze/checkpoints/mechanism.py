@@ -176,7 +176,7 @@ def detect(model: Any, config: Any, prefix: str = "") -> Mechanism:
         "layers": n_blocks,
         "hidden_size": _hidden_size(config) or _input_width(model),
         "relative": _relative_scheme(model, config),
-        "attention_layers": tuple(sorted(attention)),
+        "attention_layers": _attention_run(attention, len(blocks), n_blocks),
         "qk_weights": _qk_weights(model, blocks, prefix) if len(blocks) == n_blocks else (),
         "parameters": int(sum(p.numel() for p in model.parameters())),
         "buffers": int(sum(b.numel() for b in model.buffers())),
@@ -291,6 +291,15 @@ def _attention_layers(blocks: list[Any]) -> dict[int, list[Any]]:
         if found:
             out[index + 1] = found
     return out
+
+
+def _attention_run(attention: dict[int, list[Any]], listed: int, n_blocks: int) -> tuple[int, ...]:
+    """The blocks a forward runs that attend: the listed ones that hold an attention, and, where the forward
+    runs more blocks than it lists (ALBERT's shared block, HRM's L and H stacks over their cycles), every
+    block past them when each listed block attends (each run block runs one of the listed blocks' modules,
+    as the capture counts them: the block of an attention call is its rank)."""
+    run = range(listed + 1, n_blocks + 1) if listed and len(attention) == listed else ()
+    return (*sorted(attention), *run)
 
 
 def _holds_query_and_key(module: Any) -> bool:

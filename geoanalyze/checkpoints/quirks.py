@@ -65,16 +65,15 @@ def _bloom(attention: Any, fused: Any) -> tuple[Any, Any]:
 
 
 def _falcon(attention: Any, fused: Any) -> tuple[Any, Any]:
-    """Falcon: new decoder architecture (groups of H/kv queries, one key, one value), multi-query
-    (H queries, one key, one value), or BLOOM's layout. The shared key is repeated per query head, as
-    Falcon's own attention does."""
-    import torch
-
+    """Falcon up to transformers 5.24 (its own attention code; from 5.25 it calls the attention interface):
+    new decoder architecture (groups of H/kv queries, one key, one value), multi-query (H queries, one key,
+    one value), or BLOOM's layout. One key per key/value head, as the interface receives Falcon's keys
+    from 5.25 (and every grouped-query model's): 5.24's own code repeats each per query head of its group,
+    which gives the same key rows repeated, so a checkpoint's rows are the same under either version."""
     batch, length = fused.shape[:2]
     if getattr(attention, "new_decoder_architecture", False):
         groups = fused.view(batch, length, -1, attention.num_heads // attention.num_kv_heads + 2, attention.head_dim)
-        query = groups[:, :, :, :-2]
-        return query, torch.broadcast_to(groups[:, :, :, [-2]], query.shape)
+        return groups[:, :, :, :-2].flatten(2, 3), groups[:, :, :, -2]
     if not getattr(attention, "multi_query", False):
         return _bloom(attention, fused)
     heads = fused.view(batch, length, attention.num_heads + 2, attention.head_dim)
@@ -150,14 +149,16 @@ def _sinusoidal_pairs(attention: Any, call: Call, heads: Any) -> Any:
 
 
 def _cos_sin(attention: Any, call: Call, heads: Any) -> Any:
-    """Falcon (FalconAttention.forward, where it is handed no ``alibi``) and GPT-NeoX-Japanese
+    """Falcon up to transformers 5.24 (FalconAttention.forward, where it is handed no ``alibi``) and GPT-NeoX-Japanese
     (GPTNeoXJapaneseAttention.forward): the (cos, sin) the model's rotary_emb hands the call as
     ``position_embeddings``, applied by the attention's file's ``apply_rotary_pos_emb`` to the first
-    cos.shape[-1] dims of each head (GPT-NeoX-Japanese's rotary_ndims); the rest passes unrotated."""
+    cos.shape[-1] dims of each head (GPT-NeoX-Japanese's rotary_ndims); the rest passes unrotated. Falcon with
+    ALiBi rotates nothing: 5.24 hands it ``alibi``, 5.25 hands it the tables too but reads ``config.alibi``."""
     import torch
 
     tables = call.get("position_embeddings")
-    if tables is None or call.get("alibi") is not None:
+    alibi = call.get("alibi") is not None or bool(getattr(getattr(attention, "config", None), "alibi", False))
+    if tables is None or alibi:
         return heads
     cos, sin = tables
     apply = importlib.import_module(_FILE_ROTARY[type(attention).__name__]).apply_rotary_pos_emb

@@ -2,11 +2,14 @@
 
 RoFormer, GPT-NeoX-Japanese and Falcon (RoPE) compute attention themselves, outside transformers'
 attention interface, so the capture hooks their query/key projections and rotates what they give
-as the attention does (:data:`geoanalyze.checkpoints.capture.ROTATIONS`). The recomputation here
+as the attention does (:data:`geoanalyze.checkpoints.capture.ROTATIONS`). Falcon does up to
+transformers 5.24; from 5.25 its attention calls the interface, which the capture takes instead
+(the route follows the model's file: see expected_route), with the same rows. The recomputation here
 shares nothing with that: each sequence alone, unpadded, eager (but see Case.implementation); a forward pre-hook on the attention
 module takes its input x; q and k are this file's arithmetic on the module's weights, in the layout
 the model code documents (separate query/key; GPT-NeoX-Japanese's per head [q | k | v]; Falcon's
-groups of H/kv queries beside one key, or H queries beside one shared key), then RoPE from the
+groups of H/kv queries beside one key, or H queries beside one shared key: one key per key/value head,
+as the interface receives any grouped-query model's keys), then RoPE from the
 config's base alone, with this file's own angles: RoFormer in (2i, 2i + 1) pairs, the others
 rotate-half, GPT-NeoX-Japanese on the first ``rotary_pct`` of each head. Falcon with ALiBi rotates
 nothing (its attention rotates only where it is handed no ALiBi bias). Then the mean over the
@@ -63,8 +66,8 @@ def neox_japanese(attention: Any, x: Any, config: Any) -> tuple[Any, Any]:
 
 def falcon(rotary: bool) -> QK:
     """Falcon's query_key_value: new decoder architecture (T, kv, H/kv + 2, d), per group H/kv queries then
-    one key and one value, the key repeated for each query of its group; multi-query (T, H + 2, d), H queries,
-    one key shared by all. Rotate-half on the whole head when ``rotary`` (no ALiBi)."""
+    one key and one value (a key per group); multi-query (T, H + 2, d), H queries, one key shared by all.
+    Rotate-half on the whole head when ``rotary`` (no ALiBi)."""
 
     def qk(attention: Any, x: Any, config: Any) -> tuple[Any, Any]:
         fused = linear(attention.query_key_value, x)
@@ -72,7 +75,7 @@ def falcon(rotary: bool) -> QK:
         if config.new_decoder_architecture:
             groups = fused.view(length, config.num_kv_heads, HEADS // config.num_kv_heads + 2, SIZE)
             q = groups[:, :, :-2].reshape(length, HEADS, SIZE)
-            k = groups[:, :, [-2]].expand(-1, -1, HEADS // config.num_kv_heads, -1).reshape(length, HEADS, SIZE)
+            k = groups[:, :, -2]
         else:
             flat = fused.view(length, HEADS + 2, SIZE)
             q, k = flat[:, :HEADS], flat[:, [HEADS]]
@@ -141,6 +144,21 @@ def _recompute(folder: Path, case: Case, sequences: list[str], tokenizer: Any) -
     return qk_centroids(sequences, tokenizer, step, handles)
 
 
+def expected_route(folder: Path) -> str:
+    """How the capture must take the model's queries and keys: through the attention interface where the
+    model's file defines the interface's ``eager_attention_forward`` (Falcon from transformers 5.25), else at
+    the projections (its attention computes scores in its own code)."""
+    import importlib
+
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    with torch.device("meta"):
+        model = AutoModel.from_config(AutoConfig.from_pretrained(str(folder)))
+    module = importlib.import_module(type(model).__module__)
+    return "attention interface" if hasattr(module, "eager_attention_forward") else "projections"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_rotated_queries_and_keys_equal_an_independent_recomputation(
@@ -149,8 +167,35 @@ def test_rotated_queries_and_keys_equal_an_independent_recomputation(
     case = CASES[name]
     folder = build(tmp_path / "model", capture_tokenizer, case.model_type, case.config)
     _, result, expected = capture_and_recompute(folder, capture_tokenizer, _recompute, case)
-    assert result.capture == "projections", (result.capture, result.notes)
+    assert result.capture == expected_route(folder), (result.capture, result.notes)
     assert sorted(result.queries) == sorted(result.keys) == sorted(expected) == [1, 2], result.notes
     assert not [note for note in result.notes if "rotates" in note], result.notes
     worst, _ = compare_rows(result, expected)
     print(f"\n{name}: max |diff| {worst:.2e}")
+
+
+@pytest.mark.parametrize("alibi", [False, True])
+def test_falcon_projections_rotate_only_without_alibi(alibi: bool) -> None:
+    """The projections route's Falcon rotation (taken where the interface cannot be: 5.24, or an attention
+    implementation the capture does not wrap) rotates as the model's file does: with ALiBi nothing, though
+    5.25's model hands every block the rotary tables; without, rotate-half at the config's base."""
+    import torch
+    from transformers import FalconConfig
+    from transformers.models.falcon.modeling_falcon import FalconAttention, FalconRotaryEmbedding
+
+    from geoanalyze.checkpoints.quirks import quirks
+
+    config = FalconConfig(hidden_size=32, num_attention_heads=HEADS, num_hidden_layers=1, alibi=alibi)
+    attention = FalconAttention(config, 0)
+    length = 6
+    heads = torch.randn(1, HEADS, length, SIZE, dtype=torch.float64)
+    tables = FalconRotaryEmbedding(config)(heads, torch.arange(length)[None])
+    rotation = quirks("falcon").rotation
+    assert rotation is not None
+    rotated = rotation(attention, {"position_embeddings": tables}, heads)
+    if alibi:
+        assert torch.equal(rotated, heads)
+    else:
+        base = float(config.rope_parameters["rope_theta"])
+        expected = rotate_half(heads[0].transpose(0, 1), base).transpose(0, 1)[None]
+        torch.testing.assert_close(rotated, expected, rtol=0, atol=1e-6)
