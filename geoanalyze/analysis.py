@@ -969,6 +969,8 @@ def cached_forward(
     }
     if options.chunk_size is not None:  # rows of a chunked pass equal one pass's to rounding: the key says so
         key_parts["chunk_size"] = options.chunk_size
+    if options.read != "rows":  # documents are other sequences than rows (rows' keys stay as they were)
+        key_parts["read"] = options.read
     path = cache_entry("centroids", key_parts)
     if options.cache and cache_holds(path):
         cached = cached_centroids(path, key_parts)

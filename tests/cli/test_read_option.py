@@ -91,3 +91,18 @@ def test_the_cli_and_the_corpus_layer_know_the_same_modes() -> None:
     from geoanalyze.corpus.sources import READ_MODES
 
     assert CLI_MODES == READ_MODES == ("rows", "document", "packed")
+
+
+def test_a_checkpoint_forward_pass_cached_for_rows_is_not_served_for_documents(minilm_path: Path, tmp_path: Path) -> None:
+    """The forward pass's cache key names the read mode: rows counted and run first (cache on), then
+    documents, whose rows must equal a document run without the cache (the articles are other sequences)."""
+    lines = []
+    for article in range(30):
+        lines += [f" = Article {article} = ", *(f"line {k} of article {article} reads on, word after word, to the end." for k in range(4))]
+    (tmp_path / "wiki.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args = ("stress", str(minilm_path), "--dataset", "wiki.txt", "--max-length", "16", "--min-count", "20",
+            "--null-draws", "2", "--compare", "", "--layers", "1", "-f", "json")  # fmt: skip
+    ok(geoanalyze(*args, cwd=tmp_path))  # rows, cached
+    cached = json.loads(ok(geoanalyze(*args, "--read", "document", cwd=tmp_path)).stdout)
+    fresh = json.loads(ok(geoanalyze(*args, "--read", "document", "--no-cache", cwd=tmp_path)).stdout)
+    assert cached["layers"] and cached["layers"] == fresh["layers"]
