@@ -14,6 +14,11 @@ DRIFT = str(REPO_ROOT / "sample_corpora" / "drift.txt")
 COUNTING = ["marginals", "distances", "mds", "stress", "report", "track run"]
 
 
+def flat(table: str) -> str:
+    """A table's words on one line: the corpus line wraps at 80 columns where its path is long."""
+    return " ".join(table.split())
+
+
 @pytest.mark.parametrize("command", COUNTING)
 def test_every_counting_command_takes_read(command: str, tmp_path: Path) -> None:
     assert "--read" in ok(geoanalyze(*command.split(), "--help", cwd=tmp_path)).stdout
@@ -53,14 +58,14 @@ def test_marginals_say_the_mode_only_when_it_is_not_rows(shared_data: Path, tmp_
     document = json.loads(ok(geoanalyze(*args, "-f", "json", cwd=tmp_path)).stdout)
     assert [source["read"] for source in document["sources"]] == ["document"]
     assert document["n_sequences"] == 60 and document["n_positions"] > 512
-    table = " ".join(ok(geoanalyze(*args, cwd=tmp_path)).stdout.split())  # the corpus line may wrap at 80 columns
+    table = flat(ok(geoanalyze(*args, cwd=tmp_path)).stdout)
     assert "read as document" in table
-    assert "read as" not in ok(geoanalyze("marginals", "--dataset", wikitext, "-t", "whitespace", cwd=tmp_path)).stdout
+    assert "read as" not in flat(ok(geoanalyze("marginals", "--dataset", wikitext, "-t", "whitespace", cwd=tmp_path)).stdout)
 
 
 def test_stress_says_the_mode_in_its_table_and_json(tmp_path: Path) -> None:
     args = ("stress", "rope:d=8", "--dataset", DRIFT, "--max-length", "12", "--null-draws", "2", "--compare", "")
-    table = ok(geoanalyze(*args, "--read", "document", "-o", "document.json", cwd=tmp_path)).stdout
+    table = flat(ok(geoanalyze(*args, "--read", "document", "-o", "document.json", cwd=tmp_path)).stdout)
     assert "read as document" in table
     assert json.loads((tmp_path / "document.json").read_text())["dataset"]["read"] == "document"
 
@@ -74,7 +79,7 @@ def test_stress_in_document_mode_of_a_corpus_without_headings_scores_as_rows(tmp
     assert "read" not in plain["dataset"]
     document = json.loads(ok(geoanalyze(*args, "--read", "document", "-f", "json", cwd=tmp_path)).stdout)
     assert document["scores"] == plain["scores"]
-    assert "read as" not in ok(geoanalyze(*args, cwd=tmp_path)).stdout
+    assert "read as" not in flat(ok(geoanalyze(*args, cwd=tmp_path)).stdout)
 
 
 def test_packed_minilm_counts_sequences_of_max_length(minilm_path: Path, tmp_path: Path) -> None:
