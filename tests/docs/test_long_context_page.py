@@ -6,8 +6,8 @@ print now (they count the standard library and 131,072-token sequences: minutes)
 from __future__ import annotations
 
 import pytest
-from test_usage_blocks import fenced_commands
-from usage_blocks import REPO_ROOT, blocks, comparable, run_session, sessions
+from test_usage_blocks import check_current, fenced_commands
+from usage_blocks import REPO_ROOT, blocks, sessions
 
 PAGE = REPO_ROOT / "docs" / "long-context.md"
 BLOCKS = blocks(PAGE.read_text(encoding="utf-8"))
@@ -24,13 +24,4 @@ def test_every_block_of_commands_on_the_page_is_regenerated() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SESSIONS))
 def test_a_session_of_the_page_is_current(name: str) -> None:
-    members = SESSIONS[name]
-    for block, outputs in zip(members, run_session(members), strict=True):
-        if block.file is not None:
-            continue  # a script the session writes, not an output
-        for command, shown, now in zip(block.commands, block.outputs, outputs, strict=True):
-            assert comparable(shown) == comparable(now), (
-                f"docs/long-context.md is stale after `$ {command}` (session {name}); "
-                f"run python tests/docs/regenerate_usage.py --page docs/long-context.md --session {name}\n"
-                f"--- now\n{now}"
-            )
+    check_current(name, SESSIONS, "docs/long-context.md")

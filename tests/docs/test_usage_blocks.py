@@ -84,16 +84,18 @@ def test_a_block_replaced_by_fresh_output_keeps_the_rest_of_the_page() -> None:
     assert comparable("counted in 0.4 s on 1 process") == comparable("counted in 12.5 s on 1 process")
 
 
-def check_current(name: str) -> None:
-    """Each block of session ``name`` shows what its commands print now (times masked)."""
-    members = SESSIONS[name]
+def check_current(name: str, found: dict[str, list[Block]] = SESSIONS, page: str = "docs/usage.md") -> None:
+    """Each block of session ``name`` (of ``page``, whose sessions are ``found``) shows what its commands
+    print now (times masked)."""
+    members = found[name]
+    again = "" if page == "docs/usage.md" else f" --page {page}"
     for block, outputs in zip(members, run_session(members), strict=True):
         if block.file is not None:
             continue  # a script the session writes, not an output
         for command, shown, now in zip(block.commands, block.outputs, outputs, strict=True):
             assert comparable(shown) == comparable(now), (
-                f"docs/usage.md is stale after `$ {command}` (session {name}); "
-                f"run python tests/docs/regenerate_usage.py --session {name}\n--- now\n{now}"
+                f"{page} is stale after `$ {command}` (session {name}); "
+                f"run python tests/docs/regenerate_usage.py{again} --session {name}\n--- now\n{now}"
             )
 
 
