@@ -125,15 +125,11 @@ def scaled_table(positions: np.ndarray, d: int, base: float, name: str, values: 
 
 
 def training_length(spec: str) -> int | None:
-    """The training length a rope scaling spec names (``original=8192``), or None."""
+    """The training length a rope scaling spec names (``original=8192``), or None (no such key, or no rope)."""
+    from .registry import parse_parameters  # the registry imports this module's encodings
+
     name, _, args = spec.partition(":")
     if name != "rope":
         return None
-    for part in args.split(","):
-        key, _, value = part.partition("=")
-        if key.strip() == "original":
-            try:
-                return int(float(value))
-            except ValueError:
-                return None
-    return None
+    original = parse_parameters(args, spec, text=("scaling",)).get("original")
+    return None if original is None else int(float(original))

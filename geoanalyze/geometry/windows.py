@@ -242,10 +242,11 @@ def score_windows(
             continue
         target = distances(window.rows)
         nulls = ShuffleNull(target, np.asarray(positions)[window.rows], draws, seed + j)
-        handles = {name: nulls.register(table[window.rows]) for name, table in tables.items()}
+        rows = {name: table[window.rows] for name, table in tables.items()}  # read once: a table may draw them
+        handles = {name: nulls.register(vectors) for name, vectors in rows.items()}
         run = nulls.run()
         for name, handle in handles.items():
-            found[j, name] = (scaled_stress(tables[name][window.rows], target), run[handle]["scaled_stress"])
+            found[j, name] = (scaled_stress(rows[name], target), run[handle]["scaled_stress"])
     keys = list(found)
     settled = decide([{"scaled_stress": found[key][1]} for key in keys])
     tested = {key: test["scaled_stress"] for key, test in zip(keys, settled, strict=True)}
