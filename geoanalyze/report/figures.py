@@ -364,8 +364,9 @@ def window_lines(windows: Mapping[str, WindowScores]) -> dict[str, dict[str, Any
 
 def window_figure(windows: Mapping[str, WindowScores], path: str | os.PathLike[str], subtitle: str = "") -> Any:
     """Scaled stress against position (log x): one line per table, a marker per window, filled where the
-    window is better than its own position shuffles (Holm) and hollow where not; the training length of a
-    scaled encoding (``original=``) as a dashed vertical line."""
+    window is better than its own position shuffles (Holm) and hollow where not, the shuffles' mean (the null)
+    dotted in the table's colour; the training length of a scaled encoding (``original=``) as a dashed
+    vertical line."""
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(8, 4.5), layout="constrained")
     lines = window_lines(windows)
@@ -377,6 +378,9 @@ def window_figure(windows: Mapping[str, WindowScores], path: str | os.PathLike[s
                   markerfacecolor="none", label=name)  # fmt: skip
         keep = line["filled"]  # better than its shuffles: the marker filled in
         axis.plot(line["x"][keep], line["y"][keep], linestyle="none", marker=look.marker, color=look.colour)
+        # the null it is tested against: the mean scaled stress of its own shuffles in each window
+        axis.plot(line["x"], np.asarray(windows[name].null_means, dtype=float), color=look.colour, linestyle=":",
+                  linewidth=0.8, alpha=0.6)  # fmt: skip
         length = line["training_length"]
         if length is not None and length not in marked:
             axis.axvline(length, color=look.colour, linestyle="--", linewidth=1, label=f"training length {length}")
@@ -384,6 +388,7 @@ def window_figure(windows: Mapping[str, WindowScores], path: str | os.PathLike[s
     axis.plot([], [], linestyle="none", marker="o", color=style.GREY, label="better than its shuffles")
     axis.plot([], [], linestyle="none", marker="o", color=style.GREY, markerfacecolor="white",
               label="not better (or undecided)")  # fmt: skip
+    axis.plot([], [], color=style.GREY, linestyle=":", linewidth=0.8, label="its shuffles' mean (the null)")
     axis.set_xscale("log")
     axis.set_xlabel("position (window centre, log scale)")
     axis.set_ylabel("scaled stress in the window (lower is better)")
